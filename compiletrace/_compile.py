@@ -1,0 +1,96 @@
+"""``compiletrace.compile``: a drop-in ``torch.compile`` that records where the time goes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import torch
+
+from compiletrace._backend import CompiletraceBackend, validate_component
+from compiletrace._registry import ENCODER, LANGUAGE_MODEL, Registry
+from compiletrace._tracker import get_tracker
+
+__all__ = ["CompilationMode", "compile", "resolve_component"]
+
+_Model = TypeVar("_Model", bound=Callable[..., Any])
+
+
+class CompilationMode(enum.Enum):
+    """Whether an application compiles at all; one setting switches eager vs compiled."""
+
+    NONE = "none"  # no torch.compile: the model runs eagerly, warm-up is skipped
+    STOCK_TORCH_COMPILE = "stock"  # torch.compile through compiletrace's backend
+
+    @classmethod
+    def parse(cls, value: CompilationMode | str) -> CompilationMode:
+        """Accept a member or its value ("none", "stock")."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            for member in cls:
+                if value.lower() in (member.value, member.name.lower()):
+                    return member
+        valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
+        raise ValueError(f"unknown compilation mode {value!r}; valid modes: {valid}")
+
+
+def resolve_component(is_encoder: object, component: object) -> str:
+    """The component name for ``compile``'s ``is_encoder``/``component`` arguments."""
+    if not isinstance(is_encoder, bool):
+        raise TypeError(f"is_encoder must be a bool, got {type(is_encoder).__name__}")
+    if component is None:
+        return ENCODER if is_encoder else LANGUAGE_MODEL
+    name = validate_component(component)
+    if is_encoder and name != ENCODER:
+        raise ValueError(
+            f"is_encoder=True conflicts with component={name!r}; pass one of them "
+            "(is_encoder=True means component='encoder')"
+        )
+    return name
+
+
+def compile(
+    model: _Model,
+    *,
+    is_encoder: bool = False,
+    component: str | None = None,
+    backend: str | Callable[..., Any] = "inductor",
+    mode: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    dynamic: bool | None = None,
+    fullgraph: bool = False,
+    registry: Registry | None = None,
+    compilation_mode: CompilationMode | str = CompilationMode.STOCK_TORCH_COMPILE,
+) -> _Model:
+    """Compile ``model`` like ``torch.compile`` and record every graph's compile time under
+    a component: ``component`` if given, else "encoder" when ``is_encoder``, else
+    "language_model".
+
+    Returns what ``torch.compile`` returns (an ``OptimizedModule`` for a module, a
+    compiled function for a function). With ``compilation_mode=CompilationMode.NONE`` the
+    model is returned unchanged, so one setting switches an application to eager.
+
+    >>> import torch, compiletrace
+    >>> reg = compiletrace.Registry()
+    >>> vision = compiletrace.compile(torch.nn.Linear(4, 4), is_encoder=True, backend="eager", registry=reg)
+    >>> _ = vision(torch.randn(2, 4))
+    >>> reg.compilation_times().encoder > 0
+    True
+    """
+    if not (isinstance(model, torch.nn.Module) or callable(model)):
+        raise TypeError(f"model must be a torch.nn.Module or a callable, got {type(model).__name__}")
+    name = resolve_component(is_encoder, component)
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be a bool, got {type(fullgraph).__name__}")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise TypeError(f"dynamic must be None or a bool, got {type(dynamic).__name__}")
+    cmode = CompilationMode.parse(compilation_mode)
+    be = CompiletraceBackend(
+        name, backend=backend, mode=mode, options=options, dynamic=dynamic, registry=registry
+    )
+    if cmode is CompilationMode.NONE:
+        return model
+    get_tracker()  # install the compile callbacks before the first compile
+    return torch.compile(model, backend=be, dynamic=dynamic, fullgraph=fullgraph)  # type: ignore[return-value,no-any-return]

@@ -1,0 +1,17 @@
+"""Views of recorded compiles: text, JSON, HTML, Chrome trace. They read records only."""
+
+from compiletrace.reports._html import registry_html_table
+from compiletrace.reports._text import (
+    component_totals,
+    log_summary,
+    summary_line,
+    summary_table,
+)
+
+__all__ = [
+    "component_totals",
+    "log_summary",
+    "registry_html_table",
+    "summary_line",
+    "summary_table",
+]
