@@ -15,6 +15,7 @@ from compiletrace._backend import CompiletraceBackend, backend
 from compiletrace._compile import CompilationMode, compile
 from compiletrace._records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._registry import Registry, compilation_times, get_registry
+from compiletrace._warmup import WarmupResult, warm_up
 
 __all__ = [
     "CacheOutcome",
@@ -24,11 +25,13 @@ __all__ = [
     "CompiletraceBackend",
     "GraphRecord",
     "Registry",
+    "WarmupResult",
     "backend",
     "compilation_times",
     "compile",
     "get_registry",
     "summary",
+    "warm_up",
 ]
 
 __version__ = "0.1.0"

@@ -125,8 +125,6 @@ class Tracker:
         self._lock = threading.Lock()
         self._owner_of: dict[str, Registry] = {}  # compile id -> registry, for lazy backward
         self.observer: FrameObserver | None = None
-        self.rank = 0
-        self.world_size = 1
 
     def now_ns(self) -> int:
         return self._clock()
@@ -247,6 +245,7 @@ class Tracker:
         owner = frame.owner
         assert owner is not None
         frame_ns = end_ns - frame.start_ns
+        rank, world_size = _rank_and_world_size()
         record = GraphRecord(
             compile_id=frame.compile_id,
             component=owner.component,
@@ -266,8 +265,8 @@ class Tracker:
             aot_autograd_cache=frame.aot,
             status=frame.status,
             error_type=frame.error_type,
-            rank=self.rank,
-            world_size=self.world_size,
+            rank=rank,
+            world_size=world_size,
         )
         with self._lock:
             self._owner_of[record.compile_id] = owner.registry
@@ -306,6 +305,15 @@ class Tracker:
     def open_frames(self) -> int:
         """Frames open on this thread (test helper: 0 between compiles)."""
         return len(self._state.frames)
+
+
+def _rank_and_world_size() -> tuple[int, int]:
+    """This process's torch.distributed rank and world size; (0, 1) outside a process group."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def _attribution_of(compiler_fn: Any) -> Attribution | None:

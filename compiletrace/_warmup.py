@@ -1,0 +1,104 @@
+"""The warm-up guard: warm up only when something is compiled, under a span named for the device."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+
+from compiletrace._compile import CompilationMode
+from compiletrace._records import NS_PER_S, CompilationTimes
+from compiletrace._registry import Registry, get_registry
+from compiletrace._tracker import Clock
+
+__all__ = ["WarmupResult", "warm_up", "warmup_span_name"]
+
+_DEVICE_LABELS = {"cpu": "CPU", "cuda": "GPU", "xpu": "XPU", "mps": "MPS", "hpu": "HPU", "meta": "Meta"}
+
+
+def warmup_span_name(device: object) -> str:
+    """ "Warmup (CPU)" for cpu, "Warmup (GPU)" for cuda, "Warmup (XPU)" for xpu, ..."""
+    dev_type = str(getattr(device, "type", device)).split(":")[0].lower()
+    label = _DEVICE_LABELS.get(dev_type, dev_type.upper() or "CPU")
+    return f"Warmup ({label})"
+
+
+@dataclass(frozen=True)
+class WarmupResult:
+    """What a warm-up did."""
+
+    skipped: bool  # True in CompilationMode.NONE: nothing compiles, so nothing to warm up
+    duration_s: float  # wall time of the warm-up run (0.0 when skipped)
+    compilation_times: CompilationTimes  # compile seconds recorded during the warm-up
+    by_component: dict[str, float] = field(default_factory=dict)  # the same, for any component
+    mode: CompilationMode = CompilationMode.STOCK_TORCH_COMPILE
+    device: str = "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skipped": self.skipped,
+            "duration_s": self.duration_s,
+            "compilation_times": self.compilation_times._asdict(),
+            "by_component": dict(self.by_component),
+            "mode": self.mode.value,
+            "device": self.device,
+        }
+
+
+def warm_up(
+    run: Callable[[], Any],
+    *,
+    mode: CompilationMode | str,
+    device: object = "cpu",
+    registry: Registry | None = None,
+    clock: Clock | None = None,
+) -> WarmupResult:
+    """Run ``run()`` once to trigger compilation before real work, unless ``mode`` is
+    ``CompilationMode.NONE`` (eager), where warm-up only costs start-up time.
+
+    The run happens under an OpenTelemetry span "Warmup (CPU)" / "Warmup (GPU)" so the
+    compiles it triggers nest under it; when skipped the span is still emitted with
+    ``compiletrace.warmup.skipped = true``.
+
+    >>> import torch, compiletrace
+    >>> model = torch.nn.Linear(4, 4)
+    >>> res = compiletrace.warm_up(lambda: model(torch.ones(1, 4)), mode=compiletrace.CompilationMode.NONE)
+    >>> res.skipped
+    True
+    """
+    if not callable(run):
+        raise TypeError(f"run must be a callable taking no arguments, got {type(run).__name__}")
+    if not isinstance(mode, (CompilationMode, str)):
+        valid = ", ".join(f"CompilationMode.{m.name}" for m in CompilationMode)
+        raise TypeError(f"mode must be a CompilationMode ({valid}), got {type(mode).__name__}")
+    cmode = CompilationMode.parse(mode)
+    if registry is not None and not isinstance(registry, Registry):
+        raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    reg = registry or get_registry()
+    now = clock or time.perf_counter_ns
+    device_name = str(getattr(device, "type", device))
+    skipped = cmode is CompilationMode.NONE
+
+    tracer = trace.get_tracer("compiletrace")
+    attributes = {
+        "compiletrace.warmup.skipped": skipped,
+        "compiletrace.compilation_mode": cmode.value,
+        "compiletrace.device": device_name,
+    }
+    with tracer.start_as_current_span(warmup_span_name(device), attributes=attributes) as span:
+        if skipped:
+            return WarmupResult(True, 0.0, CompilationTimes(), {}, cmode, device_name)
+        before = reg.by_component()
+        start = now()
+        run()  # an exception propagates unchanged; the span records it
+        duration_ns = now() - start
+        after = reg.by_component()
+        accrued = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
+        times = CompilationTimes(
+            language_model=accrued.get("language_model", 0.0), encoder=accrued.get("encoder", 0.0)
+        )
+        span.set_attribute("compiletrace.warmup.compile_s", sum(accrued.values()))
+    return WarmupResult(False, duration_ns / NS_PER_S, times, accrued, cmode, device_name)
