@@ -9,7 +9,6 @@
 ['encoder', 'language_model']
 """
 
-from __future__ import annotations
 
 from compiletrace._backend import CompiletraceBackend, backend
 from compiletrace._compile import CompilationMode, compile

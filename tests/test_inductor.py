@@ -1,0 +1,53 @@
+"""The few tests that need inductor itself: cache outcomes and the registered backend.
+
+Each costs seconds (C++ kernels compile with gcc); they use a private cache directory so a
+cold miss and a warm hit are deterministic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import compiletrace
+from compiletrace import CacheOutcome, Registry
+
+pytestmark = pytest.mark.inductor
+
+
+def _fn(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x) * 2 + 1
+
+
+def test_cold_miss_then_warm_hit_from_a_private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    reg = Registry()
+    x = torch.randn(16)
+    cold = compiletrace.compile(_fn, is_encoder=True, registry=reg)
+    torch.testing.assert_close(cold(x), _fn(x))
+    torch._dynamo.reset()  # forget in-memory compiled code; the on-disk cache stays
+    warm = compiletrace.compile(_fn, is_encoder=True, registry=reg)
+    torch.testing.assert_close(warm(x), _fn(x))
+
+    cold_rec, warm_rec = reg.records()
+    assert cold_rec.backend == "inductor"
+    assert cold_rec.fx_graph_cache is CacheOutcome.MISS
+    assert cold_rec.cache_outcome is CacheOutcome.MISS
+    assert warm_rec.cache_outcome is CacheOutcome.HIT
+    assert warm_rec.aot_autograd_cache is CacheOutcome.HIT
+    assert warm_rec.backend_ns < cold_rec.backend_ns
+
+
+def test_registered_backend_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    reg = compiletrace.get_registry()
+    reg.clear()
+    fn = torch.compile(_fn, backend="compiletrace")
+    x = torch.randn(8)
+    torch.testing.assert_close(fn(x), _fn(x))
+    (rec,) = reg.records()
+    assert (rec.component, rec.backend) == ("language_model", "inductor")
+    assert rec.dynamo_ns is not None  # the callbacks were in place before the first frame
+    reg.clear()

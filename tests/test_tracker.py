@@ -1,0 +1,214 @@
+"""The tracker with a fake clock and hand-fed events: exact figures, no torch.compile."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+import torch
+
+from compiletrace import CacheOutcome, CompileStatus, Registry
+from compiletrace import _torch_compat as tc
+from compiletrace._backend import CompiletraceBackend
+from compiletrace._tracker import Tracker
+from tests.conftest import FakeClock
+
+MS = 1_000_000
+OFFSET = 5_000 * MS
+
+
+class FakeGraph:
+    def __init__(self, nodes: int) -> None:
+        self.graph = type("G", (), {"nodes": list(range(nodes))})()
+
+
+def make(clock: FakeClock, component: str = "encoder") -> tuple[Tracker, CompiletraceBackend, Registry]:
+    tracker = Tracker(clock=clock, epoch_offset_ns=OFFSET)
+    registry = Registry()
+    be = CompiletraceBackend(component, backend="eager", registry=registry, tracker=tracker)
+    return tracker, be, registry
+
+
+def inner_taking(clock: FakeClock, ns: int, bump: dict[str, str] | None = None) -> Any:
+    def inner(gm: Any, inputs: Any, **kwargs: Any) -> str:
+        clock.advance(ns)
+        for group, key in (bump or {}).items():
+            torch._dynamo.utils.counters[group][key] += 1
+        return "compiled"
+
+    return inner
+
+
+def start(tracker: Tracker, cid: str, be: Any, code: str = "forward", reason: str | None = None) -> None:
+    tracker.on_start(
+        tc.TRIGGER_DYNAMO, cid, frame=tc.CompilingFrame(code, be), recompile_reason=reason
+    )
+
+
+def test_frame_split_into_dynamo_and_backend_exactly(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    t0 = fake_clock.now
+    start(tracker, "0/0", be)
+    fake_clock.advance(10 * MS)
+    be._inner = inner_taking(fake_clock, 30 * MS)
+    assert be(FakeGraph(7), []) == "compiled"
+    fake_clock.advance(5 * MS)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+
+    (rec,) = reg.records()
+    assert rec.compile_id == "0/0"
+    assert rec.component == "encoder"
+    assert rec.backend == "eager"
+    assert rec.code_name == "forward"
+    assert rec.graph_node_count == 7
+    assert rec.frame_ns == 45 * MS
+    assert rec.backend_ns == 30 * MS
+    assert rec.dynamo_ns == 15 * MS
+    assert rec.start_unix_ns == t0 + OFFSET
+    assert rec.backend_start_unix_ns == t0 + 10 * MS + OFFSET
+    assert rec.end_unix_ns == t0 + 45 * MS + OFFSET
+    assert rec.status is CompileStatus.OK
+    assert not rec.is_recompile
+    assert reg.compilation_times().encoder == pytest.approx(0.045, abs=0)
+    assert tracker.open_frames() == 0
+
+
+def test_lazy_backward_is_added_to_the_forward_record(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock, "language_model")
+    start(tracker, "3/0", be)
+    be._inner = inner_taking(fake_clock, 20 * MS)
+    be(FakeGraph(3), [])
+    tracker.on_end(tc.TRIGGER_DYNAMO, "3/0")
+    fake_clock.advance(100 * MS)  # the model runs; backward comes later
+    bw_start = fake_clock.now
+    tracker.on_start(tc.TRIGGER_LAZY_BACKWARD, "3/0")
+    fake_clock.advance(7 * MS)
+    tracker.on_end(tc.TRIGGER_LAZY_BACKWARD, "3/0")
+
+    (rec,) = reg.records()
+    assert rec.backward_ns == 7 * MS
+    assert rec.backward_start_unix_ns == bw_start + OFFSET
+    assert rec.total_ns == 27 * MS
+    assert reg.compilation_times() == (0.027, 0.0)
+
+
+def test_backward_of_a_graph_compiled_elsewhere_is_ignored(fake_clock: FakeClock) -> None:
+    tracker, _be, reg = make(fake_clock)
+    tracker.on_start(tc.TRIGGER_LAZY_BACKWARD, "9/0")
+    fake_clock.advance(MS)
+    tracker.on_end(tc.TRIGGER_LAZY_BACKWARD, "9/0")
+    assert reg.records() == ()
+
+
+def test_frames_of_other_backends_are_not_recorded(fake_clock: FakeClock) -> None:
+    tracker, _be, reg = make(fake_clock)
+    tracker.on_start(tc.TRIGGER_DYNAMO, "0/0", frame=tc.CompilingFrame("forward", lambda gm, x: gm))
+    fake_clock.advance(MS)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    assert reg.records() == ()
+    assert tracker.open_frames() == 0
+
+
+def test_frame_without_a_graph_is_still_attributed(fake_clock: FakeClock) -> None:
+    # Dynamo traced the frame but found nothing to compile: no backend call, yet it cost time.
+    tracker, be, reg = make(fake_clock)
+    start(tracker, "1/0", be, code="helper")
+    fake_clock.advance(4 * MS)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "1/0")
+    (rec,) = reg.records()
+    assert (rec.dynamo_ns, rec.backend_ns, rec.graph_node_count) == (4 * MS, 0, 0)
+    assert rec.backend_start_unix_ns is None
+
+
+def test_recompile_carries_torchs_reason(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    reason = "0/0: tensor 'x' size mismatch at index 0. expected 2, actual 4"
+    start(tracker, "0/1", be, reason=reason)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/1")
+    (rec,) = reg.records()
+    assert rec.is_recompile
+    assert rec.recompile_reason == reason
+
+
+def test_cache_outcome_comes_from_torchs_counters(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    start(tracker, "0/0", be)
+    be._inner = inner_taking(
+        fake_clock, MS, {"inductor": "fxgraph_cache_hit", "aot_autograd": "autograd_cache_miss"}
+    )
+    be(FakeGraph(1), [])
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    (rec,) = reg.records()
+    assert rec.fx_graph_cache is CacheOutcome.HIT
+    assert rec.aot_autograd_cache is CacheOutcome.MISS
+    assert rec.cache_outcome is CacheOutcome.MISS
+
+
+def test_failing_backend_is_recorded_and_reraised_unchanged(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    boom = ValueError("bad graph")
+
+    def failing(gm: Any, inputs: Any) -> Any:
+        fake_clock.advance(2 * MS)
+        raise boom
+
+    be._inner = failing
+    start(tracker, "0/0", be)
+    with pytest.raises(ValueError) as info:
+        be(FakeGraph(1), [])
+    assert info.value is boom
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    (rec,) = reg.records()
+    assert rec.status is CompileStatus.ERROR
+    assert rec.error_type == "ValueError"
+    assert rec.backend_ns == 2 * MS
+
+
+def test_unmatched_end_is_ignored(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    start(tracker, "0/0", be)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "7/0")
+    assert tracker.open_frames() == 1
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    assert tracker.open_frames() == 0
+    assert len(reg) == 1
+
+
+def test_backend_call_outside_any_frame_is_timed_alone_with_a_warning(
+    fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tc, "callbacks_available", lambda: False)
+    monkeypatch.setattr(tc, "_warned", set())
+    tracker, be, reg = make(fake_clock)
+    be._inner = inner_taking(fake_clock, 9 * MS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        be(FakeGraph(2), [])
+        be(FakeGraph(2), [])
+    assert [str(w.message).count("compile-callback API") for w in caught] == [1]
+    first, second = reg.records()
+    assert first.dynamo_ns is None
+    assert first.backend_ns == first.frame_ns == 9 * MS
+    assert tracker.open_frames() == 0
+
+
+def test_observer_failure_never_reaches_the_compile(fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tc, "_warned", set())
+
+    class Broken:
+        def frame_started(self) -> Any:
+            raise RuntimeError("exporter down")
+
+        def record_finished(self, record: Any, token: Any) -> None:
+            raise RuntimeError("exporter down")
+
+        def backward_finished(self, *args: Any) -> None:
+            raise RuntimeError("exporter down")
+
+    tracker, be, reg = make(fake_clock)
+    tracker.observer = Broken()
+    with pytest.warns(RuntimeWarning, match="telemetry failed"):
+        start(tracker, "0/0", be)
+        tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    assert len(reg) == 1
