@@ -77,6 +77,9 @@ class GraphRecord:
     error_type: str | None = None  # qualified exception type when status is not OK
     rank: int = 0  # torch.distributed rank that compiled this graph
     world_size: int = 1
+    # Backend time split into phases (see compiletrace._phases), sorted (name, ns) pairs
+    # that add up to backend_ns: aot_autograd, inductor, kernel_compile, cache, other.
+    phases: tuple[tuple[str, int], ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -109,6 +112,11 @@ class GraphRecord:
         return self.backward_ns / NS_PER_S
 
     @property
+    def phase_ns(self) -> dict[str, int]:
+        """Backend nanoseconds per phase."""
+        return dict(self.phases)
+
+    @property
     def cache_outcome(self) -> CacheOutcome:
         """One outcome for the graph: a miss anywhere is a miss; else a hit; else bypass."""
         outcomes = (self.fx_graph_cache, self.aot_autograd_cache)
@@ -122,6 +130,7 @@ class GraphRecord:
         data["fx_graph_cache"] = self.fx_graph_cache.value
         data["aot_autograd_cache"] = self.aot_autograd_cache.value
         data["status"] = self.status.value
+        data["phases"] = dict(self.phases)
         return data
 
     @classmethod
@@ -134,4 +143,5 @@ class GraphRecord:
         kwargs["fx_graph_cache"] = CacheOutcome(kwargs.get("fx_graph_cache", "none"))
         kwargs["aot_autograd_cache"] = CacheOutcome(kwargs.get("aot_autograd_cache", "none"))
         kwargs["status"] = CompileStatus(kwargs.get("status", "ok"))
+        kwargs["phases"] = tuple(sorted((str(k), int(v)) for k, v in dict(kwargs.get("phases", {})).items()))
         return cls(**kwargs)

@@ -18,6 +18,10 @@ What is used, and why:
   computed just before the start callback fires.
 - ``torch._dynamo.utils.counters``: FX-graph-cache and AOTAutograd-cache counters, diffed
   around one backend call to learn that graph's cache outcome.
+- The chromium event logger of ``torch._dynamo.utils`` (``log_event_end``): every region
+  torch times with ``dynamo_timed`` ends there with its start and end; collected during a
+  backend call, they split that call into phases (AOTAutograd, Inductor, kernel compile,
+  cache).
 - ``torch._dynamo.utils.get_compilation_metrics()``: torch's own per-frame figures, used
   by tests and benchmarks as an independent oracle.
 """
@@ -42,6 +46,7 @@ __all__ = [
     "CompilingFrame",
     "cache_counts",
     "callbacks_available",
+    "collect_timed_regions",
     "compilation_metrics",
     "compiling_frame",
     "current_compile_id",
@@ -49,6 +54,7 @@ __all__ = [
     "inductor_mode_options",
     "innermost_backend",
     "install_callbacks",
+    "install_region_hook",
     "list_backends",
     "lookup_backend",
     "recompile_reason",
@@ -263,6 +269,59 @@ def recompile_reason() -> str | None:
     except Exception:
         return None
     return None if reason is None else str(reason)
+
+
+# ---------------------------------------------------------------------------------------
+# Torch's timed regions (for the phase split)
+# ---------------------------------------------------------------------------------------
+
+TimedRegion = tuple[str, int, int]  # (name, start, end) in time.time_ns() nanoseconds
+
+
+class _RegionSink(threading.local):
+    regions: list[TimedRegion] | None = None
+
+
+_region_sink = _RegionSink()
+
+
+def install_region_hook() -> bool:
+    """Tee every region torch's ``dynamo_timed`` closes into the collector active on the
+    calling thread, if any. Returns False (phases then all land in "other") when torch's
+    event logger is not where it was."""
+    try:
+        from torch._dynamo.utils import get_chromium_event_logger
+
+        event_logger = get_chromium_event_logger()
+        original = event_logger.log_event_end
+    except Exception:
+        return False
+    if getattr(original, "_compiletrace_patched", False):
+        return True
+
+    def log_event_end(
+        event_name: str, time_ns: int, metadata: Any, start_time_ns: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        regions = _region_sink.regions
+        if regions is not None:
+            regions.append((event_name, start_time_ns, time_ns))
+        return original(event_name, time_ns, metadata, start_time_ns, *args, **kwargs)
+
+    log_event_end._compiletrace_patched = True  # type: ignore[attr-defined]
+    event_logger.log_event_end = log_event_end
+    return True
+
+
+@contextmanager
+def collect_timed_regions() -> Iterator[list[TimedRegion]]:
+    """Collect the timed regions torch closes on this thread inside the ``with`` block."""
+    previous = _region_sink.regions
+    regions: list[TimedRegion] = []
+    _region_sink.regions = regions
+    try:
+        yield regions
+    finally:
+        _region_sink.regions = previous
 
 
 # ---------------------------------------------------------------------------------------

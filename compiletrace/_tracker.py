@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from compiletrace import _torch_compat as tc
+from compiletrace._phases import fit_to, split_phases
 from compiletrace._records import CacheOutcome, CompileStatus, GraphRecord
 from compiletrace._registry import Registry
 
@@ -81,6 +82,7 @@ class _OpenFrame:
     aot: CacheOutcome = CacheOutcome.NONE
     status: CompileStatus = CompileStatus.OK
     error_type: str | None = None
+    phases: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -198,26 +200,37 @@ class Tracker:
         if frame.owner is None:
             frame.owner = owner
         before = tc.cache_counts()
-        start = self._clock()
-        try:
-            return inner(gm, example_inputs, **kwargs)
-        except BaseException as exc:
-            frame.status = CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
-            frame.error_type = _qualified_type(exc)
-            raise
-        finally:
-            end = self._clock()
-            delta = tc.cache_counts() - before
-            frame.backend_ns += end - start
-            if frame.backend_start_ns is None:
-                frame.backend_start_ns = start
-            frame.node_count += node_count
-            frame.fx = _merge_cache(frame.fx, delta.fx_hit, delta.fx_miss, delta.fx_bypass)
-            frame.aot = _merge_cache(frame.aot, delta.aot_hit, delta.aot_miss, delta.aot_bypass)
-            if orphan:
-                # No frame callbacks: the backend call is all that is known.
-                frame.start_ns = start
-                self._finish_frame(frame, end, dynamo_known=False)
+        with tc.collect_timed_regions() as regions:
+            wall_start = time.time_ns()
+            start = self._clock()
+            try:
+                return inner(gm, example_inputs, **kwargs)
+            except BaseException as exc:
+                frame.status = CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
+                frame.error_type = _qualified_type(exc)
+                raise
+            finally:
+                end = self._clock()
+                wall_end = time.time_ns()
+                self._account_backend_call(frame, start, end, before, node_count)
+                # torch's regions are on the wall clock; fit them to this call's duration.
+                for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
+                    frame.phases[phase] = frame.phases.get(phase, 0) + ns
+                if orphan:
+                    # No frame callbacks: the backend call is all that is known.
+                    frame.start_ns = start
+                    self._finish_frame(frame, end, dynamo_known=False)
+
+    def _account_backend_call(
+        self, frame: _OpenFrame, start: int, end: int, before: tc.CacheCounts, node_count: int
+    ) -> None:
+        delta = tc.cache_counts() - before
+        frame.backend_ns += end - start
+        if frame.backend_start_ns is None:
+            frame.backend_start_ns = start
+        frame.node_count += node_count
+        frame.fx = _merge_cache(frame.fx, delta.fx_hit, delta.fx_miss, delta.fx_bypass)
+        frame.aot = _merge_cache(frame.aot, delta.aot_hit, delta.aot_miss, delta.aot_bypass)
 
     def _orphan_frame(self, owner: Attribution) -> _OpenFrame:
         # A backend call with no open frame: the callbacks are missing (old torch) or were
@@ -267,6 +280,7 @@ class Tracker:
             error_type=frame.error_type,
             rank=rank,
             world_size=world_size,
+            phases=tuple(sorted(frame.phases.items())),
         )
         with self._lock:
             self._owner_of[record.compile_id] = owner.registry
@@ -341,5 +355,6 @@ def get_tracker() -> Tracker:
                 tracker.on_start(trigger, compile_id, frame=frame, recompile_reason=reason)
 
             tc.install_callbacks(on_start, tracker.on_end)
+            tc.install_region_hook()
             _default_tracker = tracker
         return _default_tracker

@@ -62,7 +62,12 @@ def test_returns_what_torch_compile_returns() -> None:
 
 def test_component_naming() -> None:
     reg = Registry()
-    for kwargs in ({}, {"is_encoder": True}, {"component": "audio_tower"}, {"is_encoder": True, "component": "encoder"}):
+    for kwargs in (
+        {},
+        {"is_encoder": True},
+        {"component": "audio_tower"},
+        {"is_encoder": True, "component": "encoder"},
+    ):
         fn = compiletrace.compile(lambda x: x + 1, backend="eager", registry=reg, **kwargs)
         fn(torch.ones(2))
     assert [r.component for r in reg.records()] == ["language_model", "encoder", "audio_tower", "encoder"]
@@ -257,7 +262,11 @@ def test_suppress_errors_records_the_eager_fallback() -> None:
         ({"component": ""}, ValueError, "component must be a non-empty string"),
         ({"component": 3}, TypeError, "component must be a non-empty string"),
         ({"is_encoder": True, "component": "vision"}, ValueError, "conflicts with component='vision'"),
-        ({"backend": "no_such_backend"}, ValueError, "unknown backend 'no_such_backend'; available backends: .*aot_eager"),
+        (
+            {"backend": "no_such_backend"},
+            ValueError,
+            "unknown backend 'no_such_backend'; available backends: .*aot_eager",
+        ),
         ({"backend": "eager", "mode": "max-autotune"}, ValueError, "applies to the inductor backend only"),
         ({"mode": "fastest"}, ValueError, "unknown mode 'fastest'; valid modes: .*max-autotune"),
         ({"options": {"no_such_option": 1}}, ValueError, "unknown inductor option 'no_such_option'"),

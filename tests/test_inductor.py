@@ -21,7 +21,9 @@ def _fn(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.gelu(x) * 2 + 1
 
 
-def test_cold_miss_then_warm_hit_from_a_private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cold_miss_then_warm_hit_from_a_private_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     reg = Registry()
     x = torch.randn(16)
@@ -38,6 +40,12 @@ def test_cold_miss_then_warm_hit_from_a_private_cache(tmp_path: Path, monkeypatc
     assert warm_rec.cache_outcome is CacheOutcome.HIT
     assert warm_rec.aot_autograd_cache is CacheOutcome.HIT
     assert warm_rec.backend_ns < cold_rec.backend_ns
+    # Phases add up to the backend time; cold compiles kernels, warm loads from the cache.
+    for rec in (cold_rec, warm_rec):
+        assert sum(rec.phase_ns.values()) == rec.backend_ns
+    assert cold_rec.phase_ns["kernel_compile"] > 0
+    assert cold_rec.phase_ns["inductor"] > 0
+    assert warm_rec.phase_ns["cache"] > 0
 
 
 def test_registered_backend_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

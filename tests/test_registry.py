@@ -59,8 +59,19 @@ def test_records_are_an_immutable_snapshot() -> None:
 
 def test_json_round_trip_keeps_every_field() -> None:
     reg = Registry()
-    reg.add(record("0/0", "encoder", fx_graph_cache=CacheOutcome.HIT, status=CompileStatus.EAGER_FALLBACK,
-                   error_type="ValueError", is_recompile=True, recompile_reason="why", rank=1, world_size=2))
+    reg.add(
+        record(
+            "0/0",
+            "encoder",
+            fx_graph_cache=CacheOutcome.HIT,
+            status=CompileStatus.EAGER_FALLBACK,
+            error_type="ValueError",
+            is_recompile=True,
+            recompile_reason="why",
+            rank=1,
+            world_size=2,
+        )
+    )
     reg.add(record("1/0", "language_model", dynamo_ns=None, backend_start_unix_ns=None))
     reg.add_backward("1/0", 5 * MS, 2 * MS)
     text = json.dumps(reg.to_dict())

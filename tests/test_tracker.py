@@ -41,9 +41,7 @@ def inner_taking(clock: FakeClock, ns: int, bump: dict[str, str] | None = None) 
 
 
 def start(tracker: Tracker, cid: str, be: Any, code: str = "forward", reason: str | None = None) -> None:
-    tracker.on_start(
-        tc.TRIGGER_DYNAMO, cid, frame=tc.CompilingFrame(code, be), recompile_reason=reason
-    )
+    tracker.on_start(tc.TRIGGER_DYNAMO, cid, frame=tc.CompilingFrame(code, be), recompile_reason=reason)
 
 
 def test_frame_split_into_dynamo_and_backend_exactly(fake_clock: FakeClock) -> None:
@@ -187,13 +185,15 @@ def test_backend_call_outside_any_frame_is_timed_alone_with_a_warning(
         be(FakeGraph(2), [])
         be(FakeGraph(2), [])
     assert [str(w.message).count("compile-callback API") for w in caught] == [1]
-    first, second = reg.records()
+    first, _second = reg.records()
     assert first.dynamo_ns is None
     assert first.backend_ns == first.frame_ns == 9 * MS
     assert tracker.open_frames() == 0
 
 
-def test_observer_failure_never_reaches_the_compile(fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_observer_failure_never_reaches_the_compile(
+    fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tc, "_warned", set())
 
     class Broken:

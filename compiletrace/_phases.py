@@ -1,0 +1,121 @@
+"""Split one backend call's time into the phases torch itself times.
+
+Torch times its compile stages with nested, named regions (``create_aot_dispatcher_function``
+around ``compile_fx_inner`` around ``GraphLowering.codegen`` around ``compile_file`` ...).
+Each region that ran during a backend call belongs to that call's graph (Dynamo compiles
+one frame at a time). This module maps region names to phases and gives every instant of
+the call to the innermost region that has a phase, so the phases never double count and,
+with "other" taking the remainder, add up to the backend time exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+__all__ = ["PHASES", "TimedRegion", "phase_of", "split_phases"]
+
+# (region name, start ns, end ns), on one clock
+TimedRegion = tuple[str, int, int]
+
+AOT_AUTOGRAD = "aot_autograd"  # AOTAutograd: joint graph tracing, partitioning, functionalisation
+INDUCTOR = "inductor"  # Inductor: lowering, scheduling, code generation
+KERNEL_COMPILE = "kernel_compile"  # compiling generated kernels (C++ with the host compiler, or Triton)
+CACHE = "cache"  # compile-cache lookups and loading compiled artifacts
+OTHER = "other"  # the rest of the backend call
+
+PHASES = (AOT_AUTOGRAD, INDUCTOR, KERNEL_COMPILE, CACHE, OTHER)
+
+# First matching rule wins; a name matches a rule when it starts with one of its prefixes.
+_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (KERNEL_COMPILE, ("compile_file", "async_compile", "CppCodeCache", "TritonCodeCache", "triton.")),
+    (CACHE, ("AOTAutogradCache", "FxGraphCache", "PyCodeCache", "autograd_cache", "fx_graph_cache")),
+    (
+        INDUCTOR,
+        (
+            "compile_fx",
+            "fx_codegen_and_compile",
+            "GraphLowering",
+            "Scheduler",
+            "PythonWrapperCodegen",
+            "_recursive_pre_grad_passes",
+            "_recursive_post_grad_passes",
+            "pass.pre_grad",
+            "pass.post_grad",
+            "additional_fake_tensor_prop",
+        ),
+    ),
+    (
+        AOT_AUTOGRAD,
+        (
+            "create_aot_dispatcher_function",
+            "aot_",
+            "_recursive_joint_graph_passes",
+            "pass.joint_graph",
+            "min_cut_rematerialization_partition",
+        ),
+    ),
+)
+
+
+def phase_of(region_name: str) -> str | None:
+    """The phase a torch timed region belongs to, or None for regions that only group others.
+
+    >>> phase_of("compile_file"), phase_of("GraphLowering.codegen"), phase_of("gc")
+    ('kernel_compile', 'inductor', None)
+    """
+    for phase, prefixes in _RULES:
+        if region_name.startswith(prefixes):
+            return phase
+    return None
+
+
+def split_phases(regions: Iterable[TimedRegion], window_start: int, window_end: int) -> dict[str, int]:
+    """Nanoseconds per phase inside ``[window_start, window_end]``; "other" is the rest.
+
+    Each instant goes to the innermost covering region that has a phase (the one that
+    started last), so nested regions are not counted twice.
+
+    >>> split_phases([("create_aot_dispatcher_function", 0, 100), ("compile_fx_inner", 10, 90),
+    ...               ("compile_file", 20, 50)], 0, 120)
+    {'aot_autograd': 20, 'inductor': 50, 'kernel_compile': 30, 'cache': 0, 'other': 20}
+    """
+    spans: list[tuple[int, int, str]] = []
+    for name, start, end in regions:
+        phase = phase_of(name)
+        start, end = max(start, window_start), min(end, window_end)
+        if phase is not None and end > start:
+            spans.append((start, end, phase))
+    totals = dict.fromkeys(PHASES, 0)
+    if window_end <= window_start:
+        return totals
+    bounds = sorted({window_start, window_end, *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
+    for lo, hi in itertools.pairwise(bounds):
+        innermost = _innermost(spans, lo, hi)
+        totals[innermost if innermost is not None else OTHER] += hi - lo
+    return totals
+
+
+def _innermost(spans: Sequence[tuple[int, int, str]], lo: int, hi: int) -> str | None:
+    best: tuple[int, int] | None = None
+    phase = None
+    for start, end, name in spans:
+        if start <= lo and end >= hi:
+            key = (start, -end)  # later start is more inner; on a tie, the shorter region
+            if best is None or key > best:
+                best, phase = key, name
+    return phase
+
+
+def fit_to(phases: dict[str, int], total_ns: int) -> dict[str, int]:
+    """Rescale phases measured on the wall clock so they add up to ``total_ns`` measured on
+    the tracker's clock: named phases keep their share, "other" takes the remainder and is
+    never negative."""
+    named = {k: v for k, v in phases.items() if k != OTHER}
+    measured = sum(phases.values())
+    if measured <= 0:
+        return {**dict.fromkeys(PHASES, 0), OTHER: total_ns}
+    scale = total_ns / measured
+    fitted = {k: int(v * scale) for k, v in named.items()}
+    fitted[OTHER] = total_ns - sum(fitted.values())
+    return fitted
