@@ -9,12 +9,13 @@
 ['encoder', 'language_model']
 """
 
-
 from compiletrace._backend import CompiletraceBackend, backend
 from compiletrace._compile import CompilationMode, compile
 from compiletrace._records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._registry import Registry, compilation_times, get_registry
 from compiletrace._warmup import WarmupResult, warm_up
+from compiletrace.reports._chrome import export_chrome_trace
+from compiletrace.telemetry import instrument
 
 __all__ = [
     "CacheOutcome",
@@ -28,7 +29,9 @@ __all__ = [
     "backend",
     "compilation_times",
     "compile",
+    "export_chrome_trace",
     "get_registry",
+    "instrument",
     "summary",
     "warm_up",
 ]
@@ -46,4 +49,4 @@ def summary(registry: Registry | None = None) -> str:
     """
     from compiletrace.reports import summary_table
 
-    return summary_table((registry or get_registry()).records())
+    return summary_table((registry if registry is not None else get_registry()).records())

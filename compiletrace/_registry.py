@@ -171,4 +171,4 @@ def compilation_times(registry: Registry | None = None) -> CompilationTimes:
     >>> compiletrace.compilation_times().total >= 0.0
     True
     """
-    return (registry or _default_registry).compilation_times()
+    return (registry if registry is not None else _default_registry).compilation_times()

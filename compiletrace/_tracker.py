@@ -356,5 +356,8 @@ def get_tracker() -> Tracker:
 
             tc.install_callbacks(on_start, tracker.on_end)
             tc.install_region_hook()
+            from compiletrace.telemetry import CompileSpanObserver  # API only: no-op without an SDK
+
+            tracker.observer = CompileSpanObserver()
             _default_tracker = tracker
         return _default_tracker

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import trace
-
+from compiletrace import _torch_compat as tc
 from compiletrace._compile import CompilationMode
 from compiletrace._records import NS_PER_S, CompilationTimes
 from compiletrace._registry import Registry, get_registry
 from compiletrace._tracker import Clock
+from compiletrace.telemetry._instrument import user_span
 
 __all__ = ["WarmupResult", "warm_up", "warmup_span_name"]
 
@@ -77,28 +77,32 @@ def warm_up(
     cmode = CompilationMode.parse(mode)
     if registry is not None and not isinstance(registry, Registry):
         raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
-    reg = registry or get_registry()
+    reg = registry if registry is not None else get_registry()
     now = clock or time.perf_counter_ns
     device_name = str(getattr(device, "type", device))
     skipped = cmode is CompilationMode.NONE
 
-    tracer = trace.get_tracer("compiletrace")
     attributes = {
         "compiletrace.warmup.skipped": skipped,
         "compiletrace.compilation_mode": cmode.value,
         "compiletrace.device": device_name,
     }
-    with tracer.start_as_current_span(warmup_span_name(device), attributes=attributes) as span:
+    # The span is current while run() executes, so the compiles it triggers nest under it;
+    # user_span records an exception from run() and re-raises it unchanged.
+    with user_span(warmup_span_name(device), attributes) as span:
         if skipped:
             return WarmupResult(True, 0.0, CompilationTimes(), {}, cmode, device_name)
         before = reg.by_component()
         start = now()
-        run()  # an exception propagates unchanged; the span records it
+        run()
         duration_ns = now() - start
         after = reg.by_component()
         accrued = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
         times = CompilationTimes(
             language_model=accrued.get("language_model", 0.0), encoder=accrued.get("encoder", 0.0)
         )
-        span.set_attribute("compiletrace.warmup.compile_s", sum(accrued.values()))
+        try:
+            span.set_attribute("compiletrace.warmup.compile_s", float(sum(accrued.values())))
+        except Exception as exc:  # telemetry never fails the warm-up
+            tc.warn_once("telemetry", f"telemetry failed and was skipped: {exc!r}")
     return WarmupResult(False, duration_ns / NS_PER_S, times, accrued, cmode, device_name)

@@ -1,0 +1,154 @@
+"""Chrome/Perfetto trace export: graph records -> Trace Event Format JSON.
+
+One process per rank, one track (thread) per component, so the encoder and the language
+model lie side by side; each graph is a complete ("X") event with its Dynamo-tracing and
+backend-compile phases nested inside, and a lazy backward compile is an event of its own.
+Open the file at https://ui.perfetto.dev or chrome://tracing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from compiletrace._records import GraphRecord
+from compiletrace._registry import Registry, get_registry
+
+__all__ = ["chrome_trace_dict", "export_chrome_trace"]
+
+_NS_PER_US = 1000.0
+
+
+def _us(ns: int) -> float:
+    # Microseconds with ns precision; ts + dur then lands on the event's rounded end.
+    return round(ns / _NS_PER_US, 3)
+
+
+def _args(record: GraphRecord) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "component": record.component,
+        "compile_id": record.compile_id,
+        "backend": record.backend,
+        "code_name": record.code_name,
+        "graph_node_count": record.graph_node_count,
+        "cache_outcome": record.cache_outcome.value,
+        "status": record.status.value,
+    }
+    if record.recompile_reason is not None:
+        args["recompile_reason"] = record.recompile_reason
+    if record.error_type is not None:
+        args["error_type"] = record.error_type
+    return args
+
+
+def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
+    """Trace Event Format for ``records``: a dict ready for ``json.dump``.
+
+    Timestamps are microseconds since the first compile started.
+
+    >>> from compiletrace import GraphRecord
+    >>> rec = GraphRecord("0/0", "encoder", "eager", "forward", 3, 0, 10_000, 4_000, 6_000, 2_000)
+    >>> [e["name"] for e in chrome_trace_dict([rec])["traceEvents"] if e["ph"] == "X"]
+    ['forward [0/0]', 'Dynamo tracing', 'Backend compile']
+    """
+    recs = sorted(records, key=lambda r: (r.start_unix_ns, r.compile_id))
+    # Top-level blocks: (start_ns, end_ns, rank, component, [events]) with phases inside.
+    blocks: list[tuple[int, int, int, str, list[tuple[str, str, int, int, dict[str, Any]]]]] = []
+    for r in recs:
+        args = _args(r)
+        frame: list[tuple[str, str, int, int, dict[str, Any]]] = [
+            (f"{r.code_name} [{r.compile_id}]", "compile", r.start_unix_ns, r.end_unix_ns, args)
+        ]
+        small = {"compile_id": r.compile_id}
+        backend_start = r.backend_start_unix_ns
+        if r.dynamo_ns is not None:
+            dyn_end = r.end_unix_ns if backend_start is None else backend_start
+            frame.append(("Dynamo tracing", "dynamo", r.start_unix_ns, dyn_end, small))
+        if backend_start is not None:
+            be_end = min(backend_start + r.backend_ns, r.end_unix_ns)
+            frame.append(("Backend compile", "backend", max(backend_start, r.start_unix_ns), be_end, small))
+        blocks.append((r.start_unix_ns, r.end_unix_ns, r.rank, r.component, frame))
+        if r.backward_ns and r.backward_start_unix_ns is not None:
+            bw_start = r.backward_start_unix_ns
+            bw_end = bw_start + r.backward_ns
+            bw = [(f"Compile backward [{r.compile_id}]", "backward", bw_start, bw_end, small)]
+            blocks.append((bw_start, bw_end, r.rank, r.component, bw))
+    blocks.sort(key=lambda b: (b[0], -b[1]))
+    origin = blocks[0][0] if blocks else 0
+
+    events: list[dict[str, Any]] = []
+    tracks: dict[tuple[int, str], list[int]] = {}  # (rank, component) -> end time of each lane
+    tids: dict[tuple[int, str, int], int] = {}  # (rank, component, lane) -> tid
+    for start, end, rank, component, block in blocks:
+        lanes = tracks.setdefault((rank, component), [])
+        # Blocks on one track must not overlap (concurrent compiles of one component on
+        # several threads): an overlapping block goes to the component's next lane.
+        lane = next((i for i, lane_end in enumerate(lanes) if start >= lane_end), len(lanes))
+        if lane == len(lanes):
+            lanes.append(end)
+        else:
+            lanes[lane] = end
+        key = (rank, component, lane)
+        if key not in tids:
+            tids[key] = len([k for k in tids if k[0] == rank]) + 1
+            label = component if lane == 0 else f"{component} ({lane + 1})"
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": rank, "tid": tids[key], "args": {"name": label}}
+            )
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "thread_sort_index",
+                    "pid": rank,
+                    "tid": tids[key],
+                    "args": {"sort_index": tids[key]},
+                }
+            )
+        for name, cat, ev_start, ev_end, args in block:
+            events.append(
+                {
+                    "name": name,
+                    "cat": cat,
+                    "ph": "X",
+                    "pid": rank,
+                    "tid": tids[key],
+                    "ts": _us(ev_start - origin),
+                    "dur": _us(max(ev_end, ev_start) - origin) - _us(ev_start - origin),
+                    "args": args,
+                }
+            )
+    ranks = sorted({b[2] for b in blocks})
+    meta = [
+        {
+            "ph": "M",
+            "name": "process_name",
+            "pid": rank,
+            "tid": 0,
+            "args": {"name": f"compiletrace rank {rank}"},
+        }
+        for rank in ranks
+    ]
+    return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"origin_unix_ns": origin}}
+
+
+def export_chrome_trace(path: str | os.PathLike[str], registry: Registry | None = None) -> Path:
+    """Write the compiles in ``registry`` (default: the process registry) as a Chrome/Perfetto
+    trace (Trace Event Format JSON) to ``path``; returns the path.
+
+    >>> import tempfile, os, compiletrace
+    >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
+    >>> out = compiletrace.export_chrome_trace(path, compiletrace.Registry())
+    >>> out.name
+    't.json'
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if registry is not None and not isinstance(registry, Registry):
+        raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    out = Path(path)
+    data = chrome_trace_dict((registry if registry is not None else get_registry()).records())
+    out.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return out

@@ -1,0 +1,143 @@
+"""``instrument``: put a function under a span; and the failure-proof span that
+``warm_up`` and ``instrument`` share (telemetry errors never reach the user's call)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, ParamSpec, TypeVar, cast, overload
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from compiletrace import _torch_compat as tc
+from compiletrace.telemetry import _providers
+
+__all__ = ["error_type", "instrument", "user_span"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def error_type(exc: BaseException) -> str:
+    """The ``error.type`` attribute: the exception's qualified class name."""
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _telemetry_failed(exc: Exception) -> None:
+    tc.warn_once("telemetry", f"telemetry failed and was skipped: {exc!r}")
+
+
+@contextmanager
+def user_span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Iterator[Span]:
+    """A current span around user code. An exception from the user's code is recorded
+    (status ERROR, ``error.type``) and re-raised unchanged; an exception from telemetry
+    itself is swallowed with one warning."""
+    span: Span = INVALID_SPAN
+    token: object | None = None
+    try:
+        span = _providers.tracer().start_span(name, attributes=attributes)
+        token = otel_context.attach(trace.set_span_in_context(span))
+    except Exception as exc:
+        _telemetry_failed(exc)
+    try:
+        yield span
+    except BaseException as exc:
+        try:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+            span.set_attribute("error.type", error_type(exc))
+        except Exception as tel_exc:
+            _telemetry_failed(tel_exc)
+        raise
+    finally:
+        try:
+            if token is not None:
+                otel_context.detach(token)  # type: ignore[arg-type]
+            span.end()
+        except Exception as exc:
+            _telemetry_failed(exc)
+
+
+def _code_attributes(func: Callable[..., Any]) -> dict[str, AttributeValue]:
+    attrs: dict[str, AttributeValue] = {
+        "code.function.name": f"{func.__module__}.{func.__qualname__}",
+    }
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    if code is not None:
+        attrs["code.file.path"] = code.co_filename
+        attrs["code.line.number"] = code.co_firstlineno
+    return attrs
+
+
+def _decorate(
+    func: Callable[P, R], span_name: str | None, attributes: Mapping[str, AttributeValue] | None
+) -> Callable[P, R]:
+    if not callable(func):
+        raise TypeError(f"instrument decorates a function, got {type(func).__name__}")
+    name = span_name if span_name is not None else func.__qualname__
+    attrs = {**_code_attributes(func), **(attributes or {})}
+
+    if inspect.iscoroutinefunction(func):
+        async_func = cast(Callable[P, Awaitable[Any]], func)
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+            with user_span(name, attrs):
+                return await async_func(*args, **kwargs)
+
+        return cast(Callable[P, R], async_wrapper)
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with user_span(name, attrs):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+@overload
+def instrument(func: Callable[P, R], /) -> Callable[P, R]: ...
+@overload
+def instrument(
+    *, span_name: str | None = None, attributes: Mapping[str, AttributeValue] | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def instrument(
+    func: Callable[P, R] | None = None,
+    /,
+    *,
+    span_name: str | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
+) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    """Run a function (sync or async) under an OpenTelemetry span named ``span_name``
+    (default: the function's qualified name), with the ``code.*`` attributes of the OTel
+    semantic conventions and ``attributes``. An exception sets the span's status to ERROR
+    and ``error.type``, and is re-raised unchanged.
+
+    >>> import compiletrace
+    >>> @compiletrace.instrument(span_name="Load model", attributes={"model.size": "tiny"})
+    ... def load() -> str:
+    ...     return "ok"
+    >>> load()
+    'ok'
+    """
+    if span_name is not None and not isinstance(span_name, str):
+        raise TypeError(f"span_name must be a str, got {type(span_name).__name__}")
+    if attributes is not None and not isinstance(attributes, Mapping):
+        raise TypeError(f"attributes must be a mapping of str to values, got {type(attributes).__name__}")
+    if isinstance(func, str):
+        raise TypeError(f"pass the span name by keyword: @instrument(span_name={func!r})")
+    if func is not None:
+        return _decorate(func, span_name, attributes)
+
+    def decorator(f: Callable[P, R]) -> Callable[P, R]:
+        return _decorate(f, span_name, attributes)
+
+    return decorator

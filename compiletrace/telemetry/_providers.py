@@ -1,0 +1,144 @@
+"""Which OpenTelemetry providers compiletrace's spans and metrics go to.
+
+By default the global ones (``opentelemetry.trace.get_tracer_provider()`` and its metrics
+twin), read at each use, so a provider set after import still works. :func:`set_providers`
+(called by :func:`~compiletrace.telemetry.configure`) points compiletrace at providers of
+its own instead. Tracers and instruments are cached per provider pair.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+from typing import Any, NamedTuple
+
+from opentelemetry import metrics, trace
+
+__all__ = ["Instruments", "instruments", "recording_possible", "set_providers"]
+
+SCOPE = "compiletrace"
+
+# Compile times span 10 ms (a small graph on a warm cache) to 10 min (a cold LLM on CPU).
+DURATION_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 60.0, 150.0, 300.0, 600.0)
+
+
+class Instruments(NamedTuple):
+    """A tracer and the metric instruments, all from one provider pair."""
+
+    tracer: trace.Tracer
+    duration: metrics.Histogram  # compiletrace.compile.duration, seconds, by component and phase
+    graphs: metrics.Counter  # compiletrace.compile.graphs, by component
+    recompiles: metrics.Counter  # compiletrace.compile.recompiles, by component
+
+
+_lock = threading.Lock()
+_tracer_provider: trace.TracerProvider | None = None
+_meter_provider: metrics.MeterProvider | None = None
+_cache: tuple[trace.TracerProvider, metrics.MeterProvider, Instruments] | None = None
+
+
+def set_providers(
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+) -> None:
+    """Send compiletrace's spans and metrics to these providers; ``None`` means the global one.
+
+    >>> from compiletrace.telemetry import set_providers
+    >>> set_providers()  # back to the global providers
+    """
+    global _tracer_provider, _meter_provider
+    with _lock:
+        _tracer_provider = tracer_provider
+        _meter_provider = meter_provider
+
+
+def current_providers() -> tuple[trace.TracerProvider, metrics.MeterProvider]:
+    tp = _tracer_provider
+    mp = _meter_provider
+    return (
+        tp if tp is not None else trace.get_tracer_provider(),
+        mp if mp is not None else metrics.get_meter_provider(),
+    )
+
+
+def _is_unset_meter_provider(mp: metrics.MeterProvider) -> bool:
+    # The API's stand-in before any provider is set has no public class name.
+    return isinstance(mp, metrics.NoOpMeterProvider) or type(mp).__name__ == "_ProxyMeterProvider"
+
+
+def recording_possible() -> bool:
+    """False while no SDK provider is set: every span and metric would be a no-op."""
+    tp, mp = current_providers()
+    no_traces = isinstance(tp, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
+    return not (no_traces and _is_unset_meter_provider(mp))
+
+
+class _PrivateRandomIds:
+    """Span and trace ids from a private generator. Dynamo saves Python's global ``random``
+    state before a frame compile and restores it after, callbacks included, so ids drawn
+    from it there (the SDK's default) repeat from one compile to the next."""
+
+    def __init__(self) -> None:
+        self._rng = random.Random(os.urandom(16))
+        self._lock = threading.Lock()
+
+    def is_trace_id_random(self) -> bool:
+        return True
+
+    def generate_span_id(self) -> int:
+        with self._lock:
+            while True:
+                value = self._rng.getrandbits(64)
+                if value:
+                    return value
+
+    def generate_trace_id(self) -> int:
+        with self._lock:
+            while True:
+                value = self._rng.getrandbits(128)
+                if value:
+                    return value
+
+
+def _own_ids(tracer: Any) -> None:
+    # Only the SDK's default generator is replaced, and only on compiletrace's own tracer.
+    gen = getattr(tracer, "id_generator", None)
+    cls = type(gen)
+    if cls.__name__ == "RandomIdGenerator" and cls.__module__.startswith("opentelemetry.sdk"):
+        tracer.id_generator = _PrivateRandomIds()
+
+
+def instruments() -> Instruments:
+    """The tracer and instruments of the current providers (cached per provider pair)."""
+    global _cache
+    tp, mp = current_providers()
+    cached = _cache
+    if cached is not None and cached[0] is tp and cached[1] is mp:
+        return cached[2]
+    meter = mp.get_meter(SCOPE)
+    tracer = tp.get_tracer(SCOPE)
+    _own_ids(tracer)
+    built = Instruments(
+        tracer=tracer,
+        duration=meter.create_histogram(
+            "compiletrace.compile.duration",
+            unit="s",
+            description="Compile time of one graph, by component and phase (dynamo, backend, backward)",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
+        ),
+        graphs=meter.create_counter(
+            "compiletrace.compile.graphs", unit="{graph}", description="Graphs compiled, by component"
+        ),
+        recompiles=meter.create_counter(
+            "compiletrace.compile.recompiles",
+            unit="{graph}",
+            description="Recompiles (a frame compiled again after a guard failed), by component",
+        ),
+    )
+    _cache = (tp, mp, built)
+    return built
+
+
+def tracer() -> trace.Tracer:
+    return instruments().tracer
