@@ -44,7 +44,7 @@ def _fmt_s(ns: int | None) -> str:
     return "-" if ns is None else f"{ns / NS_PER_S:.3f}"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
@@ -108,11 +108,11 @@ def summary_table(records: Sequence[GraphRecord]) -> str:
             ]
         )
     lines = ["Per component"]
-    lines += _table(
+    lines += render_table(
         ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s"),
         comp_rows,
     )
     lines += ["", "Per graph"]
-    lines += _table(GRAPH_HEADERS, graph_rows(records))
+    lines += render_table(GRAPH_HEADERS, graph_rows(records))
     lines += ["", summary_line(records)]
     return "\n".join(lines)
