@@ -15,6 +15,7 @@ from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from compiletrace import _torch_compat as tc
+from compiletrace._propagation import parent_context
 from compiletrace.telemetry import _providers
 
 __all__ = ["error_type", "instrument", "user_span"]
@@ -41,7 +42,8 @@ def user_span(name: str, attributes: Mapping[str, AttributeValue] | None = None)
     span: Span = INVALID_SPAN
     token: object | None = None
     try:
-        span = _providers.tracer().start_span(name, attributes=attributes)
+        # Nest under the current span, or under a launcher's span passed in TRACEPARENT.
+        span = _providers.tracer().start_span(name, context=parent_context(), attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
     except Exception as exc:
         _telemetry_failed(exc)

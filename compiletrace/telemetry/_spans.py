@@ -14,6 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from compiletrace._propagation import parent_context
 from compiletrace._records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
 from compiletrace.telemetry import _providers
 
@@ -60,7 +61,9 @@ class CompileSpanObserver:
     """
 
     def frame_started(self) -> Any:
-        return otel_context.get_current()
+        # The current context, or a launcher's passed through TRACEPARENT when no span is
+        # active (a rank's first compile, a compile on a fresh thread).
+        return parent_context()
 
     def record_finished(self, record: GraphRecord, token: Any) -> None:
         if not _providers.recording_possible():
