@@ -11,6 +11,7 @@
 
 from compiletrace._backend import CompiletraceBackend, backend
 from compiletrace._compile import CompilationMode, compile
+from compiletrace._profile import ProfileRun, UsageError, profile
 from compiletrace._records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._registry import Registry, compilation_times, get_registry
 from compiletrace._warmup import WarmupResult, warm_up
@@ -24,7 +25,9 @@ __all__ = [
     "CompileStatus",
     "CompiletraceBackend",
     "GraphRecord",
+    "ProfileRun",
     "Registry",
+    "UsageError",
     "WarmupResult",
     "backend",
     "compilation_times",
@@ -32,6 +35,7 @@ __all__ = [
     "export_chrome_trace",
     "get_registry",
     "instrument",
+    "profile",
     "summary",
     "warm_up",
 ]

@@ -1,0 +1,11 @@
+"""Benchmarks run by the CLI: ``compiletrace bench startup`` (cold vs warm start-up)."""
+
+from compiletrace.bench.startup import (
+    BenchOptions,
+    ChildFailed,
+    IterationResult,
+    StartupBenchResult,
+    run_startup_bench,
+)
+
+__all__ = ["BenchOptions", "ChildFailed", "IterationResult", "StartupBenchResult", "run_startup_bench"]

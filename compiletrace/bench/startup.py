@@ -1,0 +1,325 @@
+"""``compiletrace bench startup``: cold vs warm start-up, each iteration a fresh process.
+
+Cold iterations each get a fresh, empty compile cache (a temporary directory for every
+on-disk cache torch keeps), removed afterwards. Warm iterations share one cache that the
+untimed warm-up iterations filled. Every iteration reports its start-up time (build the
+model, compile, warm up; measured in the child after its imports), its compilation time
+(every component but the encoder), its encoder compilation time, and its cache hits and
+misses (graphs whose cache lookups all hit / at least one missed).
+
+The JSON keeps the standard start-up benchmark keys (``avg_cold_startup_time``,
+``cold_startup_times``, ``cold_startup_percentiles``, ...), so existing dashboards read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiletrace._progress import Progress
+
+__all__ = [
+    "CACHE_ENV_DIRS",
+    "PERCENTILES",
+    "BenchOptions",
+    "ChildFailed",
+    "IterationResult",
+    "StartupBenchResult",
+    "format_results",
+    "run_iteration",
+    "run_startup_bench",
+]
+
+PERCENTILES = (10, 25, 50, 75, 90, 99)
+
+# Environment variable -> subdirectory of an iteration's cache: every on-disk cache torch
+# keeps (inductor's FX graph and AOTAutograd caches live under TORCHINDUCTOR_CACHE_DIR).
+CACHE_ENV_DIRS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
+
+CHILD_COMMAND = (sys.executable, "-m", "compiletrace.bench._child")
+STDERR_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What each child process runs (the profile options that make sense for a benchmark)."""
+
+    model: str | None = None  # MODEL spec; None for the built-in demo
+    backend: str = "inductor"
+    mode: str | None = None
+    compilation_mode: str = "stock"
+    device: str = "cpu"
+    components: tuple[tuple[str, str], ...] = ()  # --component PATH=NAME overrides
+    num_iters_cold: int = 3
+    num_iters_warmup: int = 1
+    num_iters_warm: int = 3
+
+    def child_options(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "backend": self.backend,
+            "mode": self.mode,
+            "compilation_mode": self.compilation_mode,
+            "device": self.device,
+            "components": [list(c) for c in self.components],
+        }
+
+
+@dataclass(frozen=True)
+class IterationResult:
+    """One child process's figures (seconds)."""
+
+    startup_time: float  # build + compile + warm-up, in the child after its imports
+    compilation_time: float  # compile time of every component but the encoder
+    encoder_compilation_time: float
+    encoder_compiled: bool
+    import_time: float  # spawn to ready: interpreter start and imports (torch, compiletrace)
+    process_time: float  # the child process's whole wall time, seen by the parent
+    exit_time: float  # result written to process reaped: interpreter teardown
+    cache_hits: int  # graphs whose cache lookups all hit
+    cache_misses: int  # graphs with at least one cache miss
+
+    @classmethod
+    def from_child(cls, data: dict[str, Any], process_time: float, end_unix_s: float) -> IterationResult:
+        return cls(
+            startup_time=float(data["startup_time"]),
+            compilation_time=float(data["compilation_time"]),
+            encoder_compilation_time=float(data["encoder_compilation_time"]),
+            encoder_compiled=bool(data["encoder_compiled"]),
+            import_time=float(data["import_time"]),
+            process_time=process_time,
+            exit_time=max(0.0, end_unix_s - float(data.get("done_unix_s", end_unix_s))),
+            cache_hits=int(data["cache_hits"]),
+            cache_misses=int(data["cache_misses"]),
+        )
+
+
+class ChildFailed(RuntimeError):
+    """A benchmark child process exited non-zero; carries the tail of its stderr."""
+
+    def __init__(self, label: str, returncode: int, stderr_tail: str) -> None:
+        super().__init__(f"{label} iteration failed (exit status {returncode})")
+        self.label = label
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+@dataclass
+class StartupBenchResult:
+    """Every iteration's figures; :meth:`to_dict` gives the standard JSON keys."""
+
+    cold: list[IterationResult] = field(default_factory=list)
+    warm: list[IterationResult] = field(default_factory=list)
+    options: BenchOptions = field(default_factory=BenchOptions)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for prefix, its in (("cold", self.cold), ("warm", self.warm)):
+            if not its:
+                continue
+            out.update(
+                _stats(f"{prefix}_startup", [i.startup_time for i in its], f"avg_{prefix}_startup_time")
+            )
+            out.update(
+                _stats(
+                    f"{prefix}_compilation",
+                    [i.compilation_time for i in its],
+                    f"avg_{prefix}_compilation_time",
+                )
+            )
+            if any(i.encoder_compiled for i in its):
+                out.update(
+                    _stats(
+                        f"{prefix}_encoder_compilation",
+                        [i.encoder_compilation_time for i in its],
+                        f"avg_{prefix}_encoder_compilation_time",
+                    )
+                )
+            out[f"{prefix}_cache_hits"] = [i.cache_hits for i in its]
+            out[f"{prefix}_cache_misses"] = [i.cache_misses for i in its]
+            out[f"{prefix}_import_times"] = [i.import_time for i in its]
+            out[f"{prefix}_process_times"] = [i.process_time for i in its]
+            out[f"{prefix}_exit_times"] = [i.exit_time for i in its]
+        out["options"] = {
+            **self.options.child_options(),
+            "num_iters_cold": self.options.num_iters_cold,
+            "num_iters_warmup": self.options.num_iters_warmup,
+            "num_iters_warm": self.options.num_iters_warm,
+        }
+        return out
+
+
+def _stats(name: str, values: Sequence[float], avg_key: str) -> dict[str, Any]:
+    arr = np.asarray(values, dtype=float)
+    pcts = np.percentile(arr, PERCENTILES)
+    return {
+        avg_key: float(arr.mean()),
+        f"{name}_times": [float(v) for v in arr],
+        f"{name}_percentiles": {str(p): float(v) for p, v in zip(PERCENTILES, pcts, strict=True)},
+    }
+
+
+def cache_env(cache_dir: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a child whose compile caches all live under ``cache_dir``."""
+    env = dict(os.environ if base is None else base)
+    for var, sub in CACHE_ENV_DIRS.items():
+        env[var] = str(cache_dir / sub)
+    return env
+
+
+def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def run_iteration(
+    options: BenchOptions,
+    cache_dir: Path,
+    label: str,
+    *,
+    progress: Progress | None = None,
+    on_tick: Callable[[], None] | None = None,
+    child_command: Sequence[str] = CHILD_COMMAND,
+) -> IterationResult:
+    """Run one child process against ``cache_dir`` and return its figures.
+
+    On KeyboardInterrupt (or any exception from ``on_tick``) the child is ended before
+    the exception propagates. Raises :class:`ChildFailed` when the child exits non-zero.
+    """
+    with tempfile.TemporaryDirectory(prefix="compiletrace-bench-run-") as work:
+        result_path = Path(work) / "result.json"
+        stderr_path = Path(work) / "stderr.txt"
+        if progress is not None:
+            progress.set(label)
+        child_options = {**options.child_options(), "spawn_unix_s": time.time()}
+        cmd = [*child_command, json.dumps(child_options), str(result_path)]
+        start = time.perf_counter()
+        with open(stderr_path, "wb") as err:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=cache_env(cache_dir)
+            )
+            try:
+                while True:
+                    try:
+                        proc.wait(timeout=0.1)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if on_tick is not None:
+                            on_tick()
+            except BaseException:
+                _end(proc)
+                raise
+        process_time = time.perf_counter() - start
+        end_unix_s = time.time()
+        if proc.returncode != 0:
+            raise ChildFailed(label, proc.returncode, _tail(stderr_path))
+        try:
+            data = json.loads(result_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ChildFailed(label, proc.returncode, f"no result from the child: {exc}") from None
+        return IterationResult.from_child(data, process_time, end_unix_s)
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_startup_bench(
+    options: BenchOptions,
+    *,
+    progress: Progress | None = None,
+    child_command: Sequence[str] = CHILD_COMMAND,
+) -> StartupBenchResult:
+    """Run the cold iterations (each on a fresh empty cache), then the untimed warm-up
+    iterations and the warm iterations (sharing one cache). Temporary caches are removed
+    whatever happens, Ctrl-C included."""
+    for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
+        if getattr(options, name) < 0:
+            raise ValueError(f"{name} must be >= 0, got {getattr(options, name)}")
+    result = StartupBenchResult(options=options)
+    note = progress.note if progress is not None else (lambda line: None)
+    for i in range(options.num_iters_cold):
+        with tempfile.TemporaryDirectory(prefix="compiletrace-cold-cache-") as cache:
+            it = run_iteration(
+                options,
+                Path(cache),
+                f"cold {i + 1}/{options.num_iters_cold}",
+                progress=progress,
+                child_command=child_command,
+            )
+        result.cold.append(it)
+        note(f"cold {i + 1}/{options.num_iters_cold}: startup {it.startup_time:.2f} s")
+    if options.num_iters_warm:
+        with tempfile.TemporaryDirectory(prefix="compiletrace-warm-cache-") as cache:
+            for i in range(options.num_iters_warmup):
+                run_iteration(
+                    options,
+                    Path(cache),
+                    f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)",
+                    progress=progress,
+                    child_command=child_command,
+                )
+            for i in range(options.num_iters_warm):
+                it = run_iteration(
+                    options,
+                    Path(cache),
+                    f"warm {i + 1}/{options.num_iters_warm}",
+                    progress=progress,
+                    child_command=child_command,
+                )
+                result.warm.append(it)
+                note(f"warm {i + 1}/{options.num_iters_warm}: startup {it.startup_time:.2f} s")
+    return result
+
+
+_METRICS = (
+    ("startup", "startup time"),
+    ("compilation", "compilation time"),
+    ("encoder_compilation", "encoder compilation time"),
+)
+
+
+def format_results(data: dict[str, Any]) -> str:
+    """The COLD and WARM tables: per metric, the average and the percentiles (seconds)."""
+    lines: list[str] = []
+    headers = ["metric (s)", "avg", *[f"p{p}" for p in PERCENTILES]]
+    for prefix in ("cold", "warm"):
+        if f"avg_{prefix}_startup_time" not in data:
+            continue
+        rows = []
+        for key, label in _METRICS:
+            avg = data.get(f"avg_{prefix}_{key}_time")
+            if avg is None:
+                continue
+            pct = data[f"{prefix}_{key}_percentiles"]
+            rows.append([label, f"{avg:.3f}", *[f"{pct[str(p)]:.3f}" for p in PERCENTILES]])
+        hits = data[f"{prefix}_cache_hits"]
+        misses = data[f"{prefix}_cache_misses"]
+        widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+        lines.append(f"{prefix.upper()} ({len(data[f'{prefix}_startup_times'])} iterations)")
+        lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        lines.append(f"cache hits per iteration: {hits}; misses: {misses}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
