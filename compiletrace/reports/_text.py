@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
+from compiletrace._phases import PHASES
 from compiletrace._records import NS_PER_S, GraphRecord
 from compiletrace._registry import ENCODER, LANGUAGE_MODEL
 
@@ -114,5 +115,20 @@ def summary_table(records: Sequence[GraphRecord]) -> str:
     )
     lines += ["", "Per graph"]
     lines += render_table(GRAPH_HEADERS, graph_rows(records))
+    if any(r.phases for r in records):
+        lines += ["", "Backend phases per graph (seconds)"]
+        lines += render_table(PHASE_HEADERS, phase_rows(records))
     lines += ["", summary_line(records)]
     return "\n".join(lines)
+
+
+PHASE_HEADERS = ("compile id", "component", *PHASES, "backend s")
+
+
+def phase_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
+    """Each graph's backend time split into phases (they add up to the backend time)."""
+    return [
+        [r.compile_id, r.component, *(_fmt_s(r.phase_ns.get(p, 0)) for p in PHASES), _fmt_s(r.backend_ns)]
+        for r in records
+        if r.phases
+    ]
