@@ -119,3 +119,21 @@ def fit_to(phases: dict[str, int], total_ns: int) -> dict[str, int]:
     fitted = {k: int(v * scale) for k, v in named.items()}
     fitted[OTHER] = total_ns - sum(fitted.values())
     return fitted
+
+
+def lay_out(start_ns: int, phase_ns: dict[str, int]) -> list[tuple[str, int, int]]:
+    """Place each non-zero phase's total end to end from ``start_ns``, in :data:`PHASES`
+    order, for views that draw phases as nested blocks (trace events, child spans). The
+    blocks show how long each phase took in all, not the instants it ran.
+
+    >>> lay_out(100, {"inductor": 5, "aot_autograd": 3, "other": 0})
+    [('aot_autograd', 100, 103), ('inductor', 103, 108)]
+    """
+    out = []
+    t = start_ns
+    for phase in PHASES:
+        ns = phase_ns.get(phase, 0)
+        if ns > 0:
+            out.append((phase, t, t + ns))
+            t += ns
+    return out

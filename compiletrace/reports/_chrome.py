@@ -2,7 +2,9 @@
 
 One process per rank, one track (thread) per component, so the encoder and the language
 model lie side by side; each graph is a complete ("X") event with its Dynamo-tracing and
-backend-compile phases nested inside, and a lazy backward compile is an event of its own.
+backend-compile phases nested inside, the backend's own phases (AOTAutograd, Inductor,
+kernel compile, cache, other) laid end to end inside that, and a lazy backward compile is
+an event of its own.
 Open the file at https://ui.perfetto.dev or chrome://tracing.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from compiletrace._phases import lay_out
 from compiletrace._records import GraphRecord
 from compiletrace._registry import Registry, get_registry
 
@@ -68,8 +71,12 @@ def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
             dyn_end = r.end_unix_ns if backend_start is None else backend_start
             frame.append(("Dynamo tracing", "dynamo", r.start_unix_ns, dyn_end, small))
         if backend_start is not None:
+            be_start = max(backend_start, r.start_unix_ns)
             be_end = min(backend_start + r.backend_ns, r.end_unix_ns)
-            frame.append(("Backend compile", "backend", max(backend_start, r.start_unix_ns), be_end, small))
+            frame.append(("Backend compile", "backend", be_start, be_end, small))
+            for phase, ph_start, ph_end in lay_out(be_start, r.phase_ns):
+                # Phase totals, laid end to end inside the backend block.
+                frame.append((phase, "backend_phase", ph_start, min(ph_end, be_end), small))
         blocks.append((r.start_unix_ns, r.end_unix_ns, r.rank, r.component, frame))
         if r.backward_ns and r.backward_start_unix_ns is not None:
             bw_start = r.backward_start_unix_ns

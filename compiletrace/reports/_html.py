@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compiletrace._records import NS_PER_S, GraphRecord
-from compiletrace.reports._text import GRAPH_HEADERS, component_totals, graph_rows, summary_line
+from compiletrace.reports._text import (
+    GRAPH_HEADERS,
+    PHASE_HEADERS,
+    component_totals,
+    graph_rows,
+    phase_rows,
+    summary_line,
+)
 
 __all__ = [
     "component_chart_svg",
@@ -22,7 +29,17 @@ __all__ = [
 ]
 
 # Phase colours (colour-blind safe), then a palette for components that shares none of them.
-PHASE_COLORS = {"dynamo": "#4477aa", "backend": "#ee6677", "backward": "#228833", "frame": "#bbbbbb"}
+PHASE_COLORS = {
+    "dynamo": "#4477aa",
+    "backend": "#ee6677",  # a backend call without a phase split
+    "aot_autograd": "#ee8866",
+    "inductor": "#994455",
+    "kernel_compile": "#eecc66",
+    "cache": "#6699cc",
+    "other": "#e0e0e0",
+    "backward": "#228833",
+    "frame": "#bbbbbb",
+}
 COMPONENT_COLORS = ("#66ccee", "#ccbb44", "#aa3377", "#999933", "#882255", "#44aa99", "#dddddd")
 
 _CSS = """
@@ -69,17 +86,34 @@ def _phases(records: Sequence[GraphRecord]) -> dict[str, int]:
     return out
 
 
+def _chart_phases(records: Sequence[GraphRecord]) -> dict[str, int]:
+    """Like :func:`_phases`, with the backend split into its own phases where known."""
+    out = _phases(records)
+    for r in records:
+        if r.phases and r.dynamo_ns is not None:
+            out["backend"] -= r.backend_ns
+            for phase, ns in r.phases:
+                out[phase] = out.get(phase, 0) + ns
+    return {k: out.get(k, 0) for k in PHASE_COLORS}
+
+
 def component_chart_svg(records: Sequence[GraphRecord]) -> str:
-    """An inline SVG bar chart: compile seconds per component, split by phase (Dynamo,
-    backend, lazy backward).
+    """An inline SVG bar chart: compile seconds per component, split by phase (Dynamo, the
+    backend's phases (AOTAutograd, Inductor, kernel compile, cache, other), lazy backward).
 
     >>> component_chart_svg([]).startswith("<svg")
     True
     """
     comps = list(component_totals(records))
     label_w, bar_w, row_h, top = 130, 420, 26, 8
-    height = top + row_h * max(1, len(comps)) + 34
-    longest = max((sum(_phases([r for r in records if r.component == c]).values()) for c in comps), default=0)
+    present = _chart_phases(records)
+    legend = [p for p in PHASE_COLORS if present[p] > 0 or p == "dynamo"]
+    per_row = 4  # legend entries per line, 120 px each
+    legend_rows = max(1, -(-len(legend) // per_row))
+    height = top + row_h * max(1, len(comps)) + 18 + 16 * legend_rows
+    longest = max(
+        (sum(_chart_phases([r for r in records if r.component == c]).values()) for c in comps), default=0
+    )
     scale = bar_w / longest if longest else 0.0
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-chart" role="img" '
@@ -91,7 +125,7 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
         parts.append(f'<text x="4" y="{top + 16}">no graphs compiled</text>')
     for i, comp in enumerate(comps):
         y = top + i * row_h
-        phases = _phases([r for r in records if r.component == comp])
+        phases = _chart_phases([r for r in records if r.component == comp])
         parts.append(f'<text x="{label_w - 6}" y="{y + 16}" text-anchor="end">{_esc(comp)}</text>')
         x = float(label_w)
         for phase, ns in phases.items():
@@ -106,16 +140,13 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
             x += w
         total = sum(phases.values()) / NS_PER_S
         parts.append(f'<text x="{x + 6:.1f}" y="{y + 16}">{total:.2f} s</text>')
-    ly = height - 14
-    lx = label_w
-    for phase, color in PHASE_COLORS.items():
-        if phase == "frame" and not any(r.dynamo_ns is None for r in records):
-            continue
-        parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{color}"/>')
+    for k, phase in enumerate(legend):
+        lx = label_w + 120 * (k % per_row)
+        ly = top + row_h * max(1, len(comps)) + 16 + 16 * (k // per_row)
+        parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{PHASE_COLORS[phase]}"/>')
         parts.append(
             f'<text x="{lx + 14}" y="{ly}">{"frame (unsplit)" if phase == "frame" else phase}</text>'
         )
-        lx += 110
     parts.append("</svg>")
     return "".join(parts)
 
@@ -226,6 +257,11 @@ def report_fragment(
         )
         + "<h2>Per graph</h2>"
         + registry_html_table(records)
+        + (
+            "<h2>Backend phases per graph (seconds)</h2>" + _table(PHASE_HEADERS, phase_rows(records))
+            if any(r.phases for r in records)
+            else ""
+        )
         + "</div>"
     )
 

@@ -14,6 +14,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from compiletrace._phases import lay_out
 from compiletrace._propagation import parent_context
 from compiletrace._records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
 from compiletrace.telemetry import _providers
@@ -88,11 +89,18 @@ class CompileSpanObserver:
             )
         if backend_start is not None:
             backend_end = min(backend_start + record.backend_ns, record.end_unix_ns)
-            ins.tracer.start_span(
-                BACKEND_COMPILE,
-                context=child_ctx,
-                start_time=backend_start,
-            ).end(end_time=backend_end)
+            backend_span = ins.tracer.start_span(BACKEND_COMPILE, context=child_ctx, start_time=backend_start)
+            if record.phases:
+                # One child span per backend phase: its total, laid end to end (see lay_out).
+                phase_ctx = trace.set_span_in_context(backend_span, child_ctx)
+                for phase, ph_start, ph_end in lay_out(backend_start, record.phase_ns):
+                    ins.tracer.start_span(
+                        f"Backend phase: {phase}",
+                        context=phase_ctx,
+                        start_time=ph_start,
+                        attributes={"compiletrace.phase": phase},
+                    ).end(end_time=min(ph_end, backend_end))
+            backend_span.end(end_time=backend_end)
         span.end(end_time=record.end_unix_ns)
 
         metric_attrs = {"compiletrace.component": record.component}
