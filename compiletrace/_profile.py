@@ -283,12 +283,15 @@ def profile(
     components: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     registry: Registry | None = None,
     on_compile: Callable[[str], None] | None = None,
+    cache_artifacts: str | os.PathLike[str] | None = None,
 ) -> ProfileRun:
     """Build the model a MODEL spec names (the built-in demo by default), compile each of
     its components through compiletrace, run the guarded warm-up, and return the run.
 
     ``components`` (path -> name) replaces the factory's own mapping when given.
     ``on_compile(component)`` is called before each component's forward (for progress).
+    ``cache_artifacts`` names a file saved by ``compiletrace cache save``, loaded into the
+    compile caches before anything compiles (a portable warm start).
     Raises :class:`UsageError` for bad input, before anything compiles.
 
     >>> run = profile(backend="eager")
@@ -302,6 +305,14 @@ def profile(
     wanted = dict(components) if components else dict(getattr(built, "components", {}) or {})
     resolved = _resolve_components(built.model, wanted)
     reg = registry if registry is not None else Registry()
+    loaded = None
+    if cache_artifacts is not None:
+        from compiletrace._cache import load_cache_artifacts
+
+        try:
+            loaded = load_cache_artifacts(cache_artifacts)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot load cache artifacts: {exc}") from exc
 
     hooks = contextlib.ExitStack()
     with hooks:
@@ -343,6 +354,8 @@ def profile(
         "torch_version": str(torch.__version__),
         "compiletrace_version": _version(),
     }
+    if loaded is not None:
+        meta["cache_artifacts"] = loaded.to_dict()
     return ProfileRun(reg, result, meta)
 
 

@@ -1,4 +1,4 @@
-"""The ``compiletrace`` command: ``profile``, ``bench startup`` and ``report``.
+"""The ``compiletrace`` command: ``profile``, ``bench startup``, ``report``, ``cache`` and ``compare``.
 
 A thin layer: argument parsing and output here; the work in ``compiletrace._profile``,
 ``compiletrace.bench`` and ``compiletrace.reports``.
@@ -91,6 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--json", metavar="PATH", help="write the run (registry + warm-up) as versioned JSON")
     prof.add_argument("--chrome-trace", metavar="PATH", help="write a Chrome/Perfetto trace of the compiles")
     prof.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
+    prof.add_argument(
+        "--cache-artifacts",
+        metavar="PATH",
+        help="load compile-cache artifacts saved by 'cache save' before compiling",
+    )
+    prof.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N ranks with torch.distributed.run on loopback (gloo); rank 0 prints per-rank figures",
+    )
     spans = prof.add_mutually_exclusive_group()
     spans.add_argument("--otlp-endpoint", metavar="URL", help="send spans to an OTLP/HTTP collector at URL")
     spans.add_argument("--console-spans", action="store_true", help="print spans to stdout")
@@ -125,6 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
     startup.add_argument(
         "--num-iters-warm", type=int, default=3, metavar="N", help="warm iterations (default: 3)"
     )
+    startup.add_argument(
+        "--cache-artifacts",
+        metavar="PATH",
+        help="add PORTABLE iterations: a fresh empty cache with these artifacts loaded first",
+    )
+    startup.add_argument(
+        "--num-iters-portable",
+        type=int,
+        default=None,
+        metavar="N",
+        help="portable iterations (default: as many as cold)",
+    )
     startup.add_argument("--output-json", metavar="PATH", help="write the figures as JSON")
 
     report = sub.add_parser(
@@ -138,6 +162,56 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     report.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
     report.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    cache = sub.add_parser(
+        "cache",
+        formatter_class=_formatter,
+        help="portable compile caches: save and inspect torch's cache artifacts",
+        description="Save the compile-cache artifacts of a model's start-up to one file, to load on another\n"
+        "machine or in a fresh container, and report what such a file holds.",
+    )
+    cache_sub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
+    cache_sub.required = True
+    save = cache_sub.add_parser(
+        "save",
+        formatter_class=_formatter,
+        help="compile and warm up MODEL, then save the cache artifacts to PATH",
+        description="Compile and warm up MODEL (inductor), then save torch's cache artifacts to PATH.",
+    )
+    save.add_argument("path", metavar="PATH", help="file to write the artifacts to")
+    _add_model_options(save)
+    load = cache_sub.add_parser(
+        "load",
+        formatter_class=_formatter,
+        help="load the artifacts in PATH and report what they hold",
+        description="Load the cache artifacts in PATH into this process's compile caches and report\n"
+        "what they hold.",
+    )
+    load.add_argument("path", metavar="PATH", help="a file written by 'compiletrace cache save'")
+    load.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    compare = sub.add_parser(
+        "compare",
+        formatter_class=_formatter,
+        help="compare two saved runs; exit 1 when anything regressed",
+        description="Compare two runs saved by 'profile --json' (per component, phase and graph) or by\n"
+        "'bench startup --output-json' (per metric). A figure regressed when it grew by more than\n"
+        "--threshold percent and --min-seconds; a graph only in NEW (a new graph break or\n"
+        "recompile) is a regression. Exit status: 0 none, 1 regressed, 2 bad input.",
+    )
+    compare.add_argument("base", metavar="BASE.json", help="the reference run")
+    compare.add_argument("new", metavar="NEW.json", help="the run to check")
+    compare.add_argument(
+        "--threshold", type=float, default=10.0, metavar="PCT", help="allowed growth in percent (default: 10)"
+    )
+    compare.add_argument(
+        "--min-seconds",
+        type=float,
+        default=0.05,
+        metavar="S",
+        help="ignore changes smaller than S seconds (default: 0.05)",
+    )
+    compare.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
 
@@ -152,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "profile": _profile,
         "bench": _bench,
         "report": _report,
+        "cache": _cache,
+        "compare": _compare,
     }
     try:
         return handlers[args.command](args)
@@ -222,6 +298,10 @@ def _profile(args: argparse.Namespace) -> int:
 
     _outputs([(args.json, "--json"), (args.chrome_trace, "--chrome-trace"), (args.html, "--html")])
     components = _components(args)
+    if args.nproc < 1:
+        raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+    if args.nproc > 1:
+        return _profile_ranks(args)
     registry = Registry()
     with _telemetry(args), Progress() as progress:
 
@@ -242,9 +322,11 @@ def _profile(args: argparse.Namespace) -> int:
             components=components or None,
             registry=registry,
             on_compile=lambda name: progress.set(f"compiling {name}"),
+            cache_artifacts=args.cache_artifacts,
         )
         progress.close()
         print(run.summary())
+        _print_expensive_hits(run)
         w = run.warmup
         print(
             "warm-up skipped (compilation mode none)" if w.skipped else f"warm-up took {w.duration_s:.2f} s"
@@ -254,6 +336,87 @@ def _profile(args: argparse.Namespace) -> int:
         print(f"wrote run to {args.json}")
     _write_outputs(run, args.html, args.chrome_trace)
     return EXIT_OK
+
+
+def _print_expensive_hits(run: ProfileRun) -> None:
+    from compiletrace._analysis import find_expensive_hits
+
+    flagged = find_expensive_hits(run.records())
+    if flagged:
+        print("\nExpensive cache hits (a hit that still compiles):")
+        for hit in flagged:
+            print(f"  {hit.explanation()}")
+
+
+def _profile_ranks(args: argparse.Namespace) -> int:
+    from compiletrace.distributed import LaunchError, launch
+
+    if args.html or args.chrome_trace or args.cache_artifacts or args.component:
+        raise UsageError("--nproc > 1 takes --json, --backend, --mode and --device only")
+    worker = ["--backend", args.backend, "--device", args.device, "--quiet"]
+    if args.model:
+        worker += ["--model", args.model]
+    if args.mode:
+        worker += ["--mode", args.mode]
+    with _telemetry(args):
+        try:
+            job = launch(args.nproc, worker)
+        except LaunchError as exc:
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    print(job.result.table())
+    if args.json:
+        write_json_atomic(
+            args.json, {"kind": "compiletrace.gather", "schema_version": 1, **job.result.to_dict()}
+        )
+        print(f"wrote per-rank figures to {args.json}")
+    return EXIT_OK
+
+
+def _cache(args: argparse.Namespace) -> int:
+    from compiletrace._cache import load_cache_artifacts, save_cache_artifacts
+    from compiletrace._profile import profile
+
+    if args.cache_command == "load":
+        try:
+            info = load_cache_artifacts(args.path)
+        except FileNotFoundError:
+            raise UsageError(f"cache artifacts file {args.path!r} does not exist") from None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"loaded {info.describe()} in {info.seconds:.2f} s")
+        return EXIT_OK
+    _outputs([(args.path, "PATH")])
+    if args.backend != "inductor":
+        raise UsageError(f"cache artifacts come from inductor; --backend {args.backend} saves none")
+    run = profile(
+        args.model,
+        backend=args.backend,
+        mode=args.mode,
+        device=args.device,
+        components=_components(args) or None,
+    )
+    print(run.summary().splitlines()[-1])
+    info = save_cache_artifacts(args.path)
+    print(f"saved {info.describe()}")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from compiletrace._compare import compare_files
+
+    try:
+        result = compare_files(
+            args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds
+        )
+    except FileNotFoundError as exc:
+        raise UsageError(f"run file {exc.filename!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read run file: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    print(result.table())
+    return EXIT_FAILED if result.regressions else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -304,7 +467,13 @@ def _bench(args: argparse.Namespace) -> int:
         num_iters_cold=args.num_iters_cold,
         num_iters_warmup=args.num_iters_warmup,
         num_iters_warm=args.num_iters_warm,
+        cache_artifacts=str(Path(args.cache_artifacts).resolve()) if args.cache_artifacts else None,
+        num_iters_portable=args.num_iters_portable,
     )
+    if args.cache_artifacts and not Path(args.cache_artifacts).is_file():
+        raise UsageError(f"cache artifacts file {args.cache_artifacts!r} does not exist")
+    if args.num_iters_portable is not None and args.num_iters_portable < 0:
+        raise UsageError(f"--num-iters-portable must be >= 0, got {args.num_iters_portable}")
     try:
         with Progress() as progress:
             result = run_startup_bench(options, progress=progress)

@@ -182,7 +182,10 @@ def test_report_rejects_foreign_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "not valid JSON" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [[], ["profile"], ["bench", "startup"], ["report"]])
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["profile"], ["bench", "startup"], ["report"], ["cache", "save"], ["cache", "load"], ["compare"]],
+)
 def test_help_is_quoted_in_the_reference(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*argv, "--help"]) == 0
     text = capsys.readouterr().out.strip()

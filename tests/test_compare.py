@@ -120,3 +120,50 @@ def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
     (tmp_path / "v2.json").write_text(json.dumps(other))
     with pytest.raises(ValueError, match="cannot compare schema version 1"):
         compare_files(profile, tmp_path / "v2.json")
+
+
+def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from compiletrace import cli
+
+    base = save_run(tmp_path / "base.json", _fast_backend, (2,))
+    new = save_run(tmp_path / "new.json", _fast_backend, (2, 5))
+    assert cli.main(["compare", str(base), str(base)]) == 0
+    assert "no regression" in capsys.readouterr().out
+    assert cli.main(["compare", str(base), str(new), "--threshold", "5"]) == 1
+    out = capsys.readouterr().out
+    assert "NEW GRAPH" in out and "lm_fn#1" in out
+    assert cli.main(["compare", str(base), str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "Traceback" not in err
+    (tmp_path / "foreign.json").write_text('{"hello": 1}')
+    assert cli.main(["compare", str(base), str(tmp_path / "foreign.json")]) == 2
+    assert "not a compiletrace run" in capsys.readouterr().err
+
+
+def test_expensive_hits_need_a_hit_that_still_compiles() -> None:
+    from compiletrace import CacheOutcome, GraphRecord
+    from compiletrace._analysis import find_expensive_hits
+
+    s = 1_000_000_000
+
+    def rec(outcome: CacheOutcome, phases: dict[str, int], cid: str = "0/0") -> GraphRecord:
+        backend = sum(phases.values())
+        return GraphRecord(cid, "encoder", "inductor", "forward", 10, 0, backend + s, s, backend, s,
+                           fx_graph_cache=outcome, aot_autograd_cache=outcome,
+                           phases=tuple(sorted(phases.items())))  # fmt: skip
+
+    cold = [rec(CacheOutcome.MISS, {"aot_autograd": 1 * s, "inductor": 2 * s, "kernel_compile": 10 * s})]
+    portable = [rec(CacheOutcome.HIT, {"cache": s // 10, "kernel_compile": 9 * s, "other": s})]
+    warm = [rec(CacheOutcome.HIT, {"cache": s // 10, "other": 3 * s})]  # slow, but compiles nothing
+    (hit,) = find_expensive_hits(portable, cold=cold)
+    assert hit.dominant_phase == "kernel_compile"
+    assert hit.share_of_cold == pytest.approx(9 / 13)
+    assert hit.explanation() == (
+        "FX graph cache hit, but 9.0 s compiling kernels "
+        "(graph 0/0 forward, encoder; 69% of its cold compile)"
+    )
+    assert find_expensive_hits(warm, cold=cold) == []
+    assert find_expensive_hits(cold) == []  # misses are no hits
+    (alone,) = find_expensive_hits(portable)  # no cold run: the absolute threshold decides
+    assert alone.share_of_cold is None
+    assert find_expensive_hits(portable, min_seconds=10.0) == []

@@ -396,3 +396,18 @@ def test_launch_failure_is_reported() -> None:
         distributed.launch(
             1, ["--model", "no.such.module:factory", "--backend", "eager"], timeout=JOB_TIMEOUT_S
         )
+
+
+@pytest.mark.slow
+def test_cli_profile_nproc_two_ranks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from compiletrace import cli
+
+    out = tmp_path / "ranks.json"
+    assert cli.main(["profile", "--nproc", "2", "--backend", "eager", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "slowest rank:" in printed and "max" in printed
+    data = json.loads(out.read_text())
+    assert data["kind"] == "compiletrace.gather" and data["world_size"] == 2
+    assert [r["rank"] for r in data["ranks"]] == [0, 1]
+    for comp in ("encoder", "language_model"):
+        assert data["maximum"]["by_component"][comp] == max(r["by_component"][comp] for r in data["ranks"])

@@ -30,6 +30,7 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
         compilation_mode=options.get("compilation_mode", "stock"),
         device=options.get("device", "cpu"),
         components=[tuple(c) for c in options.get("components") or []] or None,
+        cache_artifacts=options.get("cache_artifacts"),
     )
     startup = time.perf_counter() - start
     records = result.records()
@@ -45,6 +46,7 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
         "cache_misses": sum(r.cache_outcome is CacheOutcome.MISS for r in records),
         "graphs": len(records),
         "by_component": by_component,
+        "artifact_load_time": float(result.meta.get("cache_artifacts", {}).get("seconds", 0.0)),
     }
 
 

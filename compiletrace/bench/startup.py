@@ -1,4 +1,8 @@
-"""``compiletrace bench startup``: cold vs warm start-up, each iteration a fresh process.
+"""``compiletrace bench startup``: cold vs warm (vs portable) start-up, each iteration a fresh process.
+
+With cache artifacts (``--cache-artifacts``), PORTABLE iterations each get a fresh, empty
+cache with the artifacts loaded first; loading them is part of their start-up and is also
+reported on its own (``avg_portable_artifact_load_time``).
 
 Cold iterations each get a fresh, empty compile cache (a temporary directory for every
 on-disk cache torch keeps), removed afterwards. Warm iterations share one cache that the
@@ -41,6 +45,8 @@ __all__ = [
 ]
 
 PERCENTILES = (10, 25, 50, 75, 90, 99)
+BENCH_KIND = "compiletrace.bench.startup"
+BENCH_SCHEMA_VERSION = 1
 
 # Environment variable -> subdirectory of an iteration's cache: every on-disk cache torch
 # keeps (inductor's FX graph and AOTAutograd caches live under TORCHINDUCTOR_CACHE_DIR).
@@ -63,6 +69,14 @@ class BenchOptions:
     num_iters_cold: int = 3
     num_iters_warmup: int = 1
     num_iters_warm: int = 3
+    cache_artifacts: str | None = None  # adds PORTABLE iterations that load these artifacts first
+    num_iters_portable: int | None = None  # None: as many as cold
+
+    @property
+    def portable_iters(self) -> int:
+        if self.cache_artifacts is None:
+            return 0
+        return self.num_iters_cold if self.num_iters_portable is None else self.num_iters_portable
 
     def child_options(self) -> dict[str, Any]:
         return {
@@ -88,6 +102,7 @@ class IterationResult:
     exit_time: float  # result written to process reaped: interpreter teardown
     cache_hits: int  # graphs whose cache lookups all hit
     cache_misses: int  # graphs with at least one cache miss
+    artifact_load_time: float = 0.0  # portable iterations: loading the cache artifacts
 
     @classmethod
     def from_child(cls, data: dict[str, Any], process_time: float, end_unix_s: float) -> IterationResult:
@@ -101,6 +116,7 @@ class IterationResult:
             exit_time=max(0.0, end_unix_s - float(data.get("done_unix_s", end_unix_s))),
             cache_hits=int(data["cache_hits"]),
             cache_misses=int(data["cache_misses"]),
+            artifact_load_time=float(data.get("artifact_load_time", 0.0)),
         )
 
 
@@ -120,11 +136,12 @@ class StartupBenchResult:
 
     cold: list[IterationResult] = field(default_factory=list)
     warm: list[IterationResult] = field(default_factory=list)
+    portable: list[IterationResult] = field(default_factory=list)
     options: BenchOptions = field(default_factory=BenchOptions)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for prefix, its in (("cold", self.cold), ("warm", self.warm)):
+        out: dict[str, Any] = {"kind": BENCH_KIND, "schema_version": BENCH_SCHEMA_VERSION}
+        for prefix, its in (("cold", self.cold), ("warm", self.warm), ("portable", self.portable)):
             if not its:
                 continue
             out.update(
@@ -145,6 +162,14 @@ class StartupBenchResult:
                         f"avg_{prefix}_encoder_compilation_time",
                     )
                 )
+            if prefix == "portable":
+                out.update(
+                    _stats(
+                        "portable_artifact_load",
+                        [i.artifact_load_time for i in its],
+                        "avg_portable_artifact_load_time",
+                    )
+                )
             out[f"{prefix}_cache_hits"] = [i.cache_hits for i in its]
             out[f"{prefix}_cache_misses"] = [i.cache_misses for i in its]
             out[f"{prefix}_import_times"] = [i.import_time for i in its]
@@ -155,6 +180,8 @@ class StartupBenchResult:
             "num_iters_cold": self.options.num_iters_cold,
             "num_iters_warmup": self.options.num_iters_warmup,
             "num_iters_warm": self.options.num_iters_warm,
+            "num_iters_portable": self.options.portable_iters,
+            "cache_artifacts": self.options.cache_artifacts,
         }
         return out
 
@@ -193,6 +220,7 @@ def run_iteration(
     progress: Progress | None = None,
     on_tick: Callable[[], None] | None = None,
     child_command: Sequence[str] = CHILD_COMMAND,
+    extra_options: dict[str, Any] | None = None,
 ) -> IterationResult:
     """Run one child process against ``cache_dir`` and return its figures.
 
@@ -204,7 +232,7 @@ def run_iteration(
         stderr_path = Path(work) / "stderr.txt"
         if progress is not None:
             progress.set(label)
-        child_options = {**options.child_options(), "spawn_unix_s": time.time()}
+        child_options = {**options.child_options(), **(extra_options or {}), "spawn_unix_s": time.time()}
         cmd = [*child_command, json.dumps(child_options), str(result_path)]
         start = time.perf_counter()
         with open(stderr_path, "wb") as err:
@@ -289,6 +317,19 @@ def run_startup_bench(
                 )
                 result.warm.append(it)
                 note(f"warm {i + 1}/{options.num_iters_warm}: startup {it.startup_time:.2f} s")
+    n_portable = options.portable_iters
+    for i in range(n_portable):
+        with tempfile.TemporaryDirectory(prefix="compiletrace-portable-cache-") as cache:
+            it = run_iteration(
+                options,
+                Path(cache),
+                f"portable {i + 1}/{n_portable}",
+                progress=progress,
+                child_command=child_command,
+                extra_options={"cache_artifacts": options.cache_artifacts},
+            )
+        result.portable.append(it)
+        note(f"portable {i + 1}/{n_portable}: startup {it.startup_time:.2f} s")
     return result
 
 
@@ -296,6 +337,7 @@ _METRICS = (
     ("startup", "startup time"),
     ("compilation", "compilation time"),
     ("encoder_compilation", "encoder compilation time"),
+    ("portable_artifact_load", "artifact load time"),
 )
 
 
@@ -303,15 +345,16 @@ def format_results(data: dict[str, Any]) -> str:
     """The COLD and WARM tables: per metric, the average and the percentiles (seconds)."""
     lines: list[str] = []
     headers = ["metric (s)", "avg", *[f"p{p}" for p in PERCENTILES]]
-    for prefix in ("cold", "warm"):
+    for prefix in ("cold", "warm", "portable"):
         if f"avg_{prefix}_startup_time" not in data:
             continue
         rows = []
         for key, label in _METRICS:
-            avg = data.get(f"avg_{prefix}_{key}_time")
+            name = key if key.startswith(prefix) else f"{prefix}_{key}"
+            avg = data.get(f"avg_{name}_time")
             if avg is None:
                 continue
-            pct = data[f"{prefix}_{key}_percentiles"]
+            pct = data[f"{name}_percentiles"]
             rows.append([label, f"{avg:.3f}", *[f"{pct[str(p)]:.3f}" for p in PERCENTILES]])
         hits = data[f"{prefix}_cache_hits"]
         misses = data[f"{prefix}_cache_misses"]
