@@ -9,14 +9,29 @@
 ['encoder', 'language_model']
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from compiletrace._backend import CompiletraceBackend, backend
 from compiletrace._compile import CompilationMode, compile
-from compiletrace._profile import ProfileRun, UsageError, profile
 from compiletrace._records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._registry import Registry, compilation_times, get_registry
 from compiletrace._warmup import WarmupResult, warm_up
-from compiletrace.reports._chrome import export_chrome_trace
-from compiletrace.telemetry import instrument
+
+if _TYPE_CHECKING:
+    from compiletrace._profile import ProfileRun, UsageError, profile
+    from compiletrace.reports._chrome import export_chrome_trace
+    from compiletrace.telemetry import instrument
+
+# Loaded on first use, so that ``import compiletrace`` stays cheap (OpenTelemetry and the
+# profiling helpers load only when something asks for them).
+_LAZY = {
+    "ProfileRun": "compiletrace._profile",
+    "UsageError": "compiletrace._profile",
+    "profile": "compiletrace._profile",
+    "export_chrome_trace": "compiletrace.reports._chrome",
+    "instrument": "compiletrace.telemetry",
+}
 
 __all__ = [
     "CacheOutcome",
@@ -41,6 +56,21 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compiletrace' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def summary(registry: Registry | None = None) -> str:

@@ -12,7 +12,6 @@ from compiletrace._compile import CompilationMode
 from compiletrace._records import NS_PER_S, CompilationTimes
 from compiletrace._registry import Registry, get_registry
 from compiletrace._tracker import Clock
-from compiletrace.telemetry._instrument import user_span
 
 __all__ = ["WarmupResult", "warm_up", "warmup_span_name"]
 
@@ -88,7 +87,10 @@ def warm_up(
         "compiletrace.device": device_name,
     }
     # The span is current while run() executes, so the compiles it triggers nest under it;
-    # user_span records an exception from run() and re-raises it unchanged.
+    # user_span records an exception from run() and re-raises it unchanged. Imported here:
+    # OpenTelemetry loads on first use, not with compiletrace.
+    from compiletrace.telemetry._instrument import user_span
+
     with user_span(warmup_span_name(device), attributes) as span:
         if skipped:
             return WarmupResult(True, 0.0, CompilationTimes(), {}, cmode, device_name)

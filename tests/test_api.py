@@ -40,3 +40,20 @@ def test_all_is_the_public_surface() -> None:
 def test_every_public_name_has_a_docstring() -> None:
     for name in compiletrace.__all__:
         assert inspect.getdoc(getattr(compiletrace, name)), name
+
+
+def test_import_is_cheap_and_loads_no_telemetry() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, compiletrace; "
+        "print(sorted(m for m in ('opentelemetry', 'compiletrace.telemetry', 'compiletrace._profile') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
+    assert out.stdout.strip() == "[]"
+    # ...and the lazy names still resolve.
+    assert callable(compiletrace.instrument) and callable(compiletrace.profile)
