@@ -13,6 +13,7 @@ Run: .venv/bin/python benchmarks/bench_telemetry.py
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from dataclasses import dataclass
@@ -139,6 +140,11 @@ def bench_guard(warmup_batch: int = 64) -> tuple[float, float]:
 
 def main() -> None:
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    # torch's import leaves a large heap; full garbage collections over it, triggered by the
+    # spans' small allocations, would be charged to whichever span happens to trigger them.
+    # Freeze the start-up heap so the figures show telemetry's own cost.
+    gc.collect()
+    gc.freeze()
     per_graph = bench_per_graph()
     off = per_graph["off"]
     print(f"tracker event path per graph, median of {RUNS} runs x {GRAPHS} graphs:")

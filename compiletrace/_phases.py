@@ -124,11 +124,16 @@ def fit_to(phases: dict[str, int], total_ns: int) -> dict[str, int]:
 def lay_out(start_ns: int, phase_ns: dict[str, int]) -> list[tuple[str, int, int]]:
     """Place each non-zero phase's total end to end from ``start_ns``, in :data:`PHASES`
     order, for views that draw phases as nested blocks (trace events, child spans). The
-    blocks show how long each phase took in all, not the instants it ran.
+    blocks show how long each phase took in all, not the instants it ran. A split with
+    nothing but "other" (a backend torch does not time, such as "eager") lays out nothing.
 
     >>> lay_out(100, {"inductor": 5, "aot_autograd": 3, "other": 0})
     [('aot_autograd', 100, 103), ('inductor', 103, 108)]
+    >>> lay_out(100, {"other": 7})
+    []
     """
+    if not any(ns > 0 for phase, ns in phase_ns.items() if phase != OTHER):
+        return []
     out = []
     t = start_ns
     for phase in PHASES:

@@ -375,10 +375,24 @@ def cache_counts() -> CacheCounts:
 
 
 def lookup_backend(name: str) -> Callable[..., Any]:
-    """Torch's backend registry lookup (raises torch's error for unknown names)."""
+    """The backend torch registers under ``name`` (raises torch's error for unknown names).
+
+    "inductor" goes straight to ``compile_fx``, as torch's registered inductor backend and
+    ``torch.compile``'s own inductor wrapper do: a lookup by name first imports every
+    registered backend module and scans the installed packages' entry points, seconds of
+    start-up that ``torch.compile(backend="inductor")`` itself never pays.
+    """
+    if name == "inductor":
+        return _inductor_compile_fx
     from torch._dynamo import lookup_backend as _lookup
 
     return _lookup(name)  # type: ignore[no-any-return]
+
+
+def _inductor_compile_fx(gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs, **kwargs)
 
 
 def list_backends() -> list[str]:

@@ -414,24 +414,13 @@ def run_rank(
         if result.rank == 0:
             print(result.table(), file=out if out is not None else sys.stdout, flush=True)
             if result_file is not None:
-                _write_json(Path(result_file), result.to_dict())
+                from compiletrace._profile import write_json_atomic
+
+                write_json_atomic(result_file, result.to_dict())
         return result
     finally:
         if owns_group:
             dist.destroy_process_group()
-
-
-def _write_json(path: Path, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _parser() -> argparse.ArgumentParser:

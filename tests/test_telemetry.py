@@ -85,11 +85,15 @@ def test_encoder_lm_warm_up_span_tree_is_exact(tel: telemetry.Telemetry) -> None
         ],
     )
     phase_spans = [s for s in spans if s.name.startswith("Backend phase: ")]
+    assert {s.name for s in phase_spans} >= {"Backend phase: aot_autograd"}  # the aot_eager language model
     assert len(spans) - len(phase_spans) == 7
-    # Each backend span's phase children add up to it (their totals, laid end to end).
+    # Each backend span's phase children add up to it (their totals, laid end to end); the
+    # "eager" encoder's backend has no phases torch times, so it has none.
     for backend in (s for s in spans if s.name == "Backend compile"):
         kids = _children(spans, backend)
-        assert kids and all(k.name.startswith("Backend phase: ") for k in kids)
+        if not kids:
+            continue
+        assert all(k.name.startswith("Backend phase: ") for k in kids)
         assert sum(k.end_time - k.start_time for k in kids) == backend.end_time - backend.start_time  # type: ignore[operator]
     # Dynamo restores Python's random state after each compile: ids must still be unique.
     assert len({s.context.span_id for s in spans if s.context}) == len(spans)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -99,3 +101,36 @@ def test_bad_input_is_rejected_with_the_valid_modes() -> None:
         compiletrace.warm_up(lambda: None, mode=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"valid modes: CompilationMode\.NONE"):
         compiletrace.warm_up(lambda: None, mode="turbo")
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def test_warm_up_logs_the_one_line_summary() -> None:
+    logger = logging.getLogger("compiletrace")
+    handler, old_level = _Lines(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        reg = compiletrace.Registry()
+        enc = compiletrace.compile(lambda x: x * 2, is_encoder=True, backend="eager", registry=reg)
+        lm = compiletrace.compile(lambda x: x + 1, backend="eager", registry=reg)
+        compiletrace.warm_up(lambda: lm(enc(torch.ones(2))), mode="stock", registry=reg)
+        (line,) = handler.lines
+        m = re.fullmatch(r"compilation took (\S+) s \(language_model: (\S+) s, encoder: (\S+) s\)", line)
+        assert m is not None, line
+        times = reg.compilation_times()
+        assert [float(g) for g in m.groups()] == pytest.approx(
+            [times.total, times.language_model, times.encoder], abs=0.006
+        )
+        compiletrace.warm_up(lambda: None, mode="none", registry=reg)
+        assert len(handler.lines) == 1  # skipped: nothing to say
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)

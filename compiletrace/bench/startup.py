@@ -279,57 +279,44 @@ def run_startup_bench(
     child_command: Sequence[str] = CHILD_COMMAND,
 ) -> StartupBenchResult:
     """Run the cold iterations (each on a fresh empty cache), then the untimed warm-up
-    iterations and the warm iterations (sharing one cache). Temporary caches are removed
+    iterations and the warm iterations (sharing one cache), then the portable ones (each
+    on a fresh empty cache with the artifacts loaded first). Temporary caches are removed
     whatever happens, Ctrl-C included."""
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(options, name) < 0:
             raise ValueError(f"{name} must be >= 0, got {getattr(options, name)}")
     result = StartupBenchResult(options=options)
     note = progress.note if progress is not None else (lambda line: None)
-    for i in range(options.num_iters_cold):
-        with tempfile.TemporaryDirectory(prefix="compiletrace-cold-cache-") as cache:
-            it = run_iteration(
-                options,
-                Path(cache),
-                f"cold {i + 1}/{options.num_iters_cold}",
-                progress=progress,
-                child_command=child_command,
-            )
-        result.cold.append(it)
-        note(f"cold {i + 1}/{options.num_iters_cold}: startup {it.startup_time:.2f} s")
+
+    def iterate(cache: str, label: str, extra: dict[str, Any] | None = None) -> IterationResult:
+        return run_iteration(
+            options, Path(cache), label, progress=progress, child_command=child_command, extra_options=extra
+        )
+
+    def fresh_cache_iterations(
+        kind: str, n: int, extra: dict[str, Any] | None = None
+    ) -> list[IterationResult]:
+        # Each iteration on its own fresh, empty cache, removed afterwards.
+        its = []
+        for i in range(n):
+            with tempfile.TemporaryDirectory(prefix=f"compiletrace-{kind}-cache-") as cache:
+                it = iterate(cache, f"{kind} {i + 1}/{n}", extra)
+            its.append(it)
+            note(f"{kind} {i + 1}/{n}: startup {it.startup_time:.2f} s")
+        return its
+
+    result.cold = fresh_cache_iterations("cold", options.num_iters_cold)
     if options.num_iters_warm:
         with tempfile.TemporaryDirectory(prefix="compiletrace-warm-cache-") as cache:
             for i in range(options.num_iters_warmup):
-                run_iteration(
-                    options,
-                    Path(cache),
-                    f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)",
-                    progress=progress,
-                    child_command=child_command,
-                )
+                iterate(cache, f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)")
             for i in range(options.num_iters_warm):
-                it = run_iteration(
-                    options,
-                    Path(cache),
-                    f"warm {i + 1}/{options.num_iters_warm}",
-                    progress=progress,
-                    child_command=child_command,
-                )
+                it = iterate(cache, f"warm {i + 1}/{options.num_iters_warm}")
                 result.warm.append(it)
                 note(f"warm {i + 1}/{options.num_iters_warm}: startup {it.startup_time:.2f} s")
-    n_portable = options.portable_iters
-    for i in range(n_portable):
-        with tempfile.TemporaryDirectory(prefix="compiletrace-portable-cache-") as cache:
-            it = run_iteration(
-                options,
-                Path(cache),
-                f"portable {i + 1}/{n_portable}",
-                progress=progress,
-                child_command=child_command,
-                extra_options={"cache_artifacts": options.cache_artifacts},
-            )
-        result.portable.append(it)
-        note(f"portable {i + 1}/{n_portable}: startup {it.startup_time:.2f} s")
+    result.portable = fresh_cache_iterations(
+        "portable", options.portable_iters, {"cache_artifacts": options.cache_artifacts}
+    )
     return result
 
 
