@@ -89,6 +89,12 @@ class CompiletraceBackend:
     ) -> None:
         self.component = validate_component(component)
         self.backend_name = validate_backend(backend)
+        if mode is not None and not isinstance(mode, str):
+            raise TypeError(f"mode must be a string such as 'max-autotune', got {type(mode).__name__}")
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError(
+                f"options must be a mapping of option name to value, got {type(options).__name__}"
+            )
         if registry is not None and not isinstance(registry, Registry):
             raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
         if mode is not None and mode != "default" and backend != INDUCTOR:
@@ -105,7 +111,7 @@ class CompiletraceBackend:
         self._inner: Callable[..., Any] | None = None
         self._inner_lock = threading.Lock()
         self._kwargs: dict[str, Any] = {}
-        self._kwargs_by_call: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._kwargs_by_call: dict[tuple[Any, str], dict[str, Any]] = {}
         if backend == INDUCTOR:
             patches = inductor_config_patches(mode, options, dynamic)
             if patches:
@@ -134,7 +140,7 @@ class CompiletraceBackend:
         # torch.compile(m, backend=this, mode=..., options=...) passes mode/options here.
         if not kwargs:
             return self._kwargs
-        key = (kwargs.get("mode"), tuple(sorted((kwargs.get("options") or {}).items())))
+        key = (kwargs.get("mode"), repr(sorted((kwargs.get("options") or {}).items())))
         cached = self._kwargs_by_call.get(key)
         if cached is None:
             if self._backend == INDUCTOR:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,16 +53,10 @@ def save_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:
             "torch produced no cache artifacts: compile and run the model with the inductor backend first"
         )
     data, info = saved
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return CacheArtifacts(str(target), len(data), _counts(info), time.perf_counter() - start)
+    from compiletrace._profile import write_bytes_atomic
+
+    write_bytes_atomic(path, data)
+    return CacheArtifacts(str(Path(path)), len(data), _counts(info), time.perf_counter() - start)
 
 
 def load_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:

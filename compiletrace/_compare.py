@@ -12,7 +12,6 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from compiletrace._analysis import graph_keys
 from compiletrace._records import NS_PER_S, GraphRecord
@@ -59,7 +58,11 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
         registry = data.get("registry")
         if not isinstance(registry, dict):
             raise ValueError(f"{name} is not a compiletrace run: it has no registry")
-        return RunFile(name, PROFILE, version, records=Registry.from_dict(registry).records())
+        try:
+            records = Registry.from_dict(registry).records()
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"{name} is not a readable compiletrace run: {exc}") from exc
+        return RunFile(name, PROFILE, version, records=records)
     if kind == "compiletrace.bench.startup" or any(f"avg_{p}_startup_time" in data for p in _BENCH_PREFIXES):
         metrics = {
             f"avg_{p}_{m}": float(data[f"avg_{p}_{m}"])
@@ -205,17 +208,3 @@ def compare_files(
         threshold_pct=threshold_pct,
         min_seconds=min_seconds,
     )
-
-
-def comparison_to_dict(c: Comparison) -> dict[str, Any]:
-    return {
-        "base": c.base.path,
-        "new": c.new.path,
-        "threshold_pct": c.threshold_pct,
-        "min_seconds": c.min_seconds,
-        "regressions": len(c.regressions),
-        "changes": [
-            {"scope": ch.scope, "name": ch.name, "base": ch.base, "new": ch.new, "status": ch.status}
-            for ch in c.changes
-        ],
-    }

@@ -28,11 +28,14 @@ class CompilationMode(enum.Enum):
         """Accept a member or its value ("none", "stock")."""
         if isinstance(value, cls):
             return value
-        if isinstance(value, str):
-            for member in cls:
-                if value.lower() in (member.value, member.name.lower()):
-                    return member
         valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
+        if not isinstance(value, str):
+            raise TypeError(
+                f"compilation mode must be a CompilationMode ({valid}), got {type(value).__name__}"
+            )
+        for member in cls:
+            if value.lower() in (member.value, member.name.lower()):
+                return member
         raise ValueError(f"unknown compilation mode {value!r}; valid modes: {valid}")
 
 

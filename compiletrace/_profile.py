@@ -158,11 +158,17 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write through a temporary file in the same directory, then rename over ``path``."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write through a temporary file in the same directory, then rename over ``path``:
+    readers see the old file or the whole new one."""
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):

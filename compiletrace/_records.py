@@ -33,6 +33,13 @@ class CompileStatus(str, enum.Enum):
     EAGER_FALLBACK = "eager_fallback"  # the backend raised; Dynamo ran the frame eagerly
 
 
+def qualified_type_name(exc: BaseException) -> str:
+    """An exception's class as recorded (``error_type``, the ``error.type`` attribute):
+    ``ValueError`` for builtins, ``module.Qualname`` otherwise."""
+    cls = type(exc)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
 class CompilationTimes(NamedTuple):
     """Compile seconds of the two standard components.
 

@@ -51,7 +51,12 @@ class Registry:
             self._totals_ns[record.component] = self._totals_ns.get(record.component, 0) + record.total_ns
             listeners = tuple(self._listeners)
         for listener in listeners:
-            listener(record)
+            try:
+                listener(record)
+            except Exception as exc:  # a view's failure never reaches the user's compile
+                from compiletrace._torch_compat import warn_once
+
+                warn_once("listener", f"a registry listener failed and was skipped: {exc!r}")
 
     def add_backward(self, compile_id: str, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
         """Attribute a lazy backward compile to the forward graph with ``compile_id``.
@@ -71,10 +76,6 @@ class Registry:
             self._records[pos] = new
             self._totals_ns[new.component] = self._totals_ns.get(new.component, 0) + duration_ns
         return new
-
-    def has(self, compile_id: str) -> bool:
-        with self._lock:
-            return compile_id in self._index
 
     def clear(self) -> None:
         """Forget every record."""

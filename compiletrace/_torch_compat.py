@@ -1,9 +1,10 @@
 """Every private torch API that compiletrace touches, in one place.
 
-The next torch release may move any of these. Each accessor is guarded: when the
-internal it needs is missing or has changed shape, it returns a neutral value and the
-caller degrades (with one warning, issued by :func:`warn_once`), never crashes the
-user's model.
+The next torch release may move any of these. The measuring accessors are guarded: when
+the internal they need is missing or has changed shape, they return a neutral value and the
+caller degrades (with one warning, issued by :func:`warn_once`), never crashing the user's
+model. The few that compiling itself needs (the backend lookup, inductor's modes and
+options) raise torch's own error instead, as ``torch.compile`` would.
 
 What is used, and why:
 
@@ -57,8 +58,8 @@ __all__ = [
     "install_region_hook",
     "list_backends",
     "lookup_backend",
+    "on_dynamo_reset",
     "recompile_reason",
-    "reset_dynamo",
     "warn_once",
 ]
 
@@ -130,6 +131,14 @@ class _Installation:
 
 _installation: _Installation | None = None
 _install_lock = threading.Lock()
+# Called after torch._dynamo.reset(): compile ids start again at "0/0" from then on.
+_reset_listeners: list[Callable[[], None]] = []
+
+
+def on_dynamo_reset(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` after every ``torch._dynamo.reset()`` (once compile callbacks
+    are installed)."""
+    _reset_listeners.append(listener)
 
 
 def install_callbacks(on_start: CompileEventCallback, on_end: CompileEventCallback) -> bool:
@@ -176,6 +185,8 @@ def _patch_clear(handler: Any) -> None:
         original_clear()
         try:
             ensure_callbacks_registered()
+            for listener in tuple(_reset_listeners):
+                listener()
         except Exception as exc:
             warn_once("reregister", f"could not re-register compile callbacks: {exc!r}")
 
@@ -446,10 +457,6 @@ def suppress_errors() -> bool:
         return bool(torch._dynamo.config.suppress_errors)
     except Exception:
         return False
-
-
-def reset_dynamo() -> None:
-    torch._dynamo.reset()
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from compiletrace import _torch_compat as tc
 from compiletrace._phases import fit_to, split_phases
-from compiletrace._records import CacheOutcome, CompileStatus, GraphRecord
+from compiletrace._records import CacheOutcome, CompileStatus, GraphRecord, qualified_type_name
 from compiletrace._registry import Registry
 
 __all__ = ["Attribution", "Clock", "Tracker", "get_tracker"]
@@ -107,11 +107,6 @@ def _is_recompile(compile_id: str) -> bool:
         return False
 
 
-def _qualified_type(exc: BaseException) -> str:
-    cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
-
-
 class Tracker:
     """Builds :class:`GraphRecord` s from compile events. One is installed into torch per
     process (:func:`get_tracker`); tests build their own with a fake clock and call the
@@ -156,6 +151,8 @@ class Tracker:
             return
         if trigger != tc.TRIGGER_DYNAMO:
             return
+        if self._state.frames:
+            self._close_stale_frames(now)
         owner = None
         code_name = "?"
         if frame is not None:
@@ -164,6 +161,29 @@ class Tracker:
         self._state.frames.append(
             _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
         )
+
+    def _close_stale_frames(self, now: int) -> None:
+        # Dynamo compiles one frame at a time and fires only the outermost callback pair, so a
+        # frame still open when the next one starts lost its end callback: torch's pending
+        # counter is process-wide, and a lazy backward on another thread overlapping this
+        # compile swallows the end. Keep what is known (the backend figures); Dynamo's share
+        # of that frame is unknown.
+        tc.warn_once(
+            "stale-frame",
+            "a frame compile's end went unseen (a lazy backward compiled on another thread at the "
+            "same time); its record has backend time only",
+        )
+        stale = list(self._state.frames)
+        self._state.frames.clear()
+        for frame in stale:
+            if frame.owner is not None:
+                # The last instant known to belong to the frame: its backend call's end.
+                last = (
+                    frame.start_ns
+                    if frame.backend_start_ns is None
+                    else frame.backend_start_ns + frame.backend_ns
+                )
+                self._finish_frame(frame, min(last, now), dynamo_known=False)
 
     def on_end(self, trigger: str, compile_id: str) -> None:
         now = self._clock()
@@ -213,7 +233,7 @@ class Tracker:
                 return inner(gm, example_inputs, **kwargs)
             except BaseException as exc:
                 frame.status = CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
-                frame.error_type = _qualified_type(exc)
+                frame.error_type = qualified_type_name(exc)
                 raise
             finally:
                 end = self._clock()
@@ -223,9 +243,13 @@ class Tracker:
                 for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
                     frame.phases[phase] = frame.phases.get(phase, 0) + ns
                 if orphan:
-                    # No frame callbacks: the backend call is all that is known.
+                    # No frame callbacks: the backend call is all that is known. Recording must
+                    # not replace the backend's result (or its exception) with one of its own.
                     frame.start_ns = start
-                    self._finish_frame(frame, end, dynamo_known=False)
+                    try:
+                        self._finish_frame(frame, end, dynamo_known=False)
+                    except Exception as exc:
+                        tc.warn_once("record", f"recording a graph failed and was skipped: {exc!r}")
 
     def _account_backend_call(
         self, frame: _OpenFrame, start: int, end: int, before: tc.CacheCounts, node_count: int
@@ -322,6 +346,12 @@ class Tracker:
         except Exception as exc:
             tc.warn_once("observer", f"telemetry failed and was disabled for this event: {exc!r}")
 
+    def forget_compile_ids(self) -> None:
+        """After ``torch._dynamo.reset()`` compile ids restart at "0/0": a later lazy backward
+        with an old id must not land on a graph compiled before the reset."""
+        with self._lock:
+            self._owner_of.clear()
+
     def open_frames(self) -> int:
         """Frames open on this thread (test helper: 0 between compiles)."""
         return len(self._state.frames)
@@ -361,6 +391,7 @@ def get_tracker() -> Tracker:
                 tracker.on_start(trigger, compile_id, frame=frame, recompile_reason=reason)
 
             tc.install_callbacks(on_start, tracker.on_end)
+            tc.on_dynamo_reset(tracker.forget_compile_ids)
             tc.install_region_hook()
             from compiletrace.telemetry import CompileSpanObserver  # API only: no-op without an SDK
 

@@ -543,6 +543,11 @@ def launch(
             raise LaunchError(
                 f"the {nproc}-rank job did not finish within {timeout:g} s and was stopped" + _tail(output)
             ) from None
+        except BaseException:
+            # Ctrl-C and the like: the ranks run in their own session, so no signal from the
+            # terminal reaches them; stop them before the exception goes on.
+            _stop(proc)
+            raise
         output = output or ""
         if proc.returncode != 0:
             raise LaunchError(

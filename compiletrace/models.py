@@ -169,8 +169,3 @@ def build_demo(device: str | torch.device = "cpu", config: DemoConfig | None = N
         example_inputs=(pixel_values.to(device), input_ids.to(device)),
         components={"vision": "encoder", "language_model": "language_model"},
     )
-
-
-def num_parameters(model: nn.Module) -> int:
-    """Parameter count (for docs and sanity checks)."""
-    return sum(p.numel() for p in model.parameters())

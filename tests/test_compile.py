@@ -272,6 +272,9 @@ def test_suppress_errors_records_the_eager_fallback() -> None:
         ({"options": {"no_such_option": 1}}, ValueError, "unknown inductor option 'no_such_option'"),
         ({"registry": {}}, TypeError, "registry must be a compiletrace.Registry"),
         ({"compilation_mode": "sometimes"}, ValueError, "valid modes: CompilationMode.NONE"),
+        ({"compilation_mode": 5}, TypeError, "compilation mode must be a CompilationMode"),
+        ({"mode": 5}, TypeError, "mode must be a string"),
+        ({"options": ["epilogue_fusion"]}, TypeError, "options must be a mapping"),
     ],
 )
 def test_bad_input_gives_a_clear_error_and_records_nothing(
@@ -320,3 +323,14 @@ def test_default_registry_shortcuts() -> None:
     assert times.total == times.encoder
     assert compiletrace.summary().splitlines()[-1].startswith("compilation took ")
     reg.clear()
+
+
+def test_a_graph_compiled_elsewhere_after_reset_keeps_its_backward() -> None:
+    reg = Registry()
+    ours = compiletrace.compile(torch.nn.Linear(4, 1), backend="aot_eager", registry=reg)
+    ours(torch.randn(2, 4, requires_grad=True))  # forward only: no backward compiled
+    torch._dynamo.reset()  # compile ids restart at 0/0
+    theirs = torch.compile(torch.nn.Linear(4, 1), backend="aot_eager")
+    theirs(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    (rec,) = reg.records()
+    assert rec.backward_ns == 0

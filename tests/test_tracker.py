@@ -212,3 +212,49 @@ def test_observer_failure_never_reaches_the_compile(
         start(tracker, "0/0", be)
         tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
     assert len(reg) == 1
+
+
+def test_a_frame_whose_end_went_unseen_is_closed_by_the_next_start(
+    fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # torch's callback counter is process-wide: a lazy backward on another thread during a
+    # frame compile swallows that frame's end callback. The next frame start closes it.
+    monkeypatch.setattr(tc, "_warned", set())
+    tracker, be, reg = make(fake_clock)
+    start(tracker, "0/0", be)
+    fake_clock.advance(2 * MS)
+    be._inner = inner_taking(fake_clock, 5 * MS)
+    be(FakeGraph(3), [])
+    fake_clock.advance(50 * MS)  # ... no end callback for 0/0
+    with pytest.warns(RuntimeWarning, match="end went unseen"):
+        start(tracker, "1/0", be)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "1/0")
+    lost, fine = reg.records()
+    assert (lost.compile_id, lost.frame_ns, lost.backend_ns, lost.dynamo_ns) == ("0/0", 7 * MS, 5 * MS, None)
+    assert fine.compile_id == "1/0" and fine.dynamo_ns is not None
+    assert tracker.open_frames() == 0
+
+
+def test_reset_forgets_compile_ids_for_lazy_backward(fake_clock: FakeClock) -> None:
+    tracker, be, reg = make(fake_clock)
+    start(tracker, "0/0", be)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    tracker.forget_compile_ids()  # torch._dynamo.reset(): ids restart, "0/0" is someone else's now
+    tracker.on_start(tc.TRIGGER_LAZY_BACKWARD, "0/0")
+    fake_clock.advance(MS)
+    tracker.on_end(tc.TRIGGER_LAZY_BACKWARD, "0/0")
+    assert reg.records()[0].backward_ns == 0
+
+
+def test_a_failing_listener_never_reaches_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tc, "_warned", set())
+    reg = Registry()
+
+    def broken(record: object) -> None:
+        raise RuntimeError("view down")
+
+    reg.add_listener(broken)
+    fn = torch.compile(lambda x: x + 1, backend=CompiletraceBackend("encoder", backend="eager", registry=reg))
+    with pytest.warns(RuntimeWarning, match="registry listener failed"):
+        assert torch.equal(fn(torch.ones(2)), torch.full((2,), 2.0))
+    assert len(reg) == 1

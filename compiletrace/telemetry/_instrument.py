@@ -16,18 +16,13 @@ from opentelemetry.util.types import AttributeValue
 
 from compiletrace import _torch_compat as tc
 from compiletrace._propagation import parent_context
+from compiletrace._records import qualified_type_name
 from compiletrace.telemetry import _providers
 
-__all__ = ["error_type", "instrument", "user_span"]
+__all__ = ["instrument", "user_span"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-def error_type(exc: BaseException) -> str:
-    """The ``error.type`` attribute: the exception's qualified class name."""
-    cls = type(exc)
-    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _telemetry_failed(exc: Exception) -> None:
@@ -53,7 +48,7 @@ def user_span(name: str, attributes: Mapping[str, AttributeValue] | None = None)
         try:
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            span.set_attribute("error.type", error_type(exc))
+            span.set_attribute("error.type", qualified_type_name(exc))
         except Exception as tel_exc:
             _telemetry_failed(tel_exc)
         raise

@@ -1,0 +1,30 @@
+"""Fixtures for every test, the package's doctests included: a private compile cache and a
+clean Dynamo around each test."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+# One private inductor cache for the whole run (tests that need a cold or warm cache make
+# their own): a run never reads or fills the user's cache, and leaves nothing behind.
+_CACHE = tempfile.mkdtemp(prefix="compiletrace-test-inductor-")
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def clean_dynamo() -> Iterator[None]:
+    """Every test starts and ends with a fresh Dynamo and no frame left open."""
+    from compiletrace._tracker import get_tracker
+
+    torch._dynamo.reset()
+    yield
+    assert get_tracker().open_frames() == 0, "a frame compile was left open"
+    torch._dynamo.reset()
