@@ -12,8 +12,10 @@ from typing import Any
 
 from compiletrace._records import NS_PER_S, GraphRecord
 from compiletrace.reports._text import (
+    COMPONENT_HEADERS,
     GRAPH_HEADERS,
     PHASE_HEADERS,
+    component_rows,
     component_totals,
     graph_rows,
     phase_rows,
@@ -207,25 +209,6 @@ def timeline_svg(records: Sequence[GraphRecord]) -> str:
     return "".join(parts)
 
 
-def _component_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
-    rows = []
-    for name, ns in component_totals(records).items():
-        mine = [r for r in records if r.component == name]
-        ph = _phases(mine)
-        rows.append(
-            [
-                name,
-                str(len(mine)),
-                str(sum(r.is_recompile for r in mine)),
-                f"{ph['dynamo'] / NS_PER_S:.3f}",
-                f"{ph['backend'] / NS_PER_S:.3f}",
-                f"{ph['backward'] / NS_PER_S:.3f}",
-                f"{ns / NS_PER_S:.3f}",
-            ]
-        )
-    return rows
-
-
 def report_fragment(
     records: Sequence[GraphRecord], *, warmup: Any = None, meta: Mapping[str, Any] | None = None
 ) -> str:
@@ -251,10 +234,7 @@ def report_fragment(
         "<h2>Timeline of graphs</h2>"
         f"{timeline_svg(records)}"
         "<h2>Per component</h2>"
-        + _table(
-            ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s"),
-            _component_rows(records),
-        )
+        + _table(COMPONENT_HEADERS, component_rows(records))
         + "<h2>Per graph</h2>"
         + registry_html_table(records)
         + (

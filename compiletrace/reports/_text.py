@@ -92,12 +92,15 @@ def graph_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
     ]
 
 
-def summary_table(records: Sequence[GraphRecord]) -> str:
-    """A readable table per component, then per graph, then the one-line summary."""
-    comp_rows = []
+COMPONENT_HEADERS = ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s")
+
+
+def component_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
+    """Per component: graphs, recompiles, and seconds of Dynamo, backend, backward, total."""
+    rows = []
     for name, ns in component_totals(records).items():
         mine = [r for r in records if r.component == name]
-        comp_rows.append(
+        rows.append(
             [
                 name,
                 str(len(mine)),
@@ -108,11 +111,13 @@ def summary_table(records: Sequence[GraphRecord]) -> str:
                 _fmt_s(ns),
             ]
         )
+    return rows
+
+
+def summary_table(records: Sequence[GraphRecord]) -> str:
+    """A readable table per component, then per graph, then the one-line summary."""
     lines = ["Per component"]
-    lines += render_table(
-        ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s"),
-        comp_rows,
-    )
+    lines += render_table(COMPONENT_HEADERS, component_rows(records))
     lines += ["", "Per graph"]
     lines += render_table(GRAPH_HEADERS, graph_rows(records))
     if any(r.phases for r in records):
