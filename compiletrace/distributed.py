@@ -417,6 +417,9 @@ def run_rank(
                 from compiletrace._profile import write_json_atomic
 
                 write_json_atomic(result_file, result.to_dict())
+        if owns_group:
+            # Every rank past its last collective before any rank tears its group down.
+            dist.barrier()
         return result
     finally:
         if owns_group:
@@ -578,4 +581,11 @@ def _tail(output: str, lines: int = 20) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The figures are out: leave without the interpreter's teardown. Destroying gloo's C++
+    # state while a peer rank is still closing its connections can abort the process
+    # ("terminate called without an active exception"), turning a finished job into a
+    # failed one.
+    os._exit(status)
