@@ -21,10 +21,13 @@ atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 
 @pytest.fixture(autouse=True)
 def clean_dynamo() -> Iterator[None]:
-    """Every test starts and ends with a fresh Dynamo and no frame left open."""
-    from compiletrace._tracker import get_tracker
+    """Every test starts and ends with a fresh Dynamo and no frame left open, and may see
+    any of compiletrace's once-per-cause warnings again."""
+    from compiletrace._core.tracker import get_tracker
+    from compiletrace._io.state import STATE
 
     torch._dynamo.reset()
+    STATE.forget_warnings()
     yield
     assert get_tracker().open_frames() == 0, "a frame compile was left open"
     torch._dynamo.reset()

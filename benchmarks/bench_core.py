@@ -30,7 +30,7 @@ import torch
 
 import compiletrace
 from compiletrace import GraphRecord, Registry
-from compiletrace._tracker import get_tracker
+from compiletrace._core.tracker import get_tracker
 
 
 class Tiny(torch.nn.Module):
@@ -49,7 +49,7 @@ VARIANTS = ("plain", "compiletrace", "compiletrace-nosplit")
 def _compile(variant: str, model: torch.nn.Module) -> Callable[..., Any]:
     if variant == "plain":
         return torch.compile(model)
-    get_tracker().split_phases = variant != "compiletrace-nosplit"
+    get_tracker().phase_split_enabled = variant != "compiletrace-nosplit"
     return compiletrace.compile(model, registry=Registry())
 
 

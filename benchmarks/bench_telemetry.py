@@ -8,7 +8,7 @@ Run: .venv/bin/python benchmarks/bench_telemetry.py
    stored, observer notified) with the observer removed, with no provider, and with the SDK.
    The median of several runs is printed; the telemetry cost is the difference to "off".
 2. Warm-up guard: start-up of the built-in model in eager mode (build, warm up, first
-   request) with ``warm_up(mode=NONE)`` (skipped) vs an unguarded warm-up (run anyway).
+   request) with ``warm_up(compilation_mode=NONE)`` (skipped) vs an unguarded warm-up (run anyway).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import torch
 
 import compiletrace
 from compiletrace import telemetry
-from compiletrace._records import GraphRecord
-from compiletrace._tracker import Tracker
+from compiletrace._core.records import GraphRecord
+from compiletrace._core.tracker import Tracker
 from compiletrace.models import DemoConfig, build_demo
 
 GRAPHS = 2000
@@ -124,7 +124,7 @@ def _startup_s(guarded: bool, warmup_batch: int) -> float:
             demo.model(*big.example_inputs)
 
     if guarded:
-        compiletrace.warm_up(warm, mode=compiletrace.CompilationMode.NONE)
+        compiletrace.warm_up(warm, compilation_mode=compiletrace.CompilationMode.NONE)
     else:
         warm()  # an unguarded warm-up: it runs although nothing compiles
     demo.run()  # the first real request

@@ -1,5 +1,14 @@
 """compiletrace: where torch.compile start-up time goes, and how to cut the wasted part.
 
+The front door: every public name is here, in ``__all__``. The layout behind it (see
+docs/how-it-works.md), data flowing one way:
+
+- ``_io``: the torch-free leaf (exceptions, atomic files, the JSON envelope, process state);
+- ``_core``: torch events -> records in a registry (every private torch API in
+  ``_core/torch_compat.py``);
+- ``reports`` and ``telemetry``: views of plain records (text, HTML, Chrome trace, OTel);
+- ``_app``, ``bench``, ``distributed``, ``cli``: the applications on top.
+
 >>> import torch, compiletrace
 >>> reg = compiletrace.Registry()
 >>> enc = compiletrace.compile(torch.nn.Linear(8, 8), is_encoder=True, backend="eager", registry=reg)
@@ -9,39 +18,70 @@
 ['encoder', 'language_model']
 """
 
+import contextlib as _contextlib
+import importlib as _importlib
+import sys as _sys
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from compiletrace._backend import CompiletraceBackend, backend
-from compiletrace._compile import CompilationMode, compile
-from compiletrace._records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
-from compiletrace._registry import Registry, compilation_times, get_registry
-from compiletrace._warmup import WarmupResult, warm_up
+from compiletrace._app.warmup import WarmupResult, warm_up
+from compiletrace._core.backend import CompiletraceBackend, backend
+from compiletrace._core.compile import CompilationMode, compile
+from compiletrace._core.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
+from compiletrace._core.registry import Registry, compilation_times, get_registry
+from compiletrace._core.tracker import FrameObserver as _FrameObserver
+from compiletrace._core.tracker import register_observer_factory as _register_observer_factory
+from compiletrace._io.errors import (
+    ArgumentTypeError,
+    ChildFailed,
+    CompiletraceError,
+    GatherError,
+    LaunchError,
+    MissingDependencyError,
+    OutputError,
+    RunFileError,
+    UsageError,
+)
+from compiletrace._version import __version__ as __version__
 
 if _TYPE_CHECKING:
-    from compiletrace._profile import ProfileRun, UsageError, profile
-    from compiletrace.reports._chrome import export_chrome_trace
+    from compiletrace import bench as bench
+    from compiletrace import cli as cli
+    from compiletrace import distributed as distributed
+    from compiletrace import models as models
+    from compiletrace import reports as reports
+    from compiletrace import telemetry as telemetry
+    from compiletrace._app.profile import ProfileRun, profile
+    from compiletrace.reports import export_chrome_trace
     from compiletrace.telemetry import instrument
 
-# Loaded on first use, so that ``import compiletrace`` stays cheap (OpenTelemetry and the
-# profiling helpers load only when something asks for them).
+# Loaded on first use, so that ``import compiletrace`` stays cheap (OpenTelemetry, the
+# views and the profiling helpers load only when something asks for them).
 _LAZY = {
-    "ProfileRun": "compiletrace._profile",
-    "UsageError": "compiletrace._profile",
-    "profile": "compiletrace._profile",
-    "export_chrome_trace": "compiletrace.reports._chrome",
+    "ProfileRun": "compiletrace._app.profile",
+    "profile": "compiletrace._app.profile",
+    "export_chrome_trace": "compiletrace.reports",
     "instrument": "compiletrace.telemetry",
 }
+_SUBMODULES = ("bench", "cli", "distributed", "models", "reports", "telemetry")
 
 __all__ = [
+    "ArgumentTypeError",
     "CacheOutcome",
+    "ChildFailed",
     "CompilationMode",
     "CompilationTimes",
     "CompileStatus",
     "CompiletraceBackend",
+    "CompiletraceError",
+    "GatherError",
     "GraphRecord",
+    "LaunchError",
+    "MissingDependencyError",
+    "OutputError",
     "ProfileRun",
     "Registry",
+    "RunFileError",
     "UsageError",
     "WarmupResult",
     "backend",
@@ -50,27 +90,26 @@ __all__ = [
     "export_chrome_trace",
     "get_registry",
     "instrument",
+    "load_ipython_extension",
     "profile",
     "summary",
     "warm_up",
 ]
 
-__version__ = "0.1.0"
-
 
 def __getattr__(name: str) -> _Any:
+    if name in _SUBMODULES:
+        return _importlib.import_module(f"compiletrace.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'compiletrace' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
 
 def summary(registry: Registry | None = None) -> str:
@@ -84,3 +123,38 @@ def summary(registry: Registry | None = None) -> str:
     from compiletrace.reports import summary_table
 
     return summary_table((registry if registry is not None else get_registry()).records())
+
+
+def _span_observer() -> _FrameObserver:
+    # Telemetry observes the core; the core never imports it. OpenTelemetry loads at the
+    # first compile, not at import.
+    from compiletrace.telemetry import CompileSpanObserver
+
+    return CompileSpanObserver()
+
+
+def _registry_html(registry: Registry) -> str:
+    from compiletrace.reports import registry_html_table
+
+    return registry_html_table(registry.records())
+
+
+def load_ipython_extension(ipython: _Any) -> None:
+    """``%load_ext compiletrace``: show registries as HTML tables. Done by itself when
+    compiletrace is imported in a running IPython shell."""
+    formatter = ipython.display_formatter.formatters["text/html"]
+    formatter.for_type(Registry, _registry_html)
+
+
+def _register_notebook_display() -> None:
+    ipython_module = _sys.modules.get("IPython")
+    get_ipython = getattr(ipython_module, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    if shell is not None:
+        # Display is a nicety: a changed IPython must not break the import.
+        with _contextlib.suppress(Exception):
+            load_ipython_extension(shell)
+
+
+_register_observer_factory(_span_observer)
+_register_notebook_display()

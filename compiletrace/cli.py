@@ -1,6 +1,6 @@
 """The ``compiletrace`` command: ``profile``, ``bench startup``, ``report``, ``cache`` and ``compare``.
 
-A thin layer: argument parsing and output here; the work in ``compiletrace._profile``,
+A thin layer: argument parsing and output here; the work in ``compiletrace._app.profile``,
 ``compiletrace.bench`` and ``compiletrace.reports``.
 
 >>> main(["report", "/no/such/run.json"])
@@ -11,23 +11,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiletrace._profile import (
-    DEFAULT_MODEL,
-    ProfileRun,
-    UsageError,
-    check_writable,
-    load_factory,
-    parse_component,
-    write_json_atomic,
-    write_text_atomic,
-)
+from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
+from compiletrace._io.errors import ChildFailed, LaunchError, UsageError
+from compiletrace._io.files import check_writable, write_json, write_text
+from compiletrace._io.text import first_line
 
 __all__ = ["build_parser", "main"]
 
@@ -232,13 +225,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except UsageError as exc:
-        _error(args, str(exc))
+        _error(args, first_line(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        first = first_line(exc)
         _error(args, f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
         return EXIT_FAILED
 
@@ -252,7 +245,7 @@ def _error(args: argparse.Namespace, message: str) -> None:
 
 def _outputs(pairs: Sequence[tuple[str | None, str]]) -> None:
     for path, what in pairs:
-        if path:
+        if path is not None:
             check_writable(path, what)
 
 
@@ -267,13 +260,10 @@ def _telemetry(args: argparse.Namespace) -> Iterator[None]:
         return
     from compiletrace import telemetry
 
-    try:
-        if args.otlp_endpoint:
-            handle = telemetry.configure(exporter="otlp", endpoint=args.otlp_endpoint, service_name=PROG)
-        else:
-            handle = telemetry.configure(exporter="console", service_name=PROG)
-    except (ValueError, TypeError, ImportError) as exc:
-        raise UsageError(str(exc).splitlines()[0]) from exc
+    if args.otlp_endpoint:
+        handle = telemetry.configure(exporter="otlp", endpoint=args.otlp_endpoint, service_name=PROG)
+    else:
+        handle = telemetry.configure(exporter="console", service_name=PROG)
     try:
         yield
     finally:
@@ -281,20 +271,20 @@ def _telemetry(args: argparse.Namespace) -> Iterator[None]:
 
 
 def _write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | None) -> None:
-    if html_path:
-        write_text_atomic(html_path, run.html())
+    if html_path is not None:
+        write_text(html_path, run.html())
         print(f"wrote HTML report to {html_path}")
-    if trace_path:
-        from compiletrace import export_chrome_trace
+    if trace_path is not None:
+        from compiletrace.reports import export_chrome_trace
 
         export_chrome_trace(trace_path, registry=run.registry)
         print(f"wrote Chrome trace to {trace_path}")
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from compiletrace._profile import profile
-    from compiletrace._progress import Progress
-    from compiletrace._registry import Registry
+    from compiletrace._app.profile import profile
+    from compiletrace._app.progress import Progress
+    from compiletrace._core.registry import Registry
 
     _outputs([(args.json, "--json"), (args.chrome_trace, "--chrome-trace"), (args.html, "--html")])
     components = _components(args)
@@ -339,7 +329,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _print_expensive_hits(run: ProfileRun) -> None:
-    from compiletrace._analysis import find_expensive_hits
+    from compiletrace._app.analysis import find_expensive_hits
 
     flagged = find_expensive_hits(run.records())
     if flagged:
@@ -349,7 +339,7 @@ def _print_expensive_hits(run: ProfileRun) -> None:
 
 
 def _profile_ranks(args: argparse.Namespace) -> int:
-    from compiletrace.distributed import LaunchError, launch
+    from compiletrace.distributed import launch
 
     if args.html or args.chrome_trace or args.cache_artifacts or args.component:
         raise UsageError("--nproc > 1 takes --json, --backend, --mode and --device only")
@@ -366,24 +356,17 @@ def _profile_ranks(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     print(job.result.table())
     if args.json:
-        write_json_atomic(
-            args.json, {"kind": "compiletrace.gather", "schema_version": 1, **job.result.to_dict()}
-        )
+        write_json(args.json, job.result.to_dict())
         print(f"wrote per-rank figures to {args.json}")
     return EXIT_OK
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from compiletrace._cache import load_cache_artifacts, save_cache_artifacts
-    from compiletrace._profile import profile
+    from compiletrace._app.cache import load_cache_artifacts, save_cache_artifacts
+    from compiletrace._app.profile import profile
 
     if args.cache_command == "load":
-        try:
-            info = load_cache_artifacts(args.path)
-        except FileNotFoundError:
-            raise UsageError(f"cache artifacts file {args.path!r} does not exist") from None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        info = load_cache_artifacts(args.path)
         print(f"loaded {info.describe()} in {info.seconds:.2f} s")
         return EXIT_OK
     _outputs([(args.path, "PATH")])
@@ -403,46 +386,25 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from compiletrace._compare import compare_files
+    from compiletrace._app.compare import compare_files
 
-    try:
-        result = compare_files(
-            args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds
-        )
-    except FileNotFoundError as exc:
-        raise UsageError(f"run file {exc.filename!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read run file: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
+    result = compare_files(args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds)
     print(result.table())
     return EXIT_FAILED if result.regressions else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
     _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")])
-    path = Path(args.run)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"run file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read run file {str(path)!r}: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(f"run file {str(path)!r} is not valid JSON: {exc}") from None
-    try:
-        run = ProfileRun.from_dict(data)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"run file {str(path)!r}: {exc}") from None
+    run = ProfileRun.load(args.run)
     print(run.summary())
     _write_outputs(run, args.html, args.chrome_trace)
     return EXIT_OK
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from compiletrace._backend import inductor_config_patches, validate_backend
-    from compiletrace._progress import Progress
-    from compiletrace.bench.startup import BenchOptions, ChildFailed, format_results, run_startup_bench
+    from compiletrace._app.progress import Progress
+    from compiletrace._core.backend import inductor_config_patches, validate_backend
+    from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
 
     _outputs([(args.output_json, "--output-json")])
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
@@ -451,12 +413,9 @@ def _bench(args: argparse.Namespace) -> int:
     if args.num_iters_cold + args.num_iters_warm == 0:
         raise UsageError("nothing to measure: --num-iters-cold and --num-iters-warm are both 0")
     load_factory(args.model or DEFAULT_MODEL)  # a bad MODEL fails here, not in every child
-    try:
-        validate_backend(args.backend)
-        if args.mode is not None and args.backend == "inductor":
-            inductor_config_patches(args.mode, None, None)
-    except (TypeError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    validate_backend(args.backend)
+    if args.mode is not None and args.backend == "inductor":
+        inductor_config_patches(args.mode, None, None)
     options = BenchOptions(
         model=args.model,
         backend=args.backend,
@@ -483,6 +442,6 @@ def _bench(args: argparse.Namespace) -> int:
     data = result.to_dict()
     print(format_results(data))
     if args.output_json:
-        write_json_atomic(args.output_json, data)
+        write_json(args.output_json, data)
         print(f"wrote figures to {args.output_json}")
     return EXIT_OK

@@ -34,6 +34,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from compiletrace._io.errors import UsageError
+
 __all__ = ["Demo", "DemoConfig", "MultimodalDemo", "build_demo"]
 
 
@@ -156,7 +158,7 @@ def build_demo(device: str | torch.device = "cpu", config: DemoConfig | None = N
     """
     cfg = config or DemoConfig()
     if cfg.image_size % cfg.patch_size or cfg.text_dim % cfg.heads or cfg.vision_dim % cfg.heads:
-        raise ValueError("image_size must divide by patch_size, and both widths by heads")
+        raise UsageError("image_size must divide by patch_size, and both widths by heads")
     gen = torch.Generator().manual_seed(cfg.seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)

@@ -9,7 +9,7 @@ import sys
 import torch
 
 import compiletrace
-from compiletrace._cache import load_cache_artifacts, save_cache_artifacts
+from compiletrace._app.cache import load_cache_artifacts, save_cache_artifacts
 
 
 def fn(x: torch.Tensor) -> torch.Tensor:

@@ -7,18 +7,32 @@ import inspect
 import compiletrace
 
 PUBLIC = {
+    "ArgumentTypeError",
     "CacheOutcome",
+    "ChildFailed",
     "CompilationMode",
     "CompilationTimes",
     "CompileStatus",
     "CompiletraceBackend",
+    "CompiletraceError",
+    "GatherError",
     "GraphRecord",
+    "LaunchError",
+    "MissingDependencyError",
+    "OutputError",
+    "ProfileRun",
     "Registry",
+    "RunFileError",
+    "UsageError",
     "WarmupResult",
     "backend",
     "compilation_times",
     "compile",
+    "export_chrome_trace",
     "get_registry",
+    "instrument",
+    "load_ipython_extension",
+    "profile",
     "summary",
     "warm_up",
 }
@@ -26,8 +40,7 @@ PUBLIC = {
 
 def test_all_is_the_public_surface() -> None:
     names = set(compiletrace.__all__)
-    # Names added by later modules are allowed; the core ones must stay.
-    assert names >= PUBLIC
+    assert names == PUBLIC
     assert list(compiletrace.__all__) == sorted(compiletrace.__all__)
     exported = {
         n
@@ -48,7 +61,7 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
 
     code = (
         "import sys, compiletrace; "
-        "print(sorted(m for m in ('opentelemetry', 'compiletrace.telemetry', 'compiletrace._profile') "
+        "print(sorted(m for m in ('opentelemetry', 'compiletrace.telemetry', 'compiletrace._app.profile') "
         "if m in sys.modules))"
     )
     out = subprocess.run(
@@ -57,3 +70,29 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
     assert out.stdout.strip() == "[]"
     # ...and the lazy names still resolve.
     assert callable(compiletrace.instrument) and callable(compiletrace.profile)
+
+
+def test_every_exception_is_a_compiletrace_error() -> None:
+    errors = [getattr(compiletrace, n) for n in compiletrace.__all__ if n.endswith(("Error", "Failed"))]
+    assert len(errors) == 9
+    assert all(issubclass(e, compiletrace.CompiletraceError) for e in errors)
+    # The second bases keep existing ``except ValueError`` / ``except TypeError`` working.
+    assert issubclass(compiletrace.UsageError, ValueError)
+    assert issubclass(compiletrace.ArgumentTypeError, TypeError)
+    assert issubclass(compiletrace.OutputError, OSError)
+
+
+def test_subpackages_load_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, compiletrace; "
+        "assert 'compiletrace.distributed' not in sys.modules; "
+        "print(type(compiletrace.distributed.gather).__name__, compiletrace.telemetry.configure.__name__, "
+        "compiletrace.reports.summary_table.__name__, compiletrace.bench.run_startup_bench.__name__, "
+        "compiletrace.models.build_demo.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["function", "configure", "summary_table", "run_startup_bench", "build_demo"]

@@ -11,7 +11,7 @@ import torch
 
 import compiletrace
 from compiletrace import GraphRecord
-from compiletrace.reports._chrome import chrome_trace_dict
+from compiletrace.reports import chrome_trace_dict
 
 EPS_US = 1e-6  # float rounding of microsecond timestamps
 T0 = 1_700_000_000_000_000_000  # a Unix time in ns

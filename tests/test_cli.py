@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from compiletrace import cli
-from compiletrace._profile import ProfileRun
+from compiletrace._app.profile import ProfileRun
 from compiletrace.bench.startup import BenchOptions, ChildFailed, run_startup_bench
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -179,7 +179,7 @@ def test_report_rejects_foreign_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "not a compiletrace run" in capsys.readouterr().err
     path.write_text("{not json")
     assert cli.main(["report", str(path)]) == 2
-    assert "not valid JSON" in capsys.readouterr().err
+    assert "is not JSON" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -273,7 +273,7 @@ def test_bench_ctrl_c_ends_the_child_and_removes_the_cache(tmp_path: Path) -> No
 def test_progress_draws_only_on_a_terminal() -> None:
     import io
 
-    from compiletrace._progress import Progress
+    from compiletrace._app.progress import Progress
 
     quiet = io.StringIO()
     with Progress(quiet) as p:

@@ -12,7 +12,7 @@ import torch
 
 import compiletrace
 from compiletrace import Registry
-from compiletrace._compare import compare_files, load_run_file
+from compiletrace._app.compare import compare_files, load_run_file
 
 
 def _slow_backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
@@ -105,7 +105,7 @@ def test_bench_runs_compare_their_averages(tmp_path: Path) -> None:
         (
             '{"kind": "compiletrace.run", "schema_version": 1, '
             '"registry": {"schema_version": 1, "records": [5]}}',
-            "is not a readable compiletrace run",
+            r"field 'registry.records\[0\]' must be a JSON object, got 5",
         ),
     ],
 )
@@ -117,7 +117,7 @@ def test_bad_files_are_refused(tmp_path: Path, content: str, match: str) -> None
 
 
 def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(compiletrace.RunFileError, match=r"nope\.json does not exist"):
         load_run_file(tmp_path / "nope.json")
     profile = save_run(tmp_path / "p.json", _fast_backend, (2,))
     bench = tmp_path / "b.json"
@@ -127,7 +127,7 @@ def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
     other = json.loads(profile.read_text())
     other["schema_version"] = 2
     (tmp_path / "v2.json").write_text(json.dumps(other))
-    with pytest.raises(ValueError, match="cannot compare schema version 1"):
+    with pytest.raises(compiletrace.RunFileError, match="schema version 2 is not supported"):
         compare_files(profile, tmp_path / "v2.json")
 
 
@@ -151,7 +151,7 @@ def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_expensive_hits_need_a_hit_that_still_compiles() -> None:
     from compiletrace import CacheOutcome, GraphRecord
-    from compiletrace._analysis import find_expensive_hits
+    from compiletrace._app.analysis import find_expensive_hits
 
     s = 1_000_000_000
 

@@ -12,7 +12,7 @@ import torch
 
 import compiletrace
 from compiletrace import CompileStatus, Registry
-from compiletrace import _torch_compat as tc
+from compiletrace._core import torch_compat as tc
 
 
 class Encoder(torch.nn.Module):
@@ -193,7 +193,6 @@ def test_measuring_survives_dynamo_reset() -> None:
 
 
 def test_callbacks_removed_behind_our_back_are_detected(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tc, "_warned", set())
     reg = Registry()
     fn = compiletrace.compile(lambda x: x - 1, backend="eager", dynamic=False, registry=reg)
     tc.uninstall_callbacks_for_tests()
@@ -206,7 +205,6 @@ def test_callbacks_removed_behind_our_back_are_detected(monkeypatch: pytest.Monk
 
 
 def test_torch_without_callback_api_degrades_to_backend_timing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tc, "_warned", set())
     tc.uninstall_callbacks_for_tests()
     monkeypatch.setattr(tc, "_callback_handler", lambda: None)
     reg = Registry()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import socket
 import sys
 import time
 import types
@@ -27,8 +28,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import compiletrace
 from compiletrace import distributed
-from compiletrace._propagation import TRACEPARENT, context_from_environ, inject_into_environ, parent_context
 from compiletrace.distributed import GatherError, GatherResult, RankTimes
+from compiletrace.distributed.transport import gather_tensors
+from compiletrace.telemetry._propagation import (
+    TRACEPARENT,
+    context_from_environ,
+    inject_into_environ,
+    parent_context,
+)
 
 JOB_TIMEOUT_S = 90.0  # bounds every multi-process test, even when a rank hangs
 GATHER_TIMEOUT_S = 60.0  # ranks finish compiling at different times on a busy machine
@@ -127,7 +134,9 @@ def _rank_main(
         done.wait(JOB_TIMEOUT_S)  # alive, but never calls gather
         os._exit(0)
     if scenario not in ("die", "hang"):
-        compiletrace.warm_up(lambda: _compile_and_run(registry, rank), mode="stock", registry=registry)
+        compiletrace.warm_up(
+            lambda: _compile_and_run(registry, rank), compilation_mode="stock", registry=registry
+        )
     report["own_times"] = list(registry.compilation_times())
     report["own_by_component"] = registry.by_component()
     report["record_ranks"] = sorted({(r.rank, r.world_size) for r in registry.records()})
@@ -140,7 +149,7 @@ def _rank_main(
             raise AssertionError("gather returned although a rank never joined")
         # The tensor transport that NCCL needs, run here over gloo with CPU tensors.
         payload = RankTimes.of(registry, rank).to_dict()
-        moved = distributed._gather_tensors(payload, None, world, timeout, torch.device("cpu"))
+        moved = gather_tensors(payload, None, world, timeout, torch.device("cpu"))
         report["tensor_gathered"] = GatherResult.of([RankTimes.from_dict(p) for p in moved], rank).to_dict()
     except GatherError as exc:
         report["error"] = str(exc)
@@ -159,11 +168,18 @@ def _rank_main_failfast(*args: Any) -> None:
         os._exit(1)
 
 
+def _free_port() -> int:
+    # The test's own process group (no launcher): a port free now, on loopback.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _run_job(
     world: int, scenario: str, out_dir: Path, env: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
     done = _ctx.Event()
-    port = distributed.free_port()
+    port = _free_port()
     procs = [
         _ctx.Process(
             target=_rank_main_failfast, args=(r, world, port, scenario, str(out_dir), env or {}, done)

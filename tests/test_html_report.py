@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from compiletrace import GraphRecord
-from compiletrace._records import CacheOutcome
-from compiletrace.reports import summary_line
-from compiletrace.reports._html import component_chart_svg, html_report, timeline_svg
+from compiletrace._core.records import CacheOutcome
+from compiletrace.reports import component_chart_svg, html_report, summary_line, timeline_svg
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")

@@ -50,7 +50,7 @@ def test_warm_up_spans_arrive_in_phoenix_with_links_and_attributes() -> None:
     reg = compiletrace.Registry()
     enc = compiletrace.compile(torch.nn.Linear(4, 4), is_encoder=True, backend="eager", registry=reg)
     lm = compiletrace.compile(torch.nn.Tanh(), backend="aot_eager", registry=reg)
-    result = compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 4))), mode="stock", registry=reg)
+    result = compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 4))), compilation_mode="stock", registry=reg)
     assert not result.skipped
     assert tel.shutdown(timeout_s=10)
 

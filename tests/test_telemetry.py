@@ -19,7 +19,7 @@ from opentelemetry.trace import StatusCode
 
 import compiletrace
 from compiletrace import telemetry
-from compiletrace._tracker import get_tracker
+from compiletrace._core.tracker import get_tracker
 from compiletrace.telemetry import _providers
 
 
@@ -65,7 +65,7 @@ def _tree(spans: tuple[ReadableSpan, ...], span: ReadableSpan) -> Any:
 def _encoder_lm_warm_up(reg: compiletrace.Registry) -> compiletrace.WarmupResult:
     enc = compiletrace.compile(Encoder(), is_encoder=True, backend="eager", registry=reg)
     lm = compiletrace.compile(LanguageModel(), backend="aot_eager", registry=reg)
-    return compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 4))), mode="stock", registry=reg)
+    return compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 4))), compilation_mode="stock", registry=reg)
 
 
 def test_process_tracker_has_the_span_observer() -> None:
@@ -256,7 +256,7 @@ def test_exception_inside_telemetry_never_reaches_the_user(tel: telemetry.Teleme
         result = _encoder_lm_warm_up(reg)
         assert load() == "loaded"
         with pytest.raises(KeyError, match="mine"):
-            compiletrace.warm_up(lambda: {"other": 1}["mine"], mode="stock", registry=reg)
+            compiletrace.warm_up(lambda: {"other": 1}["mine"], compilation_mode="stock", registry=reg)
     assert not result.skipped
     assert {r.component for r in reg.records()} == {"encoder", "language_model"}
 

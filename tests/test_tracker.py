@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from compiletrace import CacheOutcome, CompileStatus, Registry
-from compiletrace import _torch_compat as tc
-from compiletrace._backend import CompiletraceBackend
-from compiletrace._tracker import Tracker
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.backend import CompiletraceBackend
+from compiletrace._core.tracker import Tracker
 from tests.conftest import FakeClock
 
 MS = 1_000_000
@@ -23,21 +23,41 @@ class FakeGraph:
         self.graph = type("G", (), {"nodes": list(range(nodes))})()
 
 
-def make(clock: FakeClock, component: str = "encoder") -> tuple[Tracker, CompiletraceBackend, Registry]:
-    tracker = Tracker(clock=clock, epoch_offset_ns=OFFSET)
-    registry = Registry()
-    be = CompiletraceBackend(component, backend="eager", registry=registry, tracker=tracker)
-    return tracker, be, registry
+class FakeBackend:
+    """Stands in for the "eager" backend that a CompiletraceBackend wraps: each call moves
+    the fake clock on by what it was told, bumps torch's cache counters, and returns or
+    raises."""
 
+    def __init__(self, clock: FakeClock) -> None:
+        self.__name__ = "eager"
+        self.clock = clock
+        self.ns = 0
+        self.bump: dict[str, str] = {}
+        self.error: BaseException | None = None
 
-def inner_taking(clock: FakeClock, ns: int, bump: dict[str, str] | None = None) -> Any:
-    def inner(gm: Any, inputs: Any, **kwargs: Any) -> str:
-        clock.advance(ns)
-        for group, key in (bump or {}).items():
+    def takes(self, ns: int, bump: dict[str, str] | None = None) -> None:
+        self.ns, self.bump = ns, bump or {}
+
+    def raises(self, error: BaseException, after_ns: int) -> None:
+        self.ns, self.error = after_ns, error
+
+    def __call__(self, gm: Any, inputs: Any, **kwargs: Any) -> str:
+        self.clock.advance(self.ns)
+        for group, key in self.bump.items():
             torch._dynamo.utils.counters[group][key] += 1
+        if self.error is not None:
+            raise self.error
         return "compiled"
 
-    return inner
+
+def make(
+    clock: FakeClock, component: str = "encoder"
+) -> tuple[Tracker, CompiletraceBackend, Registry, FakeBackend]:
+    tracker = Tracker(clock=clock, epoch_offset_ns=OFFSET)
+    registry = Registry()
+    inner = FakeBackend(clock)
+    be = CompiletraceBackend(component, backend=inner, registry=registry, tracker=tracker)
+    return tracker, be, registry, inner
 
 
 def start(tracker: Tracker, cid: str, be: Any, code: str = "forward", reason: str | None = None) -> None:
@@ -45,11 +65,11 @@ def start(tracker: Tracker, cid: str, be: Any, code: str = "forward", reason: st
 
 
 def test_frame_split_into_dynamo_and_backend_exactly(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, inner = make(fake_clock)
     t0 = fake_clock.now
     start(tracker, "0/0", be)
     fake_clock.advance(10 * MS)
-    be._inner = inner_taking(fake_clock, 30 * MS)
+    inner.takes(30 * MS)
     assert be(FakeGraph(7), []) == "compiled"
     fake_clock.advance(5 * MS)
     tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
@@ -73,9 +93,9 @@ def test_frame_split_into_dynamo_and_backend_exactly(fake_clock: FakeClock) -> N
 
 
 def test_lazy_backward_is_added_to_the_forward_record(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock, "language_model")
+    tracker, be, reg, inner = make(fake_clock, "language_model")
     start(tracker, "3/0", be)
-    be._inner = inner_taking(fake_clock, 20 * MS)
+    inner.takes(20 * MS)
     be(FakeGraph(3), [])
     tracker.on_end(tc.TRIGGER_DYNAMO, "3/0")
     fake_clock.advance(100 * MS)  # the model runs; backward comes later
@@ -92,7 +112,7 @@ def test_lazy_backward_is_added_to_the_forward_record(fake_clock: FakeClock) -> 
 
 
 def test_backward_of_a_graph_compiled_elsewhere_is_ignored(fake_clock: FakeClock) -> None:
-    tracker, _be, reg = make(fake_clock)
+    tracker, _be, reg, _ = make(fake_clock)
     tracker.on_start(tc.TRIGGER_LAZY_BACKWARD, "9/0")
     fake_clock.advance(MS)
     tracker.on_end(tc.TRIGGER_LAZY_BACKWARD, "9/0")
@@ -100,7 +120,7 @@ def test_backward_of_a_graph_compiled_elsewhere_is_ignored(fake_clock: FakeClock
 
 
 def test_frames_of_other_backends_are_not_recorded(fake_clock: FakeClock) -> None:
-    tracker, _be, reg = make(fake_clock)
+    tracker, _be, reg, _ = make(fake_clock)
     tracker.on_start(tc.TRIGGER_DYNAMO, "0/0", frame=tc.CompilingFrame("forward", lambda gm, x: gm))
     fake_clock.advance(MS)
     tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
@@ -110,7 +130,7 @@ def test_frames_of_other_backends_are_not_recorded(fake_clock: FakeClock) -> Non
 
 def test_frame_without_a_graph_is_still_attributed(fake_clock: FakeClock) -> None:
     # Dynamo traced the frame but found nothing to compile: no backend call, yet it cost time.
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, _inner = make(fake_clock)
     start(tracker, "1/0", be, code="helper")
     fake_clock.advance(4 * MS)
     tracker.on_end(tc.TRIGGER_DYNAMO, "1/0")
@@ -120,7 +140,7 @@ def test_frame_without_a_graph_is_still_attributed(fake_clock: FakeClock) -> Non
 
 
 def test_recompile_carries_torchs_reason(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, _inner = make(fake_clock)
     reason = "0/0: tensor 'x' size mismatch at index 0. expected 2, actual 4"
     start(tracker, "0/1", be, reason=reason)
     tracker.on_end(tc.TRIGGER_DYNAMO, "0/1")
@@ -130,11 +150,9 @@ def test_recompile_carries_torchs_reason(fake_clock: FakeClock) -> None:
 
 
 def test_cache_outcome_comes_from_torchs_counters(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, inner = make(fake_clock)
     start(tracker, "0/0", be)
-    be._inner = inner_taking(
-        fake_clock, MS, {"inductor": "fxgraph_cache_hit", "aot_autograd": "autograd_cache_miss"}
-    )
+    inner.takes(MS, {"inductor": "fxgraph_cache_hit", "aot_autograd": "autograd_cache_miss"})
     be(FakeGraph(1), [])
     tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
     (rec,) = reg.records()
@@ -144,14 +162,10 @@ def test_cache_outcome_comes_from_torchs_counters(fake_clock: FakeClock) -> None
 
 
 def test_failing_backend_is_recorded_and_reraised_unchanged(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, inner = make(fake_clock)
     boom = ValueError("bad graph")
 
-    def failing(gm: Any, inputs: Any) -> Any:
-        fake_clock.advance(2 * MS)
-        raise boom
-
-    be._inner = failing
+    inner.raises(boom, after_ns=2 * MS)
     start(tracker, "0/0", be)
     with pytest.raises(ValueError) as info:
         be(FakeGraph(1), [])
@@ -164,7 +178,7 @@ def test_failing_backend_is_recorded_and_reraised_unchanged(fake_clock: FakeCloc
 
 
 def test_unmatched_end_is_ignored(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, _inner = make(fake_clock)
     start(tracker, "0/0", be)
     tracker.on_end(tc.TRIGGER_DYNAMO, "7/0")
     assert tracker.open_frames() == 1
@@ -177,9 +191,8 @@ def test_backend_call_outside_any_frame_is_timed_alone_with_a_warning(
     fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tc, "callbacks_available", lambda: False)
-    monkeypatch.setattr(tc, "_warned", set())
-    tracker, be, reg = make(fake_clock)
-    be._inner = inner_taking(fake_clock, 9 * MS)
+    tracker, be, reg, inner = make(fake_clock)
+    inner.takes(9 * MS)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         be(FakeGraph(2), [])
@@ -194,7 +207,6 @@ def test_backend_call_outside_any_frame_is_timed_alone_with_a_warning(
 def test_observer_failure_never_reaches_the_compile(
     fake_clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tc, "_warned", set())
 
     class Broken:
         def frame_started(self) -> Any:
@@ -206,7 +218,7 @@ def test_observer_failure_never_reaches_the_compile(
         def backward_finished(self, *args: Any) -> None:
             raise RuntimeError("exporter down")
 
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, _inner = make(fake_clock)
     tracker.observer = Broken()
     with pytest.warns(RuntimeWarning, match="telemetry failed"):
         start(tracker, "0/0", be)
@@ -219,11 +231,10 @@ def test_a_frame_whose_end_went_unseen_is_closed_by_the_next_start(
 ) -> None:
     # torch's callback counter is process-wide: a lazy backward on another thread during a
     # frame compile swallows that frame's end callback. The next frame start closes it.
-    monkeypatch.setattr(tc, "_warned", set())
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, inner = make(fake_clock)
     start(tracker, "0/0", be)
     fake_clock.advance(2 * MS)
-    be._inner = inner_taking(fake_clock, 5 * MS)
+    inner.takes(5 * MS)
     be(FakeGraph(3), [])
     fake_clock.advance(50 * MS)  # ... no end callback for 0/0
     with pytest.warns(RuntimeWarning, match="end went unseen"):
@@ -236,7 +247,7 @@ def test_a_frame_whose_end_went_unseen_is_closed_by_the_next_start(
 
 
 def test_reset_forgets_compile_ids_for_lazy_backward(fake_clock: FakeClock) -> None:
-    tracker, be, reg = make(fake_clock)
+    tracker, be, reg, _inner = make(fake_clock)
     start(tracker, "0/0", be)
     tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
     tracker.forget_compile_ids()  # torch._dynamo.reset(): ids restart, "0/0" is someone else's now
@@ -247,7 +258,6 @@ def test_reset_forgets_compile_ids_for_lazy_backward(fake_clock: FakeClock) -> N
 
 
 def test_a_failing_listener_never_reaches_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tc, "_warned", set())
     reg = Registry()
 
     def broken(record: object) -> None:

@@ -12,7 +12,7 @@ from opentelemetry.trace import StatusCode
 
 import compiletrace
 from compiletrace import CompilationMode, telemetry
-from compiletrace._warmup import warmup_span_name
+from compiletrace._app.warmup import warmup_span_name
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def tel() -> Iterator[telemetry.Telemetry]:
 
 def test_none_mode_never_runs_and_still_emits_the_span(tel: telemetry.Telemetry) -> None:
     calls: list[int] = []
-    result = compiletrace.warm_up(lambda: calls.append(1), mode=CompilationMode.NONE)
+    result = compiletrace.warm_up(lambda: calls.append(1), compilation_mode=CompilationMode.NONE)
     assert calls == []
     assert result.skipped and result.duration_s == 0.0
     assert result.compilation_times == compiletrace.CompilationTimes()
@@ -40,7 +40,7 @@ def test_none_mode_never_runs_and_still_emits_the_span(tel: telemetry.Telemetry)
 def test_compiled_mode_nests_compiles_and_accrues_times(tel: telemetry.Telemetry) -> None:
     reg = compiletrace.Registry()  # empty: must still be the registry used
     model = compiletrace.compile(torch.nn.Linear(4, 4), is_encoder=True, backend="eager", registry=reg)
-    result = compiletrace.warm_up(lambda: model(torch.ones(1, 4)), mode="stock", registry=reg)
+    result = compiletrace.warm_up(lambda: model(torch.ones(1, 4)), compilation_mode="stock", registry=reg)
     assert not result.skipped
     assert result.compilation_times.encoder == reg.compilation_times().encoder > 0
     assert result.by_component == {"encoder": reg.compilation_times().encoder}
@@ -56,7 +56,7 @@ def test_compiled_mode_nests_compiles_and_accrues_times(tel: telemetry.Telemetry
 def test_duration_comes_from_the_injected_clock(fake_clock) -> None:  # type: ignore[no-untyped-def]
     result = compiletrace.warm_up(
         lambda: fake_clock.advance(5_000_000),
-        mode="stock",
+        compilation_mode="stock",
         registry=compiletrace.Registry(),
         clock=fake_clock,
     )
@@ -71,7 +71,7 @@ def test_run_exception_is_reraised_unchanged_and_recorded(tel: telemetry.Telemet
         raise boom
 
     with pytest.raises(ValueError) as info:
-        compiletrace.warm_up(run, mode="stock", device="cuda", registry=compiletrace.Registry())
+        compiletrace.warm_up(run, compilation_mode="stock", device="cuda", registry=compiletrace.Registry())
     assert info.value is boom
     (span,) = tel.spans()
     assert span.name == "Warmup (GPU)"
@@ -96,11 +96,21 @@ def test_span_is_named_for_the_device(device: object, name: str) -> None:
 
 def test_bad_input_is_rejected_with_the_valid_modes() -> None:
     with pytest.raises(TypeError, match="run must be a callable"):
-        compiletrace.warm_up(42, mode=CompilationMode.NONE)  # type: ignore[arg-type]
+        compiletrace.warm_up(42, compilation_mode=CompilationMode.NONE)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"CompilationMode\.NONE, CompilationMode\.STOCK_TORCH_COMPILE"):
-        compiletrace.warm_up(lambda: None, mode=3)  # type: ignore[arg-type]
+        compiletrace.warm_up(lambda: None, compilation_mode=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"valid modes: CompilationMode\.NONE"):
-        compiletrace.warm_up(lambda: None, mode="turbo")
+        compiletrace.warm_up(lambda: None, compilation_mode="turbo")
+    with pytest.raises(ValueError, match="needs compilation_mode="):
+        compiletrace.warm_up(lambda: None)
+
+
+def test_mode_is_still_accepted_as_the_former_name() -> None:
+    calls: list[int] = []
+    result = compiletrace.warm_up(lambda: calls.append(1), mode=CompilationMode.NONE)
+    assert result.skipped and calls == []
+    with pytest.raises(ValueError, match="compilation_mode= only"):
+        compiletrace.warm_up(lambda: None, mode="none", compilation_mode="none")
 
 
 class _Lines(logging.Handler):
@@ -121,7 +131,7 @@ def test_warm_up_logs_the_one_line_summary() -> None:
         reg = compiletrace.Registry()
         enc = compiletrace.compile(lambda x: x * 2, is_encoder=True, backend="eager", registry=reg)
         lm = compiletrace.compile(lambda x: x + 1, backend="eager", registry=reg)
-        compiletrace.warm_up(lambda: lm(enc(torch.ones(2))), mode="stock", registry=reg)
+        compiletrace.warm_up(lambda: lm(enc(torch.ones(2))), compilation_mode="stock", registry=reg)
         (line,) = handler.lines
         m = re.fullmatch(r"compilation took (\S+) s \(language_model: (\S+) s, encoder: (\S+) s\)", line)
         assert m is not None, line
@@ -129,7 +139,7 @@ def test_warm_up_logs_the_one_line_summary() -> None:
         assert [float(g) for g in m.groups()] == pytest.approx(
             [times.total, times.language_model, times.encoder], abs=0.006
         )
-        compiletrace.warm_up(lambda: None, mode="none", registry=reg)
+        compiletrace.warm_up(lambda: None, compilation_mode="none", registry=reg)
         assert len(handler.lines) == 1  # skipped: nothing to say
     finally:
         logger.removeHandler(handler)

@@ -12,9 +12,9 @@ import sys
 import time
 from typing import Any
 
-import compiletrace._profile as prof
-from compiletrace._records import CacheOutcome
-from compiletrace._registry import ENCODER
+from compiletrace._app.profile import profile
+from compiletrace._core.records import ENCODER, CacheOutcome
+from compiletrace._io.files import write_json
 
 # Running as ``-m compiletrace.bench._child`` imports the package (and torch) before this
 # line; the parent's spawn time (wall clock) gives interpreter start + imports.
@@ -23,7 +23,7 @@ _READY_UNIX_S = time.time()
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
     start = time.perf_counter()
-    result = prof.profile(
+    result = profile(
         options.get("model"),
         backend=options.get("backend", "inductor"),
         mode=options.get("mode"),
@@ -34,7 +34,7 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
     )
     startup = time.perf_counter() - start
     records = result.records()
-    by_component = result.registry.by_component()
+    by_component = result.by_component()
     encoder = by_component.get(ENCODER, 0.0)
     return {
         "startup_time": startup,
@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
         return 2
     figures = run(json.loads(argv[0]))
     figures["done_unix_s"] = time.time()
-    prof.write_json_atomic(argv[1], figures)
+    write_json(argv[1], figures)
     return 0
 
 

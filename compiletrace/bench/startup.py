@@ -30,7 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from compiletrace._progress import Progress
+from compiletrace._app.progress import Progress
+from compiletrace._io.errors import ChildFailed, UsageError
+from compiletrace._io.text import tail_lines
+from compiletrace.reports import render_table
 
 __all__ = [
     "CACHE_ENV_DIRS",
@@ -120,16 +123,6 @@ class IterationResult:
         )
 
 
-class ChildFailed(RuntimeError):
-    """A benchmark child process exited non-zero; carries the tail of its stderr."""
-
-    def __init__(self, label: str, returncode: int, stderr_tail: str) -> None:
-        super().__init__(f"{label} iteration failed (exit status {returncode})")
-        self.label = label
-        self.returncode = returncode
-        self.stderr_tail = stderr_tail
-
-
 @dataclass
 class StartupBenchResult:
     """Every iteration's figures; :meth:`to_dict` gives the standard JSON keys."""
@@ -204,12 +197,11 @@ def cache_env(cache_dir: Path, base: dict[str, str] | None = None) -> dict[str, 
     return env
 
 
-def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
+def _stderr_tail(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        return tail_lines(path.read_text(encoding="utf-8", errors="replace"), STDERR_TAIL_LINES)
     except OSError:
         return ""
-    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def run_iteration(
@@ -253,7 +245,7 @@ def run_iteration(
         process_time = time.perf_counter() - start
         end_unix_s = time.time()
         if proc.returncode != 0:
-            raise ChildFailed(label, proc.returncode, _tail(stderr_path))
+            raise ChildFailed(label, proc.returncode, _stderr_tail(stderr_path))
         try:
             data = json.loads(result_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -284,7 +276,7 @@ def run_startup_bench(
     whatever happens, Ctrl-C included."""
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(options, name) < 0:
-            raise ValueError(f"{name} must be >= 0, got {getattr(options, name)}")
+            raise UsageError(f"{name} must be >= 0, got {getattr(options, name)}")
     result = StartupBenchResult(options=options)
     note = progress.note if progress is not None else (lambda line: None)
 
@@ -343,13 +335,9 @@ def format_results(data: dict[str, Any]) -> str:
                 continue
             pct = data[f"{name}_percentiles"]
             rows.append([label, f"{avg:.3f}", *[f"{pct[str(p)]:.3f}" for p in PERCENTILES]])
-        hits = data[f"{prefix}_cache_hits"]
-        misses = data[f"{prefix}_cache_misses"]
-        widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
         lines.append(f"{prefix.upper()} ({len(data[f'{prefix}_startup_times'])} iterations)")
-        lines.append("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-        lines.append("  ".join("-" * w for w in widths))
-        lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+        lines.extend(render_table(headers, rows))
+        hits, misses = data[f"{prefix}_cache_hits"], data[f"{prefix}_cache_misses"]
         lines.append(f"cache hits per iteration: {hits}; misses: {misses}")
         lines.append("")
     return "\n".join(lines).rstrip()

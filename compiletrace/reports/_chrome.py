@@ -10,15 +10,16 @@ Open the file at https://ui.perfetto.dev or chrome://tracing.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from compiletrace._phases import lay_out
-from compiletrace._records import GraphRecord
-from compiletrace._registry import Registry, get_registry
+from compiletrace._core.phases import lay_out
+from compiletrace._core.records import GraphRecord
+from compiletrace._core.registry import Registry, get_registry
+from compiletrace._io.errors import ArgumentTypeError
+from compiletrace._io.files import write_json
 
 __all__ = ["chrome_trace_dict", "export_chrome_trace"]
 
@@ -152,10 +153,9 @@ def export_chrome_trace(path: str | os.PathLike[str], registry: Registry | None 
     't.json'
     """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if registry is not None and not isinstance(registry, Registry):
-        raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
     out = Path(path)
-    data = chrome_trace_dict((registry if registry is not None else get_registry()).records())
-    out.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    write_json(out, chrome_trace_dict((registry if registry is not None else get_registry()).records()))
     return out

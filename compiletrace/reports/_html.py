@@ -10,13 +10,12 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compiletrace._records import NS_PER_S, GraphRecord
+from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
 from compiletrace.reports._text import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
     PHASE_HEADERS,
     component_rows,
-    component_totals,
     graph_rows,
     phase_rows,
     summary_line,
@@ -210,10 +209,14 @@ def timeline_svg(records: Sequence[GraphRecord]) -> str:
 
 
 def report_fragment(
-    records: Sequence[GraphRecord], *, warmup: Any = None, meta: Mapping[str, Any] | None = None
+    records: Sequence[GraphRecord],
+    *,
+    warmup: Mapping[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> str:
     """The report's body (summary, chart, timeline, tables) as an HTML fragment with its
-    own scoped style: what a notebook cell shows for a run."""
+    own scoped style: what a notebook cell shows for a run. ``warmup`` is a warm-up
+    result's ``to_dict()``."""
     meta = dict(meta or {})
     facts: list[tuple[str, str]] = []
     for key in ("model", "backend", "mode", "compilation_mode", "device", "created", "torch_version"):
@@ -222,8 +225,9 @@ def report_fragment(
     facts.append(("graphs", str(len(records))))
     facts.append(("recompiles", str(sum(r.is_recompile for r in records))))
     if warmup is not None:
-        skipped = getattr(warmup, "skipped", False)
-        facts.append(("warm-up", "skipped (eager)" if skipped else f"{float(warmup.duration_s):.3f} s"))
+        skipped = bool(warmup.get("skipped", False))
+        duration = float(warmup.get("duration_s", 0.0))
+        facts.append(("warm-up", "skipped (eager)" if skipped else f"{duration:.3f} s"))
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in facts)
     return (
         f'<div class="compiletrace-report"><style>{_CSS}</style>'
@@ -249,7 +253,7 @@ def report_fragment(
 def html_report(
     records: Sequence[GraphRecord],
     *,
-    warmup: Any = None,
+    warmup: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
     title: str = "compiletrace report",
 ) -> str:

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from compiletrace._phases import PHASES
-from compiletrace._records import NS_PER_S, GraphRecord
-from compiletrace._registry import ENCODER, LANGUAGE_MODEL
+from compiletrace._core.phases import PHASES
+from compiletrace._core.records import LANGUAGE_MODEL, NS_PER_S, GraphRecord, component_totals
 
-__all__ = ["component_totals", "summary_line", "summary_table"]
+__all__ = ["log_summary", "render_table", "summary_line", "summary_table"]
 
 logger = logging.getLogger("compiletrace")
-
-
-def component_totals(records: Iterable[GraphRecord]) -> dict[str, int]:
-    """Total nanoseconds per component, language model and encoder first."""
-    totals: dict[str, int] = {}
-    for r in records:
-        totals[r.component] = totals.get(r.component, 0) + r.total_ns
-    order = [LANGUAGE_MODEL, ENCODER]
-    return {k: totals[k] for k in sorted(totals, key=lambda k: (order.index(k) if k in order else 2, k))}
 
 
 def summary_line(records: Sequence[GraphRecord]) -> str:
@@ -46,6 +36,13 @@ def _fmt_s(ns: int | None) -> str:
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain-text table: a header, a rule, one line per row, columns two spaces apart.
+
+    >>> print("\\n".join(render_table(["name", "s"], [["encoder", "1.50"]])))
+    name     s
+    -------  ----
+    encoder  1.50
+    """
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]

@@ -14,10 +14,11 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from compiletrace import _torch_compat as tc
-from compiletrace._propagation import parent_context
-from compiletrace._records import qualified_type_name
+from compiletrace._core.records import qualified_type_name
+from compiletrace._io.errors import ArgumentTypeError
+from compiletrace._io.state import warn_once
 from compiletrace.telemetry import _providers
+from compiletrace.telemetry._propagation import parent_context
 
 __all__ = ["instrument", "user_span"]
 
@@ -26,11 +27,15 @@ R = TypeVar("R")
 
 
 def _telemetry_failed(exc: Exception) -> None:
-    tc.warn_once("telemetry", f"telemetry failed and was skipped: {exc!r}")
+    warn_once(f"telemetry failed and was skipped: {exc!r}")
 
 
 @contextmanager
-def user_span(name: str, attributes: Mapping[str, AttributeValue] | None = None) -> Iterator[Span]:
+def user_span(
+    name: str,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
+) -> Iterator[Span]:
     """A current span around user code. An exception from the user's code is recorded
     (status ERROR, ``error.type``) and re-raised unchanged; an exception from telemetry
     itself is swallowed with one warning."""
@@ -38,7 +43,8 @@ def user_span(name: str, attributes: Mapping[str, AttributeValue] | None = None)
     token: object | None = None
     try:
         # Nest under the current span, or under a launcher's span passed in TRACEPARENT.
-        span = _providers.tracer().start_span(name, context=parent_context(), attributes=attributes)
+        tracer = _providers.tracer(tracer_provider)
+        span = tracer.start_span(name, context=parent_context(), attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
     except Exception as exc:
         _telemetry_failed(exc)
@@ -73,10 +79,13 @@ def _code_attributes(func: Callable[..., Any]) -> dict[str, AttributeValue]:
 
 
 def _decorate(
-    func: Callable[P, R], span_name: str | None, attributes: Mapping[str, AttributeValue] | None
+    func: Callable[P, R],
+    span_name: str | None,
+    attributes: Mapping[str, AttributeValue] | None,
+    tracer_provider: trace.TracerProvider | None,
 ) -> Callable[P, R]:
     if not callable(func):
-        raise TypeError(f"instrument decorates a function, got {type(func).__name__}")
+        raise ArgumentTypeError(f"instrument decorates a function, got {type(func).__name__}")
     name = span_name if span_name is not None else func.__qualname__
     attrs = {**_code_attributes(func), **(attributes or {})}
 
@@ -85,14 +94,14 @@ def _decorate(
 
         @functools.wraps(func)
         async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-            with user_span(name, attrs):
+            with user_span(name, attrs, tracer_provider):
                 return await async_func(*args, **kwargs)
 
         return cast(Callable[P, R], async_wrapper)
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with user_span(name, attrs):
+        with user_span(name, attrs, tracer_provider):
             return func(*args, **kwargs)
 
     return wrapper
@@ -102,7 +111,10 @@ def _decorate(
 def instrument(func: Callable[P, R], /) -> Callable[P, R]: ...
 @overload
 def instrument(
-    *, span_name: str | None = None, attributes: Mapping[str, AttributeValue] | None = None
+    *,
+    span_name: str | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -112,11 +124,13 @@ def instrument(
     *,
     span_name: str | None = None,
     attributes: Mapping[str, AttributeValue] | None = None,
+    tracer_provider: trace.TracerProvider | None = None,
 ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
     """Run a function (sync or async) under an OpenTelemetry span named ``span_name``
     (default: the function's qualified name), with the ``code.*`` attributes of the OTel
     semantic conventions and ``attributes``. An exception sets the span's status to ERROR
-    and ``error.type``, and is re-raised unchanged.
+    and ``error.type``, and is re-raised unchanged. Spans go to ``tracer_provider`` if
+    given, else to compiletrace's providers (:func:`set_providers`), else the global one.
 
     >>> import compiletrace
     >>> @compiletrace.instrument(span_name="Load model", attributes={"model.size": "tiny"})
@@ -126,15 +140,17 @@ def instrument(
     'ok'
     """
     if span_name is not None and not isinstance(span_name, str):
-        raise TypeError(f"span_name must be a str, got {type(span_name).__name__}")
+        raise ArgumentTypeError(f"span_name must be a str, got {type(span_name).__name__}")
     if attributes is not None and not isinstance(attributes, Mapping):
-        raise TypeError(f"attributes must be a mapping of str to values, got {type(attributes).__name__}")
+        raise ArgumentTypeError(
+            f"attributes must be a mapping of str to values, got {type(attributes).__name__}"
+        )
     if isinstance(func, str):
-        raise TypeError(f"pass the span name by keyword: @instrument(span_name={func!r})")
+        raise ArgumentTypeError(f"pass the span name by keyword: @instrument(span_name={func!r})")
     if func is not None:
-        return _decorate(func, span_name, attributes)
+        return _decorate(func, span_name, attributes, tracer_provider)
 
     def decorator(f: Callable[P, R]) -> Callable[P, R]:
-        return _decorate(f, span_name, attributes)
+        return _decorate(f, span_name, attributes, tracer_provider)
 
     return decorator

@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
 
+from compiletrace._io.state import STATE
+from compiletrace._version import __version__
+
 __all__ = ["Instruments", "instruments", "recording_possible", "set_providers"]
 
 SCOPE = "compiletrace"
@@ -32,12 +35,6 @@ class Instruments(NamedTuple):
     recompiles: metrics.Counter  # compiletrace.compile.recompiles, by component
 
 
-_lock = threading.Lock()
-_tracer_provider: trace.TracerProvider | None = None
-_meter_provider: metrics.MeterProvider | None = None
-_cache: tuple[trace.TracerProvider, metrics.MeterProvider, Instruments] | None = None
-
-
 def set_providers(
     tracer_provider: trace.TracerProvider | None = None,
     meter_provider: metrics.MeterProvider | None = None,
@@ -47,15 +44,18 @@ def set_providers(
     >>> from compiletrace.telemetry import set_providers
     >>> set_providers()  # back to the global providers
     """
-    global _tracer_provider, _meter_provider
-    with _lock:
-        _tracer_provider = tracer_provider
-        _meter_provider = meter_provider
+    with STATE.lock:
+        STATE.tracer_provider = tracer_provider
+        STATE.meter_provider = meter_provider
 
 
-def current_providers() -> tuple[trace.TracerProvider, metrics.MeterProvider]:
-    tp = _tracer_provider
-    mp = _meter_provider
+def current_providers(
+    tracer_provider: trace.TracerProvider | None = None, meter_provider: metrics.MeterProvider | None = None
+) -> tuple[trace.TracerProvider, metrics.MeterProvider]:
+    """The providers to use: those passed, else those :func:`set_providers` chose, else
+    the global ones."""
+    tp = tracer_provider if tracer_provider is not None else STATE.tracer_provider
+    mp = meter_provider if meter_provider is not None else STATE.meter_provider
     return (
         tp if tp is not None else trace.get_tracer_provider(),
         mp if mp is not None else metrics.get_meter_provider(),
@@ -67,9 +67,11 @@ def _is_unset_meter_provider(mp: metrics.MeterProvider) -> bool:
     return isinstance(mp, metrics.NoOpMeterProvider) or type(mp).__name__ == "_ProxyMeterProvider"
 
 
-def recording_possible() -> bool:
+def recording_possible(
+    tracer_provider: trace.TracerProvider | None = None, meter_provider: metrics.MeterProvider | None = None
+) -> bool:
     """False while no SDK provider is set: every span and metric would be a no-op."""
-    tp, mp = current_providers()
+    tp, mp = current_providers(tracer_provider, meter_provider)
     no_traces = isinstance(tp, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
     return not (no_traces and _is_unset_meter_provider(mp))
 
@@ -109,15 +111,25 @@ def _own_ids(tracer: Any) -> None:
         tracer.id_generator = _PrivateRandomIds()
 
 
-def instruments() -> Instruments:
-    """The tracer and instruments of the current providers (cached per provider pair)."""
-    global _cache
-    tp, mp = current_providers()
-    cached = _cache
+def instruments(
+    tracer_provider: trace.TracerProvider | None = None, meter_provider: metrics.MeterProvider | None = None
+) -> Instruments:
+    """The tracer and instruments of these providers (default: :func:`current_providers`);
+    the last pair's are cached. The tracer and meter carry compiletrace's version, as
+    OpenTelemetry instrumentations' do."""
+    tp, mp = current_providers(tracer_provider, meter_provider)
+    cached = STATE.instruments
     if cached is not None and cached[0] is tp and cached[1] is mp:
-        return cached[2]
-    meter = mp.get_meter(SCOPE)
-    tracer = tp.get_tracer(SCOPE)
+        return cached[2]  # type: ignore[no-any-return]
+    built = _build_instruments(tp, mp)
+    with STATE.lock:
+        STATE.instruments = (tp, mp, built)
+    return built
+
+
+def _build_instruments(tp: trace.TracerProvider, mp: metrics.MeterProvider) -> Instruments:
+    meter = mp.get_meter(SCOPE, __version__)
+    tracer = tp.get_tracer(SCOPE, __version__)
     _own_ids(tracer)
     built = Instruments(
         tracer=tracer,
@@ -136,9 +148,8 @@ def instruments() -> Instruments:
             description="Recompiles (a frame compiled again after a guard failed), by component",
         ),
     )
-    _cache = (tp, mp, built)
     return built
 
 
-def tracer() -> trace.Tracer:
-    return instruments().tracer
+def tracer(tracer_provider: trace.TracerProvider | None = None) -> trace.Tracer:
+    return instruments(tracer_provider).tracer

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import Status, StatusCode
 
-from compiletrace._phases import lay_out
-from compiletrace._propagation import parent_context
-from compiletrace._records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
+from compiletrace._core.phases import lay_out
+from compiletrace._core.records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
 from compiletrace.telemetry import _providers
+from compiletrace.telemetry._propagation import parent_context
 
 __all__ = ["CompileSpanObserver", "record_attributes"]
 
@@ -58,8 +58,18 @@ def record_attributes(record: GraphRecord) -> dict[str, Any]:
 class CompileSpanObserver:
     """Implements the tracker's ``FrameObserver``: spans and metrics for every compile.
 
-    With no SDK provider set it returns at once (the OpenTelemetry no-op path).
+    ``tracer_provider``/``meter_provider`` default to those :func:`set_providers` chose,
+    else the global ones, read at each compile. With no SDK provider set it returns at
+    once (the OpenTelemetry no-op path).
     """
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+    ) -> None:
+        self._tracer_provider = tracer_provider
+        self._meter_provider = meter_provider
 
     def frame_started(self) -> Any:
         # The current context, or a launcher's passed through TRACEPARENT when no span is
@@ -67,9 +77,9 @@ class CompileSpanObserver:
         return parent_context()
 
     def record_finished(self, record: GraphRecord, token: Any) -> None:
-        if not _providers.recording_possible():
+        if not _providers.recording_possible(self._tracer_provider, self._meter_provider):
             return
-        ins = _providers.instruments()
+        ins = _providers.instruments(self._tracer_provider, self._meter_provider)
         parent_ctx = token if isinstance(token, otel_context.Context) else None
         span = ins.tracer.start_span(
             COMPILE_GRAPH,
@@ -114,9 +124,9 @@ class CompileSpanObserver:
     def backward_finished(
         self, record: GraphRecord, start_unix_ns: int, end_unix_ns: int, token: Any
     ) -> None:
-        if not _providers.recording_possible():
+        if not _providers.recording_possible(self._tracer_provider, self._meter_provider):
             return
-        ins = _providers.instruments()
+        ins = _providers.instruments(self._tracer_provider, self._meter_provider)
         parent_ctx = token if isinstance(token, otel_context.Context) else None
         ins.tracer.start_span(
             COMPILE_BACKWARD,

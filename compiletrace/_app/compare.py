@@ -8,15 +8,18 @@ new recompile) is a regression, one only in the base run is reported as gone.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from compiletrace._analysis import graph_keys
-from compiletrace._records import NS_PER_S, GraphRecord
-from compiletrace._registry import Registry
-from compiletrace.reports._text import component_totals, render_table
+from compiletrace._app.analysis import graph_keys
+from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
+from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry
+from compiletrace._io.envelope import Fields, read_json_file
+from compiletrace._io.errors import RunFileError, UsageError
+from compiletrace.bench.startup import BENCH_KIND, BENCH_SCHEMA_VERSION
+from compiletrace.reports import render_table
 
 __all__ = ["Change", "Comparison", "RunFile", "compare_files", "compare_runs", "load_run_file"]
 
@@ -39,39 +42,32 @@ class RunFile:
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     """Read a profile JSON (``compiletrace profile --json``) or a bench JSON
-    (``compiletrace bench startup --output-json``).
+    (``compiletrace bench startup --output-json``), checking every figure it uses.
 
-    Raises FileNotFoundError for a missing file and ValueError for anything else that is not
-    a compiletrace run.
+    Raises :class:`~compiletrace.RunFileError` (naming the file and the field) for a
+    missing file and for anything else that is not a valid compiletrace run.
     """
     name = os.fspath(path)
-    with open(name, encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+    data = read_json_file(name)
     if not isinstance(data, dict):
-        raise ValueError(f"{name} is not a compiletrace run (expected a JSON object)")
-    kind = data.get("kind")
-    if kind == "compiletrace.run":
-        version = int(data.get("schema_version", -1))
-        registry = data.get("registry")
-        if not isinstance(registry, dict):
-            raise ValueError(f"{name} is not a compiletrace run: it has no registry")
-        try:
-            records = Registry.from_dict(registry).records()
-        except (TypeError, KeyError, AttributeError) as exc:
-            raise ValueError(f"{name} is not a readable compiletrace run: {exc}") from exc
+        raise RunFileError(f"{name} is not a compiletrace run (expected a JSON object)")
+    f = Fields(data, name)
+    kind = f.data.get("kind")
+    if kind == RUN_KIND:
+        version = f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, "a compiletrace run")
+        records = Registry.from_dict(f.obj("registry").data, name, "registry").records()
         return RunFile(name, PROFILE, version, records=records)
-    if kind == "compiletrace.bench.startup" or any(f"avg_{p}_startup_time" in data for p in _BENCH_PREFIXES):
+    if kind == BENCH_KIND or (
+        kind is None and any(f"avg_{p}_startup_time" in f.data for p in _BENCH_PREFIXES)
+    ):
+        version = f.check_kind(BENCH_KIND, {BENCH_SCHEMA_VERSION}, "a start-up benchmark") if kind else 1
         metrics = {
-            f"avg_{p}_{m}": float(data[f"avg_{p}_{m}"])
-            for p in _BENCH_PREFIXES
-            for m in _BENCH_METRICS
-            if isinstance(data.get(f"avg_{p}_{m}"), (int, float))
+            key: f.number(key, minimum=0.0)
+            for key in (f"avg_{p}_{m}" for p in _BENCH_PREFIXES for m in _BENCH_METRICS)
+            if key in f.data
         }
-        return RunFile(name, BENCH, int(data.get("schema_version", 1)), metrics=metrics)
-    raise ValueError(
+        return RunFile(name, BENCH, version, metrics=metrics)
+    raise RunFileError(
         f"{name} is not a compiletrace run: expected the JSON of 'compiletrace profile --json' "
         "or 'compiletrace bench startup --output-json'"
     )
@@ -153,12 +149,13 @@ def compare_runs(
     base: RunFile, new: RunFile, *, threshold_pct: float = 10.0, min_seconds: float = 0.05
 ) -> Comparison:
     """Compare two runs of the same kind and schema version."""
-    if threshold_pct < 0 or min_seconds < 0:
-        raise ValueError("threshold and min-seconds must not be negative")
+    for option, value in (("threshold", threshold_pct), ("min-seconds", min_seconds)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise UsageError(f"{option} must be a finite number >= 0, got {value!r}")
     if base.kind != new.kind:
-        raise ValueError(f"cannot compare a {base.kind} run ({base.path}) with a {new.kind} run ({new.path})")
+        raise UsageError(f"cannot compare a {base.kind} run ({base.path}) with a {new.kind} run ({new.path})")
     if base.schema_version != new.schema_version:
-        raise ValueError(
+        raise UsageError(
             f"cannot compare schema version {base.schema_version} ({base.path}) with "
             f"{new.schema_version} ({new.path})"
         )

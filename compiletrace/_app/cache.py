@@ -10,6 +10,9 @@ from typing import Any
 
 import torch
 
+from compiletrace._io.errors import RunFileError, UsageError
+from compiletrace._io.files import write_bytes
+
 __all__ = ["CacheArtifacts", "load_cache_artifacts", "save_cache_artifacts"]
 
 
@@ -44,18 +47,16 @@ def save_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:
     """Save every compile-cache artifact this process produced so far to ``path`` (written
     atomically). Compile and run the model first.
 
-    Raises RuntimeError when there is nothing to save.
+    Raises :class:`~compiletrace.UsageError` when there is nothing to save.
     """
     start = time.perf_counter()
     saved = torch.compiler.save_cache_artifacts()
     if saved is None or not saved[0]:
-        raise RuntimeError(
+        raise UsageError(
             "torch produced no cache artifacts: compile and run the model with the inductor backend first"
         )
     data, info = saved
-    from compiletrace._profile import write_bytes_atomic
-
-    write_bytes_atomic(path, data)
+    write_bytes(path, data)
     return CacheArtifacts(str(Path(path)), len(data), _counts(info), time.perf_counter() - start)
 
 
@@ -63,15 +64,22 @@ def load_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:
     """Load a cache-artifacts file into this process's compile caches (the directories torch
     uses now, e.g. ``TORCHINDUCTOR_CACHE_DIR``), before compiling.
 
-    Raises FileNotFoundError for a missing file and ValueError for one torch cannot read.
+    Raises :class:`~compiletrace.RunFileError` for a missing file or one torch cannot read.
     """
     target = Path(path)
-    data = target.read_bytes()
+    try:
+        data = target.read_bytes()
+    except FileNotFoundError:
+        raise RunFileError(f"cache artifacts file {str(target)!r} does not exist") from None
+    except OSError as exc:
+        raise RunFileError(
+            f"cannot read cache artifacts file {str(target)!r}: {exc.strerror or exc}"
+        ) from None
     start = time.perf_counter()
     try:
         info = torch.compiler.load_cache_artifacts(data)
     except Exception as exc:
-        raise ValueError(f"{target} is not a torch cache-artifacts file: {exc}") from exc
+        raise RunFileError(f"{target} is not a torch cache-artifacts file: {exc}") from exc
     if info is None:
-        raise ValueError(f"{target} is not a torch cache-artifacts file (torch could not read it)")
+        raise RunFileError(f"{target} is not a torch cache-artifacts file (torch could not read it)")
     return CacheArtifacts(str(target), len(data), _counts(info), time.perf_counter() - start)

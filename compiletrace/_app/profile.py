@@ -11,44 +11,36 @@ import contextlib
 import datetime
 import importlib
 import inspect
-import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from compiletrace._compile import CompilationMode
-from compiletrace._compile import compile as ct_compile
-from compiletrace._records import CompilationTimes, GraphRecord
-from compiletrace._registry import Registry
-from compiletrace._warmup import WarmupResult, warm_up
+from compiletrace._app.warmup import WarmupResult, warm_up
+from compiletrace._core.compile import CompilationMode
+from compiletrace._core.compile import compile as ct_compile
+from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
+from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry, registry_dict
+from compiletrace._io.envelope import Fields, envelope, read_json_file
+from compiletrace._io.errors import UsageError
+from compiletrace._io.files import write_json
+from compiletrace._version import __version__
 
 __all__ = [
     "DEFAULT_MODEL",
+    "RUN_KIND",
     "RUN_SCHEMA_VERSION",
     "ProfileRun",
-    "UsageError",
-    "check_writable",
     "load_factory",
     "parse_component",
     "profile",
-    "write_json_atomic",
 ]
 
 DEFAULT_MODEL = "compiletrace.models:build_demo"
-RUN_SCHEMA_VERSION = 1
-RUN_KIND = "compiletrace.run"
 ROOT = "."  # the component path that means the whole model
-
-
-class UsageError(ValueError):
-    """Bad input from the user: a malformed MODEL spec, a missing module, a factory that
-    raised, an unwritable output path. The CLI prints it on one line and exits with 2."""
 
 
 # -- loading a model ---------------------------------------------------------------------
@@ -134,135 +126,97 @@ def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -
     return resolved
 
 
-# -- output paths ----------------------------------------------------------------------
-
-
-def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
-    """Fail early (before anything compiles) when ``path`` cannot be written."""
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"{what} path {str(p)!r} is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise UsageError(f"cannot write {what} {str(p)!r}: directory {str(parent)!r} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".compiletrace-probe-", dir=parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {what} {str(p)!r}: {exc.strerror or exc}") from None
-    os.close(fd)
-    os.unlink(probe)
-    if p.exists() and not os.access(p, os.W_OK):
-        raise UsageError(f"cannot write {what} {str(p)!r}: permission denied")
-    return p
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write through a temporary file in the same directory, then rename over ``path``."""
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write through a temporary file in the same directory, then rename over ``path``:
-    readers see the old file or the whole new one."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent if str(p.parent) else ".")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """``json.dump`` atomically: readers see the old file or the whole new one."""
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
 # -- the run -----------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProfileRun:
     """One profiled start-up: the graph records, the warm-up result, and how it was run.
 
-    Saves to versioned JSON (:meth:`save`, :meth:`load`) and renders as text
-    (:meth:`summary`), a self-contained HTML page (:meth:`html`) and, in a notebook, as
-    HTML tables and a chart.
+    Plain data: it holds records, not a live registry. Saves to versioned JSON
+    (:meth:`save`, :meth:`load`) and renders as text (:meth:`summary`), a self-contained
+    HTML page (:meth:`html`) and, in a notebook, as HTML tables and a chart.
 
     >>> run = profile(backend="eager")
-    >>> sorted(run.registry.by_component())
+    >>> sorted(run.by_component())
     ['encoder', 'language_model']
     >>> ProfileRun.from_dict(run.to_dict()).records() == run.records()
     True
     """
 
-    registry: Registry  # the records of this run only
+    graph_records: tuple[GraphRecord, ...]  # every graph of this run, in the order compiles finished
     warmup: WarmupResult
     meta: dict[str, Any] = field(default_factory=dict)  # model, backend, mode, device, versions
 
     def records(self) -> tuple[GraphRecord, ...]:
-        return self.registry.records()
+        return self.graph_records
+
+    def by_component(self) -> dict[str, float]:
+        """Compile seconds per component."""
+        return {name: ns / NS_PER_S for name, ns in component_totals(self.graph_records).items()}
+
+    def compilation_times(self) -> CompilationTimes:
+        return CompilationTimes.from_components(self.by_component())
+
+    @property
+    def registry(self) -> Registry:
+        """A new registry holding this run's records (for code that takes a registry)."""
+        registry = Registry()
+        for record in self.graph_records:
+            registry.add(record)
+        return registry
 
     def summary(self) -> str:
         """The text tables and the one-line summary."""
         from compiletrace.reports import summary_table
 
-        return summary_table(self.records())
+        return summary_table(self.graph_records)
 
     def html(self, title: str = "compiletrace report") -> str:
         """The one-file HTML report (no network access needed to view it)."""
-        from compiletrace.reports._html import html_report
+        from compiletrace.reports import html_report
 
-        return html_report(self.records(), warmup=self.warmup, meta=self.meta, title=title)
+        return html_report(self.graph_records, warmup=self.warmup.to_dict(), meta=self.meta, title=title)
 
     def _repr_html_(self) -> str:
-        from compiletrace.reports._html import report_fragment
+        from compiletrace.reports import report_fragment
 
-        return report_fragment(self.records(), warmup=self.warmup, meta=self.meta)
+        return report_fragment(self.graph_records, warmup=self.warmup.to_dict(), meta=self.meta)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": RUN_KIND,
-            "schema_version": RUN_SCHEMA_VERSION,
-            "meta": dict(self.meta),
-            "registry": self.registry.to_dict(),
-            "warmup": self.warmup.to_dict(),
-        }
+        return envelope(
+            RUN_KIND,
+            RUN_SCHEMA_VERSION,
+            {
+                "meta": dict(self.meta),
+                "registry": registry_dict(self.graph_records),
+                "warmup": self.warmup.to_dict(),
+            },
+        )
 
     @classmethod
-    def from_dict(cls, data: Any) -> ProfileRun:
-        if not isinstance(data, dict) or data.get("kind") != RUN_KIND:
-            raise ValueError(
-                "not a compiletrace run: expected the JSON that 'compiletrace profile --json' writes"
-            )
-        version = data.get("schema_version")
-        if version != RUN_SCHEMA_VERSION:
-            raise ValueError(
-                f"run schema version {version!r} is not supported; this compiletrace reads "
-                f"version {RUN_SCHEMA_VERSION}"
-            )
-        w = data["warmup"]
-        warmup = WarmupResult(
-            skipped=bool(w["skipped"]),
-            duration_s=float(w["duration_s"]),
-            compilation_times=CompilationTimes(**w.get("compilation_times", {})),
-            by_component=dict(w.get("by_component", {})),
-            mode=CompilationMode.parse(w.get("mode", "stock")),
-            device=str(w.get("device", "cpu")),
+    def from_dict(cls, data: Any, source: str = "run") -> ProfileRun:
+        """Read :meth:`to_dict` output, checking every field; raises
+        :class:`~compiletrace.RunFileError` naming the first bad one."""
+        f = Fields(data, source)
+        f.check_kind(
+            RUN_KIND,
+            {RUN_SCHEMA_VERSION},
+            "a compiletrace run (the JSON 'compiletrace profile --json' writes)",
         )
-        return cls(Registry.from_dict(data["registry"]), warmup, dict(data.get("meta", {})))
+        registry = Registry.from_dict(f.obj("registry").data, source, "registry")
+        warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
+        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the run as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
+        write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ProfileRun:
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        """Read a run saved by :meth:`save`; raises :class:`~compiletrace.RunFileError` for
+        a file that is not one."""
+        return cls.from_dict(read_json_file(path), os.fspath(path))
 
 
 @contextlib.contextmanager
@@ -313,11 +267,11 @@ def profile(
     reg = registry if registry is not None else Registry()
     loaded = None
     if cache_artifacts is not None:
-        from compiletrace._cache import load_cache_artifacts
+        from compiletrace._app.cache import load_cache_artifacts
 
         try:
             loaded = load_cache_artifacts(cache_artifacts)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise UsageError(f"cannot load cache artifacts: {exc}") from exc
 
     hooks = contextlib.ExitStack()
@@ -346,7 +300,7 @@ def profile(
                 with torch.no_grad():
                     return built.model(*inputs)
 
-        result = warm_up(run_fn, mode=cmode, device=device, registry=reg)
+        result = warm_up(run_fn, compilation_mode=cmode, device=device, registry=reg)
 
     meta = {
         "model": spec,
@@ -358,14 +312,8 @@ def profile(
         "created_unix_s": time.time(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "torch_version": str(torch.__version__),
-        "compiletrace_version": _version(),
+        "compiletrace_version": __version__,
     }
     if loaded is not None:
         meta["cache_artifacts"] = loaded.to_dict()
-    return ProfileRun(reg, result, meta)
-
-
-def _version() -> str:
-    from compiletrace import __version__
-
-    return __version__
+    return ProfileRun(reg.records(), result, meta)

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from compiletrace._records import NS_PER_S, CompilationTimes, GraphRecord
+from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
+from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import ArgumentTypeError, RunFileError
+from compiletrace._io.state import STATE, warn_once
 
-__all__ = ["SCHEMA_VERSION", "Registry", "compilation_times", "get_registry"]
+__all__ = [
+    "RUN_KIND",
+    "RUN_SCHEMA_VERSION",
+    "SCHEMA_VERSION",
+    "Registry",
+    "compilation_times",
+    "get_registry",
+    "registry_dict",
+]
 
-SCHEMA_VERSION = 1
-
-ENCODER = "encoder"
-LANGUAGE_MODEL = "language_model"
+SCHEMA_VERSION = 1  # of a registry's own JSON
+# A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
+RUN_KIND = "compiletrace.run"
+RUN_SCHEMA_VERSION = 1
 
 RecordListener = Callable[[GraphRecord], None]
 
@@ -44,7 +55,7 @@ class Registry:
     def add(self, record: GraphRecord) -> None:
         """Store a finished graph record."""
         if not isinstance(record, GraphRecord):
-            raise TypeError(f"record must be a GraphRecord, got {type(record).__name__}")
+            raise ArgumentTypeError(f"record must be a GraphRecord, got {type(record).__name__}")
         with self._lock:
             self._index[record.compile_id] = len(self._records)
             self._records.append(record)
@@ -54,9 +65,7 @@ class Registry:
             try:
                 listener(record)
             except Exception as exc:  # a view's failure never reaches the user's compile
-                from compiletrace._torch_compat import warn_once
-
-                warn_once("listener", f"a registry listener failed and was skipped: {exc!r}")
+                warn_once(f"a registry listener failed and was skipped: {exc!r}")
 
     def add_backward(self, compile_id: str, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
         """Attribute a lazy backward compile to the forward graph with ``compile_id``.
@@ -103,15 +112,14 @@ class Registry:
 
     def compilation_times(self) -> CompilationTimes:
         """Seconds spent compiling the "language_model" and "encoder" components."""
-        with self._lock:
-            lm = self._totals_ns.get(LANGUAGE_MODEL, 0)
-            enc = self._totals_ns.get(ENCODER, 0)
-        return CompilationTimes(language_model=lm / NS_PER_S, encoder=enc / NS_PER_S)
+        return CompilationTimes.from_components(self.by_component())
 
     def by_component(self) -> dict[str, float]:
-        """Seconds per component name, for any component, in first-seen order."""
+        """Seconds per component name, for any component (language model and encoder first,
+        then as first seen: :func:`~compiletrace._core.records.ordered_components`)."""
         with self._lock:
-            return {name: ns / NS_PER_S for name, ns in self._totals_ns.items()}
+            totals = dict(self._totals_ns)
+        return {name: totals[name] / NS_PER_S for name in ordered_components(totals)}
 
     def __len__(self) -> int:
         with self._lock:
@@ -121,38 +129,32 @@ class Registry:
         parts = ", ".join(f"{k}={v:.3f}s" for k, v in self.by_component().items())
         return f"<Registry {len(self)} graphs{': ' + parts if parts else ''}>"
 
-    def _repr_html_(self) -> str:
-        from compiletrace.reports import registry_html_table
-
-        return str(registry_html_table(self.records()))
-
     # -- serialising -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a schema version; :meth:`from_dict` reads it back."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "records": [r.to_dict() for r in self.records()],
-        }
+        return registry_dict(self.records())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Registry:
-        """Rebuild a registry from :meth:`to_dict` output."""
+    def from_dict(cls, data: Any, source: str = "registry", where: str = "") -> Registry:
+        """Rebuild a registry from :meth:`to_dict` output, checking every field; raises
+        :class:`~compiletrace.RunFileError` naming the first bad one."""
         if not isinstance(data, dict) or "records" not in data:
-            raise ValueError("not a compiletrace registry: expected a dict with 'records'")
-        version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(
-                f"registry schema version {version!r} is not supported; this compiletrace "
-                f"reads version {SCHEMA_VERSION}"
+            at = f" (field {where!r})" if where else ""
+            raise RunFileError(
+                f"{source}{at} is not a compiletrace registry: expected a JSON object with 'records'"
             )
+        f = Fields(data, source, where)
+        f.check_version({SCHEMA_VERSION})
         registry = cls()
-        for item in data["records"]:
-            registry.add(GraphRecord.from_dict(item))
+        for item in f.items("records"):
+            registry.add(GraphRecord.from_dict(item.data, item.source, item.where))
         return registry
 
 
-_default_registry = Registry()
+def registry_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
+    """The JSON-ready form of a registry holding ``records`` (:meth:`Registry.to_dict`)."""
+    return {"schema_version": SCHEMA_VERSION, "records": [r.to_dict() for r in records]}
 
 
 def get_registry() -> Registry:
@@ -162,7 +164,13 @@ def get_registry() -> Registry:
     >>> isinstance(compiletrace.get_registry(), compiletrace.Registry)
     True
     """
-    return _default_registry
+    registry = STATE.default_registry
+    if registry is None:
+        with STATE.lock:
+            if STATE.default_registry is None:
+                STATE.default_registry = Registry()
+            registry = STATE.default_registry
+    return registry  # type: ignore[no-any-return]
 
 
 def compilation_times(registry: Registry | None = None) -> CompilationTimes:
@@ -172,4 +180,4 @@ def compilation_times(registry: Registry | None = None) -> CompilationTimes:
     >>> compiletrace.compilation_times().total >= 0.0
     True
     """
-    return (registry if registry is not None else _default_registry).compilation_times()
+    return (registry if registry is not None else get_registry()).compilation_times()

@@ -23,12 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from compiletrace import _torch_compat as tc
-from compiletrace._phases import fit_to, split_phases
-from compiletrace._records import CacheOutcome, CompileStatus, GraphRecord, qualified_type_name
-from compiletrace._registry import Registry
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.phases import TimedRegion, fit_to, split_phases
+from compiletrace._core.records import CacheOutcome, CompileStatus, GraphRecord, qualified_type_name
+from compiletrace._core.registry import Registry
+from compiletrace._io.state import STATE, warn_once
 
-__all__ = ["Attribution", "Clock", "Tracker", "get_tracker"]
+__all__ = ["Attribution", "Clock", "FrameObserver", "Tracker", "get_tracker", "register_observer_factory"]
 
 Clock = Callable[[], int]  # monotonic nanoseconds, like time.perf_counter_ns
 
@@ -124,7 +125,7 @@ class Tracker:
         self._owner_of: dict[str, Registry] = {}  # compile id -> registry, for lazy backward
         self.observer: FrameObserver | None = None
         # Split backend time into torch's phases (benchmarks turn it off to measure its cost).
-        self.split_phases = True
+        self.phase_split_enabled = True
 
     def now_ns(self) -> int:
         return self._clock()
@@ -168,8 +169,7 @@ class Tracker:
         # counter is process-wide, and a lazy backward on another thread overlapping this
         # compile swallows the end. Keep what is known (the backend figures); Dynamo's share
         # of that frame is unknown.
-        tc.warn_once(
-            "stale-frame",
+        warn_once(
             "a frame compile's end went unseen (a lazy backward compiled on another thread at the "
             "same time); its record has backend time only",
         )
@@ -223,8 +223,8 @@ class Tracker:
         if frame.owner is None:
             frame.owner = owner
         before = tc.cache_counts()
-        collector: contextlib.AbstractContextManager[list[tc.TimedRegion]] = (
-            tc.collect_timed_regions() if self.split_phases else contextlib.nullcontext([])
+        collector: contextlib.AbstractContextManager[list[TimedRegion]] = (
+            tc.collect_timed_regions() if self.phase_split_enabled else contextlib.nullcontext([])
         )
         with collector as regions:
             wall_start = time.time_ns()
@@ -249,7 +249,7 @@ class Tracker:
                     try:
                         self._finish_frame(frame, end, dynamo_known=False)
                     except Exception as exc:
-                        tc.warn_once("record", f"recording a graph failed and was skipped: {exc!r}")
+                        warn_once(f"recording a graph failed and was skipped: {exc!r}")
 
     def _account_backend_call(
         self, frame: _OpenFrame, start: int, end: int, before: tc.CacheCounts, node_count: int
@@ -267,15 +267,13 @@ class Tracker:
         # removed behind our back. Re-register and say once that this graph lacks Dynamo time.
         if tc.callbacks_available():
             if tc.ensure_callbacks_registered():
-                tc.warn_once(
-                    "callbacks-removed",
+                warn_once(
                     "torch's compile callbacks were removed (torch._dynamo.callback_handler "
                     "was cleared); re-registered them. The graph compiling now is timed "
                     "inside the backend only.",
                 )
         else:
-            tc.warn_once(
-                "no-callbacks",
+            warn_once(
                 "this torch has no compile-callback API; compiletrace times the backend "
                 "only and misses Dynamo tracing, guards and lazy backward compiles.",
             )
@@ -337,14 +335,14 @@ class Tracker:
         try:
             return self.observer.frame_started()
         except Exception as exc:
-            tc.warn_once("observer", f"telemetry failed and was disabled for this event: {exc!r}")
+            warn_once(f"telemetry failed and was disabled for this event: {exc!r}")
             return None
 
     def _notify(self, method: Callable[..., None], *args: Any) -> None:
         try:
             method(*args)
         except Exception as exc:
-            tc.warn_once("observer", f"telemetry failed and was disabled for this event: {exc!r}")
+            warn_once(f"telemetry failed and was disabled for this event: {exc!r}")
 
     def forget_compile_ids(self) -> None:
         """After ``torch._dynamo.reset()`` compile ids restart at "0/0": a later lazy backward
@@ -371,30 +369,45 @@ def _attribution_of(compiler_fn: Any) -> Attribution | None:
     return backend if getattr(backend, "_is_compiletrace_backend", False) else None
 
 
-_default_tracker: Tracker | None = None
-_default_lock = threading.Lock()
+def register_observer_factory(factory: Callable[[], FrameObserver] | None) -> None:
+    """Build the process tracker's observer with ``factory()`` when the tracker is created
+    (and now, if it exists already). The front door registers telemetry's span observer
+    here, so the core never imports telemetry; None removes it."""
+    with STATE.lock:
+        STATE.observer_factory = factory
+        tracker: Tracker | None = STATE.tracker
+        if tracker is not None:
+            tracker.observer = _build_observer()
+
+
+def _build_observer() -> FrameObserver | None:
+    factory = STATE.observer_factory
+    if factory is None:
+        return None
+    try:
+        return factory()  # type: ignore[no-any-return]
+    except Exception as exc:  # e.g. OpenTelemetry missing or broken: measure without spans
+        warn_once(f"telemetry is off: its observer could not be built: {exc!r}")
+        return None
 
 
 def get_tracker() -> Tracker:
     """The process tracker, installed into torch's compile callbacks on first use."""
-    global _default_tracker
-    tracker = _default_tracker
+    tracker: Tracker | None = STATE.tracker
     if tracker is not None:
         return tracker
-    with _default_lock:
-        if _default_tracker is None:
-            tracker = Tracker()
+    with STATE.lock:
+        if STATE.tracker is None:
+            new = Tracker()
 
             def on_start(trigger: str, compile_id: str) -> None:
                 frame = tc.compiling_frame() if trigger == tc.TRIGGER_DYNAMO else None
                 reason = tc.recompile_reason() if trigger == tc.TRIGGER_DYNAMO else None
-                tracker.on_start(trigger, compile_id, frame=frame, recompile_reason=reason)
+                new.on_start(trigger, compile_id, frame=frame, recompile_reason=reason)
 
-            tc.install_callbacks(on_start, tracker.on_end)
-            tc.on_dynamo_reset(tracker.forget_compile_ids)
+            tc.install_callbacks(on_start, new.on_end)
+            tc.on_dynamo_reset(new.forget_compile_ids)
             tc.install_region_hook()
-            from compiletrace.telemetry import CompileSpanObserver  # API only: no-op without an SDK
-
-            tracker.observer = CompileSpanObserver()
-            _default_tracker = tracker
-        return _default_tracker
+            new.observer = _build_observer()
+            STATE.tracker = new
+        return STATE.tracker  # type: ignore[no-any-return]

@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from compiletrace._core.phases import TimedRegion
+from compiletrace._io.state import STATE, warn_once
 
 __all__ = [
     "TRIGGER_DYNAMO",
@@ -60,7 +62,6 @@ __all__ = [
     "lookup_backend",
     "on_dynamo_reset",
     "recompile_reason",
-    "warn_once",
 ]
 
 TRIGGER_DYNAMO = "DYNAMO"
@@ -68,19 +69,6 @@ TRIGGER_LAZY_BACKWARD = "LAZY_BACKWARD"
 
 # (trigger name, compile id) -> None
 CompileEventCallback = Callable[[str, str], None]
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: str, message: str) -> None:
-    """Issue ``message`` as a RuntimeWarning once per process for ``key``."""
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(f"compiletrace: {message}", RuntimeWarning, stacklevel=3)
-
 
 # ---------------------------------------------------------------------------------------
 # Compile callbacks
@@ -120,7 +108,7 @@ class _CallbackAdapter:
                 compile_id = str(args.compile_id)
             self._target(trigger, compile_id)
         except Exception as exc:  # telemetry must never break a compile
-            warn_once("callback-error", f"a compile callback failed and was ignored: {exc!r}")
+            warn_once(f"a compile callback failed and was ignored: {exc!r}")
 
 
 @dataclass
@@ -129,16 +117,11 @@ class _Installation:
     on_end: _CallbackAdapter
 
 
-_installation: _Installation | None = None
-_install_lock = threading.Lock()
-# Called after torch._dynamo.reset(): compile ids start again at "0/0" from then on.
-_reset_listeners: list[Callable[[], None]] = []
-
-
 def on_dynamo_reset(listener: Callable[[], None]) -> None:
     """Call ``listener()`` after every ``torch._dynamo.reset()`` (once compile callbacks
-    are installed)."""
-    _reset_listeners.append(listener)
+    are installed): compile ids start again at "0/0" from then on."""
+    with STATE.lock:
+        STATE.reset_listeners.append(listener)
 
 
 def install_callbacks(on_start: CompileEventCallback, on_end: CompileEventCallback) -> bool:
@@ -148,13 +131,12 @@ def install_callbacks(on_start: CompileEventCallback, on_end: CompileEventCallba
     Returns False when this torch has no callback API; the caller then falls back to
     timing inside the backend alone.
     """
-    global _installation
     handler = _callback_handler()
     if handler is None:
         return False
-    with _install_lock:
-        if _installation is None:
-            _installation = _Installation(_CallbackAdapter(on_start), _CallbackAdapter(on_end))
+    with STATE.lock:
+        if STATE.callbacks is None:
+            STATE.callbacks = _Installation(_CallbackAdapter(on_start), _CallbackAdapter(on_end))
             _patch_clear(handler)
         ensure_callbacks_registered()
     return True
@@ -164,7 +146,7 @@ def ensure_callbacks_registered() -> bool:
     """Re-register the installed callbacks if something removed them. Returns True when
     they had to be re-registered."""
     handler = _callback_handler()
-    inst = _installation
+    inst: _Installation | None = STATE.callbacks
     if handler is None or inst is None:
         return False
     if inst.on_start in handler.start_callbacks:
@@ -185,10 +167,12 @@ def _patch_clear(handler: Any) -> None:
         original_clear()
         try:
             ensure_callbacks_registered()
-            for listener in tuple(_reset_listeners):
+            with STATE.lock:
+                listeners = tuple(STATE.reset_listeners)
+            for listener in listeners:
                 listener()
         except Exception as exc:
-            warn_once("reregister", f"could not re-register compile callbacks: {exc!r}")
+            warn_once(f"could not re-register compile callbacks: {exc!r}")
 
     clear_and_reregister._compiletrace_patched = True  # type: ignore[attr-defined]
     handler.clear = clear_and_reregister
@@ -197,7 +181,7 @@ def _patch_clear(handler: Any) -> None:
 def uninstall_callbacks_for_tests() -> None:
     """Remove compiletrace's callbacks from Dynamo (test helper)."""
     handler = _callback_handler()
-    inst = _installation
+    inst: _Installation | None = STATE.callbacks
     if handler is None or inst is None:
         return
     for lst, cb in ((handler.start_callbacks, inst.on_start), (handler.end_callbacks, inst.on_end)):
@@ -286,7 +270,7 @@ def recompile_reason() -> str | None:
 # Torch's timed regions (for the phase split)
 # ---------------------------------------------------------------------------------------
 
-TimedRegion = tuple[str, int, int]  # (name, start, end) in time.time_ns() nanoseconds
+# Regions arrive as phases.TimedRegion: (name, start, end) in time.time_ns() nanoseconds.
 
 
 class _RegionSink(threading.local):
@@ -308,6 +292,7 @@ def install_region_hook() -> bool:
     except Exception:
         return False
     if getattr(original, "_compiletrace_patched", False):
+        STATE.region_hook_installed = True
         return True
 
     def log_event_end(
@@ -320,6 +305,7 @@ def install_region_hook() -> bool:
 
     log_event_end._compiletrace_patched = True  # type: ignore[attr-defined]
     event_logger.log_event_end = log_event_end
+    STATE.region_hook_installed = True
     return True
 
 

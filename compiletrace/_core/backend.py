@@ -6,9 +6,12 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from compiletrace import _torch_compat as tc
-from compiletrace._registry import LANGUAGE_MODEL, Registry, get_registry
-from compiletrace._tracker import Tracker, get_tracker
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.records import LANGUAGE_MODEL
+from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.tracker import Tracker, get_tracker
+from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.state import STATE
 
 __all__ = ["CompiletraceBackend", "backend"]
 
@@ -17,11 +20,11 @@ INDUCTOR = "inductor"
 
 def validate_component(component: object) -> str:
     if not isinstance(component, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"component must be a non-empty string such as 'encoder', got {type(component).__name__}"
         )
     if not component.strip():
-        raise ValueError("component must be a non-empty string such as 'encoder', got ''")
+        raise UsageError("component must be a non-empty string such as 'encoder', got ''")
     return component
 
 
@@ -30,12 +33,12 @@ def validate_backend(backend: object) -> str:
     if callable(backend) and not isinstance(backend, str):
         return str(getattr(backend, "__name__", type(backend).__name__))
     if not isinstance(backend, str):
-        raise TypeError(f"backend must be a backend name or a callable, got {type(backend).__name__}")
+        raise ArgumentTypeError(f"backend must be a backend name or a callable, got {type(backend).__name__}")
     if backend == INDUCTOR:
         return backend
     available = tc.list_backends()
     if backend not in available:
-        raise ValueError(f"unknown backend {backend!r}; available backends: {', '.join(available)}")
+        raise UsageError(f"unknown backend {backend!r}; available backends: {', '.join(available)}")
     return backend
 
 
@@ -48,14 +51,14 @@ def inductor_config_patches(
     if mode is not None and mode != "default":
         modes = tc.inductor_modes()
         if mode not in modes:
-            raise ValueError(f"unknown mode {mode!r}; valid modes: {', '.join(modes)}")
+            raise UsageError(f"unknown mode {mode!r}; valid modes: {', '.join(modes)}")
         patches.update(tc.inductor_mode_options(mode, dynamic))
     if options:
         known = tc.inductor_config_keys()
         for key, value in options.items():
             name = key.replace("-", "_")
             if name not in known:
-                raise ValueError(f"unknown inductor option {key!r}; see torch._inductor.list_options()")
+                raise UsageError(f"unknown inductor option {key!r}; see torch._inductor.list_options()")
             patches[name] = value
     return patches
 
@@ -90,20 +93,24 @@ class CompiletraceBackend:
         self.component = validate_component(component)
         self.backend_name = validate_backend(backend)
         if mode is not None and not isinstance(mode, str):
-            raise TypeError(f"mode must be a string such as 'max-autotune', got {type(mode).__name__}")
+            raise ArgumentTypeError(
+                f"mode must be a string such as 'max-autotune', got {type(mode).__name__}"
+            )
         if options is not None and not isinstance(options, Mapping):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"options must be a mapping of option name to value, got {type(options).__name__}"
             )
         if registry is not None and not isinstance(registry, Registry):
-            raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+            raise ArgumentTypeError(
+                f"registry must be a compiletrace.Registry, got {type(registry).__name__}"
+            )
         if mode is not None and mode != "default" and backend != INDUCTOR:
-            raise ValueError(
+            raise UsageError(
                 f"mode={mode!r} applies to the inductor backend only, got backend={self.backend_name!r}; "
                 "pass options= for other backends"
             )
         if mode is not None and options:
-            raise ValueError("pass either mode or options, not both (as torch.compile requires)")
+            raise UsageError("pass either mode or options, not both (as torch.compile requires)")
         self._backend = backend
         self._dynamic = dynamic
         self._registry = registry
@@ -199,18 +206,15 @@ def backend(
     )
 
 
-_entry_point_backend: CompiletraceBackend | None = None
-
-
 def __getattr__(name: str) -> Any:
     # ``torch.compile(m, backend="compiletrace")`` loads this attribute through the
     # ``torch_dynamo_backends`` entry point when torch.compile is called, before the first
     # frame compiles: the right moment to install the compile callbacks (torch._dynamo is
     # imported by then, so this costs nothing extra).
-    global _entry_point_backend
     if name == "compiletrace_backend":
-        if _entry_point_backend is None:
-            get_tracker()
-            _entry_point_backend = CompiletraceBackend(LANGUAGE_MODEL)
-        return _entry_point_backend
+        with STATE.lock:
+            if STATE.entry_point_backend is None:
+                get_tracker()
+                STATE.entry_point_backend = CompiletraceBackend(LANGUAGE_MODEL)
+            return STATE.entry_point_backend
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiletrace import _torch_compat as tc
-from compiletrace._compile import CompilationMode
-from compiletrace._records import NS_PER_S, CompilationTimes
-from compiletrace._registry import Registry, get_registry
-from compiletrace._tracker import Clock
+from compiletrace._core.compile import CompilationMode
+from compiletrace._core.records import NS_PER_S, CompilationTimes
+from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.tracker import Clock
+from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.state import warn_once
 
 __all__ = ["WarmupResult", "warm_up", "warmup_span_name"]
 
@@ -46,17 +48,34 @@ class WarmupResult:
             "device": self.device,
         }
 
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "warm-up", where: str = "") -> WarmupResult:
+        """Read :meth:`to_dict` output back, checking every field."""
+        f = Fields(data, source, where)
+        by_component = f.seconds_by_name("by_component", {})
+        return cls(
+            skipped=f.boolean("skipped"),
+            duration_s=f.number("duration_s", minimum=0.0),
+            compilation_times=CompilationTimes.from_components(by_component),
+            by_component=by_component,
+            mode=f.choice("mode", CompilationMode, CompilationMode.STOCK_TORCH_COMPILE),
+            device=f.string("device", "cpu"),
+        )
+
 
 def warm_up(
     run: Callable[[], Any],
     *,
-    mode: CompilationMode | str,
+    compilation_mode: CompilationMode | str | None = None,
     device: object = "cpu",
     registry: Registry | None = None,
     clock: Clock | None = None,
+    mode: CompilationMode | str | None = None,
 ) -> WarmupResult:
-    """Run ``run()`` once to trigger compilation before real work, unless ``mode`` is
-    ``CompilationMode.NONE`` (eager), where warm-up only costs start-up time.
+    """Run ``run()`` once to trigger compilation before real work, unless
+    ``compilation_mode`` is ``CompilationMode.NONE`` (eager), where warm-up only costs
+    start-up time. (``mode=`` is its former name, still accepted; in ``compile`` ``mode``
+    is the inductor mode.)
 
     The run happens under an OpenTelemetry span "Warmup (CPU)" / "Warmup (GPU)" so the
     compiles it triggers nest under it; when skipped the span is still emitted with
@@ -65,18 +84,27 @@ def warm_up(
 
     >>> import torch, compiletrace
     >>> model = torch.nn.Linear(4, 4)
-    >>> res = compiletrace.warm_up(lambda: model(torch.ones(1, 4)), mode=compiletrace.CompilationMode.NONE)
+    >>> none = compiletrace.CompilationMode.NONE
+    >>> res = compiletrace.warm_up(lambda: model(torch.ones(1, 4)), compilation_mode=none)
     >>> res.skipped
     True
     """
     if not callable(run):
-        raise TypeError(f"run must be a callable taking no arguments, got {type(run).__name__}")
-    if not isinstance(mode, (CompilationMode, str)):
-        valid = ", ".join(f"CompilationMode.{m.name}" for m in CompilationMode)
-        raise TypeError(f"mode must be a CompilationMode ({valid}), got {type(mode).__name__}")
-    cmode = CompilationMode.parse(mode)
+        raise ArgumentTypeError(f"run must be a callable taking no arguments, got {type(run).__name__}")
+    if mode is not None:
+        if compilation_mode is not None:
+            raise UsageError("pass compilation_mode= only (mode= is its former name)")
+        compilation_mode = mode
+    valid = ", ".join(f"CompilationMode.{m.name}" for m in CompilationMode)
+    if compilation_mode is None:
+        raise UsageError(f"warm_up needs compilation_mode= ({valid})")
+    if not isinstance(compilation_mode, (CompilationMode, str)):
+        raise ArgumentTypeError(
+            f"compilation_mode must be a CompilationMode ({valid}), got {type(compilation_mode).__name__}"
+        )
+    cmode = CompilationMode.parse(compilation_mode)
     if registry is not None and not isinstance(registry, Registry):
-        raise TypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
     reg = registry if registry is not None else get_registry()
     now = clock or time.perf_counter_ns
     device_name = str(getattr(device, "type", device))
@@ -101,13 +129,11 @@ def warm_up(
         duration_ns = now() - start
         after = reg.by_component()
         accrued = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0) > 0}
-        times = CompilationTimes(
-            language_model=accrued.get("language_model", 0.0), encoder=accrued.get("encoder", 0.0)
-        )
+        times = CompilationTimes.from_components(accrued)
         try:
             span.set_attribute("compiletrace.warmup.compile_s", float(sum(accrued.values())))
         except Exception as exc:  # telemetry never fails the warm-up
-            tc.warn_once("telemetry", f"telemetry failed and was skipped: {exc!r}")
+            warn_once(f"telemetry failed and was skipped: {exc!r}")
     # The one-line summary on the "compiletrace" logger, as a serving engine logs it at start-up:
     # "compilation took 12.34 s (language_model: 8.00 s, encoder: 4.34 s)".
     from compiletrace.reports import log_summary

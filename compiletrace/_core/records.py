@@ -8,12 +8,41 @@ Chrome trace). Views never reach back into torch.
 from __future__ import annotations
 
 import enum
-from dataclasses import MISSING, asdict, dataclass, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["CacheOutcome", "CompilationTimes", "CompileStatus", "GraphRecord"]
+from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import RunFileError
+
+__all__ = [
+    "ENCODER",
+    "LANGUAGE_MODEL",
+    "CacheOutcome",
+    "CompilationTimes",
+    "CompileStatus",
+    "GraphRecord",
+    "component_totals",
+    "ordered_components",
+]
 
 NS_PER_S = 1_000_000_000
+
+# The two standard components: a vision or audio encoder beside a language-model backbone.
+ENCODER = "encoder"
+LANGUAGE_MODEL = "language_model"
+
+
+def ordered_components(names: Iterable[str]) -> list[str]:
+    """Component names in the one order every view uses: the language model and the
+    encoder first, the rest as first seen.
+
+    >>> ordered_components(["vision", "encoder", "language_model", "vision"])
+    ['language_model', 'encoder', 'vision']
+    """
+    seen = list(dict.fromkeys(names))
+    head = [n for n in (LANGUAGE_MODEL, ENCODER) if n in seen]
+    return head + [n for n in seen if n not in head]
 
 
 class CacheOutcome(str, enum.Enum):
@@ -50,6 +79,17 @@ class CompilationTimes(NamedTuple):
     language_model: float = 0.0
     encoder: float = 0.0
 
+    @classmethod
+    def from_components(cls, by_component: Mapping[str, float]) -> CompilationTimes:
+        """The two standard components' seconds out of seconds per component.
+
+        >>> CompilationTimes.from_components({"encoder": 1.5, "vision": 9.0})
+        CompilationTimes(language_model=0.0, encoder=1.5)
+        """
+        return cls(
+            language_model=by_component.get(LANGUAGE_MODEL, 0.0), encoder=by_component.get(ENCODER, 0.0)
+        )
+
     @property
     def total(self) -> float:
         return self.language_model + self.encoder
@@ -84,7 +124,7 @@ class GraphRecord:
     error_type: str | None = None  # qualified exception type when status is not OK
     rank: int = 0  # torch.distributed rank that compiled this graph
     world_size: int = 1
-    # Backend time split into phases (see compiletrace._phases), sorted (name, ns) pairs
+    # Backend time split into phases (see compiletrace._core.phases), sorted (name, ns) pairs
     # that add up to backend_ns: aot_autograd, inductor, kernel_compile, cache, other.
     phases: tuple[tuple[str, int], ...] = ()
 
@@ -141,14 +181,66 @@ class GraphRecord:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphRecord:
-        known = {f.name for f in fields(cls)}
-        required = {f.name for f in fields(cls) if f.default is MISSING}
-        if required - set(data):
-            raise ValueError(f"graph record lacks {sorted(required - set(data))}")
-        kwargs = {k: v for k, v in data.items() if k in known}
-        kwargs["fx_graph_cache"] = CacheOutcome(kwargs.get("fx_graph_cache", "none"))
-        kwargs["aot_autograd_cache"] = CacheOutcome(kwargs.get("aot_autograd_cache", "none"))
-        kwargs["status"] = CompileStatus(kwargs.get("status", "ok"))
-        kwargs["phases"] = tuple(sorted((str(k), int(v)) for k, v in dict(kwargs.get("phases", {})).items()))
-        return cls(**kwargs)
+    def from_dict(cls, data: Any, source: str = "record", where: str = "") -> GraphRecord:
+        """Read a record written by :meth:`to_dict`, checking every field (a file may come
+        from anywhere). Raises :class:`~compiletrace.RunFileError` naming the bad field."""
+        f = Fields(data, source, where)
+        missing = sorted(_REQUIRED - set(f.data))
+        if missing:
+            at = f" (at {where})" if where else ""
+            raise RunFileError(f"{source}: graph record lacks {missing}{at}")
+        start = f.integer("start_unix_ns", minimum=0)
+        end = f.integer("end_unix_ns", minimum=0)
+        if end < start:
+            raise f.fail("end_unix_ns", f"at least start_unix_ns ({start})", end)
+        phases = f.obj("phases", {})
+        return cls(
+            compile_id=f.string("compile_id"),
+            component=_non_empty(f, "component"),
+            backend=f.string("backend"),
+            code_name=f.string("code_name"),
+            graph_node_count=f.integer("graph_node_count", minimum=0),
+            start_unix_ns=start,
+            end_unix_ns=end,
+            dynamo_ns=f.integer("dynamo_ns", optional=True, minimum=0),
+            backend_ns=f.integer("backend_ns", minimum=0),
+            backend_start_unix_ns=f.integer("backend_start_unix_ns", None, optional=True, minimum=0),
+            backward_ns=f.integer("backward_ns", 0, minimum=0),
+            backward_start_unix_ns=f.integer("backward_start_unix_ns", None, optional=True, minimum=0),
+            is_recompile=f.boolean("is_recompile", False),
+            recompile_reason=f.string("recompile_reason", None, optional=True),
+            fx_graph_cache=f.choice("fx_graph_cache", CacheOutcome, CacheOutcome.NONE),
+            aot_autograd_cache=f.choice("aot_autograd_cache", CacheOutcome, CacheOutcome.NONE),
+            status=f.choice("status", CompileStatus, CompileStatus.OK),
+            error_type=f.string("error_type", None, optional=True),
+            rank=f.integer("rank", 0, minimum=0),
+            world_size=f.integer("world_size", 1, minimum=1),
+            phases=tuple(sorted((name, phases.integer(name, minimum=0)) for name in phases.data)),
+        )
+
+
+# The fields a record written by any compiletrace has; the rest have defaults.
+_REQUIRED = frozenset(
+    {"compile_id", "component", "backend", "code_name", "graph_node_count", "start_unix_ns", "end_unix_ns"}
+    | {"dynamo_ns", "backend_ns"}
+)
+
+
+def _non_empty(f: Fields, key: str) -> str:
+    value: str = f.string(key)
+    if not value.strip():
+        raise f.fail(key, "a non-empty string", value)
+    return value
+
+
+def component_totals(records: Iterable[GraphRecord]) -> dict[str, int]:
+    """Total nanoseconds per component (frame compiles and lazy backwards), in
+    :func:`ordered_components` order. The registry keeps the same figure as records arrive.
+
+    >>> component_totals([])
+    {}
+    """
+    totals: dict[str, int] = {}
+    for r in records:
+        totals[r.component] = totals.get(r.component, 0) + r.total_ns
+    return {name: totals[name] for name in ordered_components(totals)}

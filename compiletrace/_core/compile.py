@@ -8,9 +8,11 @@ from typing import Any, TypeVar
 
 import torch
 
-from compiletrace._backend import CompiletraceBackend, validate_component
-from compiletrace._registry import ENCODER, LANGUAGE_MODEL, Registry
-from compiletrace._tracker import get_tracker
+from compiletrace._core.backend import CompiletraceBackend, validate_component
+from compiletrace._core.records import ENCODER, LANGUAGE_MODEL
+from compiletrace._core.registry import Registry
+from compiletrace._core.tracker import get_tracker
+from compiletrace._io.errors import ArgumentTypeError, UsageError
 
 __all__ = ["CompilationMode", "compile", "resolve_component"]
 
@@ -30,24 +32,24 @@ class CompilationMode(enum.Enum):
             return value
         valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
         if not isinstance(value, str):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"compilation mode must be a CompilationMode ({valid}), got {type(value).__name__}"
             )
         for member in cls:
             if value.lower() in (member.value, member.name.lower()):
                 return member
-        raise ValueError(f"unknown compilation mode {value!r}; valid modes: {valid}")
+        raise UsageError(f"unknown compilation mode {value!r}; valid modes: {valid}")
 
 
 def resolve_component(is_encoder: object, component: object) -> str:
     """The component name for ``compile``'s ``is_encoder``/``component`` arguments."""
     if not isinstance(is_encoder, bool):
-        raise TypeError(f"is_encoder must be a bool, got {type(is_encoder).__name__}")
+        raise ArgumentTypeError(f"is_encoder must be a bool, got {type(is_encoder).__name__}")
     if component is None:
         return ENCODER if is_encoder else LANGUAGE_MODEL
     name = validate_component(component)
     if is_encoder and name != ENCODER:
-        raise ValueError(
+        raise UsageError(
             f"is_encoder=True conflicts with component={name!r}; pass one of them "
             "(is_encoder=True means component='encoder')"
         )
@@ -83,12 +85,12 @@ def compile(
     True
     """
     if not (isinstance(model, torch.nn.Module) or callable(model)):
-        raise TypeError(f"model must be a torch.nn.Module or a callable, got {type(model).__name__}")
+        raise ArgumentTypeError(f"model must be a torch.nn.Module or a callable, got {type(model).__name__}")
     name = resolve_component(is_encoder, component)
     if not isinstance(fullgraph, bool):
-        raise TypeError(f"fullgraph must be a bool, got {type(fullgraph).__name__}")
+        raise ArgumentTypeError(f"fullgraph must be a bool, got {type(fullgraph).__name__}")
     if dynamic is not None and not isinstance(dynamic, bool):
-        raise TypeError(f"dynamic must be None or a bool, got {type(dynamic).__name__}")
+        raise ArgumentTypeError(f"dynamic must be None or a bool, got {type(dynamic).__name__}")
     cmode = CompilationMode.parse(compilation_mode)
     be = CompiletraceBackend(
         name, backend=backend, mode=mode, options=options, dynamic=dynamic, registry=registry

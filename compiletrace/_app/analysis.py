@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compiletrace._phases import AOT_AUTOGRAD, CACHE, INDUCTOR, KERNEL_COMPILE, OTHER
-from compiletrace._records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._core.phases import AOT_AUTOGRAD, CACHE, INDUCTOR, KERNEL_COMPILE, OTHER
+from compiletrace._core.records import NS_PER_S, CacheOutcome, GraphRecord
 
 __all__ = ["ExpensiveHit", "GraphKey", "find_expensive_hits", "graph_keys"]
 

@@ -1,0 +1,83 @@
+"""Every exception compiletrace raises, under one root.
+
+::
+
+    CompiletraceError
+     ├── UsageError (ValueError)          bad input; the CLI prints it on one line, exit 2
+     │    ├── ArgumentTypeError (TypeError)   an argument of the wrong type
+     │    ├── RunFileError                 a file that is not a valid compiletrace run
+     │    └── MissingDependencyError (ImportError)  an optional package is not installed
+     ├── OutputError (OSError)            an output file could not be written
+     ├── GatherError (RuntimeError)       ranks could not gather their figures
+     ├── LaunchError (RuntimeError)       a job started by distributed.launch failed
+     └── ChildFailed (RuntimeError)       a benchmark child process failed
+
+The second base keeps ``except ValueError`` (and the like) working in existing code.
+Failures inside torch are not wrapped: they reach the caller as torch raised them.
+
+>>> from compiletrace import CompiletraceError, UsageError
+>>> issubclass(UsageError, CompiletraceError) and issubclass(UsageError, ValueError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArgumentTypeError",
+    "ChildFailed",
+    "CompiletraceError",
+    "GatherError",
+    "LaunchError",
+    "MissingDependencyError",
+    "OutputError",
+    "RunFileError",
+    "UsageError",
+]
+
+
+class CompiletraceError(Exception):
+    """The root of every exception compiletrace raises."""
+
+
+class UsageError(CompiletraceError, ValueError):
+    """Bad input from the user: a malformed MODEL spec, a missing module, a factory that
+    raised, an unwritable output path, an argument out of range. Its message says what was
+    wrong and what to do; the CLI prints it on one line and exits with 2."""
+
+
+class ArgumentTypeError(UsageError, TypeError):
+    """An argument of the wrong type (``component=3``)."""
+
+
+class RunFileError(UsageError):
+    """A file that is not a valid compiletrace run: not JSON, the wrong kind, an unknown
+    schema version, or a field of the wrong type or out of range. The message names the
+    file, the field and what was expected."""
+
+
+class MissingDependencyError(UsageError, ImportError):
+    """An optional package a feature needs is not installed; the message says which extra
+    to install."""
+
+
+class OutputError(CompiletraceError, OSError):
+    """An output file could not be written; the message names the path. Whatever the path
+    held before is left as it was."""
+
+
+class GatherError(CompiletraceError, RuntimeError):
+    """A rank could not gather: another rank died, or did not call ``gather`` in time."""
+
+
+class LaunchError(CompiletraceError, RuntimeError):
+    """A job started by ``distributed.launch`` failed, timed out, or wrote no result."""
+
+
+class ChildFailed(CompiletraceError, RuntimeError):
+    """A benchmark child process exited non-zero; carries the tail of its stderr."""
+
+    def __init__(self, label: str, returncode: int, stderr_tail: str) -> None:
+        super().__init__(f"{label} iteration failed (exit status {returncode})")
+        self.label = label
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail

@@ -1,0 +1,74 @@
+"""The process state: everything compiletrace keeps for the life of a process, in one
+object under one lock.
+
+Torch's callbacks and hooks are installed once per process and the tracker that receives
+them is shared by every compiled model, so they cannot live in any one object the user
+holds. They live here, with the warnings already given, so tests (and a reader) find all
+of it in one place. Torch-free: the torch-facing core stores its objects in the slots.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["STATE", "ProcessState", "warn_once"]
+
+
+class ProcessState:
+    """One per process (:data:`STATE`). Every slot is read and written under :attr:`lock`
+    (re-entrant: installing the tracker installs torch's callbacks, which take it again)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.tracker: Any = None  # the process Tracker, installed into torch on first use
+        self.callbacks: Any = None  # the callback pair registered with Dynamo (see torch_compat)
+        self.region_hook_installed = False  # torch's timed-region logger is teed (see torch_compat)
+        self.reset_listeners: list[Callable[[], None]] = []  # called after torch._dynamo.reset()
+        # Builds the tracker's observer when the tracker is created: the front door registers
+        # telemetry's here, so the core never imports telemetry.
+        self.observer_factory: Callable[[], Any] | None = None
+        self.default_registry: Any = None  # the Registry compiletrace.compile records into
+        self.entry_point_backend: Any = None  # torch.compile(backend="compiletrace")
+        # Where telemetry sends spans and metrics (None: the global providers), and the
+        # tracer and instruments built for the current pair (see telemetry._providers).
+        self.tracer_provider: Any = None
+        self.meter_provider: Any = None
+        self.instruments: Any = None
+        self.warned: set[str] = set()  # causes already warned about
+
+    def warn_once(self, message: str, *, key: str | None = None, stacklevel: int = 3) -> bool:
+        """Issue ``message`` as a RuntimeWarning once per process per cause. The cause is
+        ``key``, else the message itself: two different failures of one kind each warn
+        once, the same failure repeated warns once. Returns True when it warned."""
+        cause = message if key is None else key
+        with self.lock:
+            if cause in self.warned:
+                return False
+            self.warned.add(cause)
+        warnings.warn(f"compiletrace: {message}", RuntimeWarning, stacklevel=stacklevel)
+        return True
+
+    def forget_warnings(self) -> None:
+        """Let every warning be given again (tests that check a warning is given)."""
+        with self.lock:
+            self.warned.clear()
+
+
+STATE = ProcessState()
+
+
+def warn_once(message: str, *, key: str | None = None) -> bool:
+    """:meth:`ProcessState.warn_once` on the process state.
+
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     first = warn_once("doctest: the collector is unreachable")
+    ...     again = warn_once("doctest: the collector is unreachable")
+    >>> first, again, len(caught)
+    (True, False, 1)
+    """
+    return STATE.warn_once(message, key=key, stacklevel=4)

@@ -1,0 +1,124 @@
+"""One rank of a job: compile and warm up, gather, and (rank 0) print and save the figures.
+``python -m compiletrace.distributed`` runs :func:`main`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from compiletrace._core.registry import Registry
+from compiletrace._io.errors import GatherError, UsageError
+from compiletrace._io.files import write_json
+from compiletrace.distributed.results import GatherResult
+from compiletrace.distributed.transport import gather
+
+__all__ = ["DEFAULT_GATHER_TIMEOUT_S", "WORKER_MODULE", "main", "model_work", "run_rank"]
+
+WORKER_MODULE = "compiletrace.distributed"
+DEFAULT_GATHER_TIMEOUT_S = 300.0
+
+Work = Callable[[Registry], object]
+
+
+def model_work(
+    model: str | None = None,
+    *,
+    backend: str = "inductor",
+    mode: str | None = None,
+    device: str = "cpu",
+) -> Work:
+    """The usual rank work: build the model a MODEL spec names (``package.module:factory``,
+    the built-in demo if None), compile its components and warm it up, recording into the
+    registry it is given. ``device="cuda"`` means this rank's local GPU.
+
+    >>> work = model_work("compiletrace.models:build_demo", backend="eager")
+    """
+
+    def work(registry: Registry) -> object:
+        from compiletrace._app.profile import profile  # torch and the model load in the rank only
+
+        dev = device
+        if dev == "cuda" and "LOCAL_RANK" in os.environ:
+            import torch
+
+            dev = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+            torch.cuda.set_device(dev)
+        return profile(model, backend=backend, mode=mode, device=dev, registry=registry)
+
+    return work
+
+
+def run_rank(
+    work: Work,
+    *,
+    registry: Registry | None = None,
+    timeout: float | None = DEFAULT_GATHER_TIMEOUT_S,
+    result_file: str | os.PathLike[str] | None = None,
+    out: TextIO | None = None,
+) -> GatherResult:
+    """One rank of a job: join the process group (gloo, from the environment that
+    ``torch.distributed.run`` sets) unless one is initialised already, run ``work(registry)``
+    (compile and warm up), gather every rank's figures, and on rank 0 print the per-rank
+    table to ``out`` (stdout by default) and write
+    ``result_file`` (JSON). Returns the gathered result on every rank.
+    """
+    import torch.distributed as dist
+
+    reg = registry if registry is not None else Registry()
+    owns_group = dist.is_available() and not dist.is_initialized() and "WORLD_SIZE" in os.environ
+    if owns_group:
+        kwargs = {} if timeout is None else {"timeout": datetime.timedelta(seconds=timeout)}
+        dist.init_process_group(backend="gloo", **kwargs)
+    try:
+        work(reg)
+        result = gather(reg, timeout=timeout)
+        if result.rank == 0:
+            print(result.table(), file=out if out is not None else sys.stdout, flush=True)
+            if result_file is not None:
+                write_json(result_file, result.to_dict())
+        if owns_group:
+            # Every rank past its last collective before any rank tears its group down.
+            dist.barrier()
+        return result
+    finally:
+        if owns_group:
+            dist.destroy_process_group()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"python -m {WORKER_MODULE}",
+        description="One rank of a compiletrace job: compile and warm up a model, gather every "
+        "rank's compile figures; rank 0 prints them. Start it with torch.distributed.run.",
+    )
+    p.add_argument("--model", default=None, help="MODEL spec package.module:factory (the built-in demo)")
+    p.add_argument("--backend", default="inductor", help="torch.compile backend (default: inductor)")
+    p.add_argument("--mode", default=None, help="torch.compile mode (inductor only)")
+    p.add_argument("--device", default="cpu", help="cpu, or cuda for each rank's local GPU")
+    p.add_argument(
+        "--timeout", type=float, default=DEFAULT_GATHER_TIMEOUT_S, help="seconds to wait for the other ranks"
+    )
+    p.add_argument("--result-file", default=None, help="rank 0 writes the gathered result here (JSON)")
+    p.add_argument("--quiet", action="store_true", help="do not print the table on rank 0")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry of ``python -m compiletrace.distributed`` (one rank). Returns the exit status."""
+    args = _parser().parse_args(argv)
+    work = model_work(args.model, backend=args.backend, mode=args.mode, device=args.device)
+    with open(os.devnull, "w") if args.quiet else contextlib.nullcontext(sys.stdout) as out:
+        try:
+            run_rank(work, timeout=args.timeout, result_file=args.result_file, out=out)
+        except UsageError as exc:  # a bad MODEL spec, component or path
+            print(f"compiletrace: {exc}", file=sys.stderr)
+            return 2
+        except GatherError as exc:
+            print(f"compiletrace: {exc}", file=sys.stderr)
+            return 1
+    return 0

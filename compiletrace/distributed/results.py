@@ -1,0 +1,188 @@
+"""The figures of a distributed job: one rank's (:class:`RankTimes`) and every rank's
+(:class:`GatherResult`), plain data that saves to and loads from JSON."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiletrace._core.records import LANGUAGE_MODEL, CompilationTimes, ordered_components
+from compiletrace._core.registry import Registry
+from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.errors import UsageError
+
+__all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
+
+GATHER_KIND = "compiletrace.gather"
+GATHER_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RankTimes:
+    """One rank's compile figures."""
+
+    rank: int  # rank in the gathering group
+    by_component: dict[str, float]  # compile seconds per component, as its registry has them
+    graphs: int = 0  # graph records in the rank's registry
+    host: str = ""  # the machine the rank ran on
+    pid: int = 0
+
+    @property
+    def compilation_times(self) -> CompilationTimes:
+        return CompilationTimes.from_components(self.by_component)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.by_component.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "host": self.host,
+            "pid": self.pid,
+            "graphs": self.graphs,
+            "compilation_times": self.compilation_times._asdict(),
+            "by_component": dict(self.by_component),
+            "total_s": self.total_s,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "rank figures", where: str = "") -> RankTimes:
+        f = Fields(data, source, where)
+        return cls(
+            rank=f.integer("rank", minimum=0),
+            by_component=f.seconds_by_name("by_component"),
+            graphs=f.integer("graphs", 0, minimum=0),
+            host=f.string("host", ""),
+            pid=f.integer("pid", 0, minimum=0),
+        )
+
+    @classmethod
+    def of(cls, registry: Registry, rank: int) -> RankTimes:
+        return cls(rank, registry.by_component(), len(registry), socket.gethostname(), os.getpid())
+
+
+@dataclass(frozen=True)
+class GatherResult:
+    """Every rank's compile figures, the same on every rank.
+
+    ``maximum`` is the job's compile time per component: ranks compile in parallel, so each
+    component is ready when its slowest rank is. The slowest rank is the one with the
+    largest total (the lowest such rank on a tie).
+
+    >>> r = GatherResult.of([RankTimes(0, {"language_model": 2.0}), RankTimes(1, {"language_model": 3.0})])
+    >>> r.maximum, r.slowest_rank
+    (CompilationTimes(language_model=3.0, encoder=0.0), 1)
+    """
+
+    ranks: tuple[RankTimes, ...]  # in rank order
+    rank: int = 0  # the rank of the process holding this result
+    max_by_component: dict[str, float] = field(default_factory=dict)  # per-component maximum
+    slowest_rank: int = 0
+
+    @classmethod
+    def of(cls, ranks: Iterable[RankTimes], rank: int = 0) -> GatherResult:
+        ordered = tuple(sorted(ranks, key=lambda r: r.rank))
+        if not ordered:
+            raise UsageError("a gather result needs at least one rank")
+        names = ordered_components(n for r in ordered for n in r.by_component)
+        maximum = {n: max(r.by_component.get(n, 0.0) for r in ordered) for n in names}
+        slowest = max(ordered, key=lambda r: (r.total_s, -r.rank))
+        return cls(ordered, rank, maximum, slowest.rank)
+
+    @property
+    def world_size(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def compilation_times(self) -> tuple[CompilationTimes, ...]:
+        """Each rank's :class:`CompilationTimes`, in rank order."""
+        return tuple(r.compilation_times for r in self.ranks)
+
+    @property
+    def by_component(self) -> tuple[dict[str, float], ...]:
+        """Each rank's seconds per component, in rank order."""
+        return tuple(dict(r.by_component) for r in self.ranks)
+
+    @property
+    def maximum(self) -> CompilationTimes:
+        """The per-component maximum over ranks: the job's compile time."""
+        return CompilationTimes.from_components(self.max_by_component)
+
+    @property
+    def slowest(self) -> RankTimes:
+        return self.ranks[self.slowest_rank_index]
+
+    @property
+    def slowest_rank_index(self) -> int:
+        return next(i for i, r in enumerate(self.ranks) if r.rank == self.slowest_rank)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; :meth:`from_dict` reads it back."""
+        return envelope(
+            GATHER_KIND,
+            GATHER_SCHEMA_VERSION,
+            {
+                "world_size": self.world_size,
+                "ranks": [r.to_dict() for r in self.ranks],
+                "maximum": {
+                    "compilation_times": self.maximum._asdict(),
+                    "by_component": dict(self.max_by_component),
+                },
+                "slowest_rank": self.slowest_rank,
+                "slowest_total_s": self.slowest.total_s,
+            },
+        )
+
+    @classmethod
+    def from_dict(cls, data: Any, rank: int = 0, source: str = "gather result") -> GatherResult:
+        """Read :meth:`to_dict` output, checking every field."""
+        f = Fields(data, source)
+        f.check_kind(GATHER_KIND, {GATHER_SCHEMA_VERSION}, "a compiletrace gather result")
+        ranks = [RankTimes.from_dict(item.data, source, item.where) for item in f.items("ranks")]
+        if not ranks:
+            raise f.fail("ranks", "a non-empty list", [])
+        return cls.of(ranks, rank)
+
+    def table(self) -> str:
+        """The per-rank table, the maximum and the slowest rank, as text.
+
+        >>> lm = "language_model"
+        >>> r = GatherResult.of([RankTimes(0, {lm: 2.0}), RankTimes(1, {lm: 3.0})])
+        >>> print(r.table())
+        rank  host  language_model s  total s  graphs
+        ----  ----  ----------------  -------  ------
+        0           2.000             2.000    0
+        1           3.000             3.000    0
+        max         3.000
+        slowest rank: 1 (3.000 s of compiling, 1.000 s more than the fastest)
+        """
+        from compiletrace.reports import render_table
+
+        names = ordered_components(self.max_by_component) or [LANGUAGE_MODEL]
+        headers = ["rank", "host", *(f"{n} s" for n in names), "total s", "graphs"]
+        rows = [
+            [
+                str(r.rank),
+                r.host,
+                *(f"{r.by_component.get(n, 0.0):.3f}" for n in names),
+                f"{r.total_s:.3f}",
+                str(r.graphs),
+            ]
+            for r in self.ranks
+        ]
+        rows.append(["max", "", *(f"{self.max_by_component.get(n, 0.0):.3f}" for n in names), "", ""])
+        fastest = min(r.total_s for r in self.ranks)
+        slowest = self.slowest
+        lines = render_table(headers, rows)
+        lines.append(
+            f"slowest rank: {slowest.rank} ({slowest.total_s:.3f} s of compiling, "
+            f"{slowest.total_s - fastest:.3f} s more than the fastest)"
+        )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()

@@ -1,0 +1,191 @@
+"""The layout holds: data flows one way, from the torch-free I/O leaf through the core to the
+views and the applications, with no import cycle anywhere (function-level imports included).
+
+The graph is read from the source with ``ast``, so an import inside a function counts as
+much as one at the top of a module; imports under ``if TYPE_CHECKING:`` do not (they never
+run).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "compiletrace"
+ROOT = "compiletrace"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return isinstance(test, ast.Name) and test.id.lstrip("_") == "TYPE_CHECKING"
+
+
+def _imports(tree: ast.AST, module: str) -> Iterator[str]:
+    """Every module ``module`` imports at run time, resolved to a module name."""
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            node.body = []  # never runs; ast.walk has not entered it yet
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield sub if sub in MODULES else base
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        graph[name] = set(_imports(tree, name))
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _internal(name: str) -> set[str]:
+    return {m for m in GRAPH[name] if m in MODULES and m != name}
+
+
+def _closure(name: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for dep in _internal(todo.pop()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return seen
+
+
+def _imports_torch(name: str) -> bool:
+    return any(m == "torch" or m.startswith("torch.") for m in GRAPH[name])
+
+
+def _in(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_the_graph_sees_function_level_imports() -> None:
+    # A check that cannot fail is no check: the reader must see an import inside a function.
+    assert "compiletrace.reports" in GRAPH["compiletrace._app.profile"]  # imported in ProfileRun.summary
+    assert "compiletrace._app.profile" in MODULES and len(MODULES) > 30
+
+
+def test_no_import_cycle() -> None:
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        path.append(name)
+        for dep in sorted(_internal(name)):
+            if state.get(dep) == 1:
+                cycle = [*path[path.index(dep) :], dep]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if dep not in state:
+                visit(dep)
+        path.pop()
+        state[name] = 2
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for name in sorted(MODULES):
+        if name not in state:
+            visit(name)
+
+
+def test_nothing_inside_imports_the_front_door() -> None:
+    offenders = sorted(name for name in MODULES if ROOT in GRAPH[name] and name != ROOT)
+    assert offenders == [], "import names from their own modules, not from the package root"
+
+
+def test_the_io_leaf_imports_the_standard_library_only() -> None:
+    for name in MODULES:
+        if _in(name, "compiletrace._io"):
+            outside = {m for m in GRAPH[name] if m.split(".")[0] not in sys.stdlib_module_names}
+            assert {m for m in outside if not _in(m, "compiletrace._io")} == set(), name
+
+
+def test_views_never_reach_torch_the_tracker_or_the_applications() -> None:
+    forbidden = (
+        "compiletrace._core.tracker",
+        "compiletrace._core.torch_compat",
+        "compiletrace._core.backend",
+        "compiletrace._core.compile",
+        "compiletrace._app",
+        "compiletrace.bench",
+        "compiletrace.distributed",
+        "compiletrace.cli",
+    )
+    views = [n for n in MODULES if _in(n, "compiletrace.reports", "compiletrace.telemetry")]
+    assert len(views) >= 10
+    for name in views:
+        reached = _closure(name) | {name}
+        assert not [m for m in reached if _in(m, *forbidden)], name
+        assert not [m for m in reached if _imports_torch(m)], f"{name} reaches torch"
+
+
+def test_the_core_never_imports_views_or_applications() -> None:
+    above = ("compiletrace.reports", "compiletrace.telemetry", "compiletrace._app", "compiletrace.cli")
+    above += ("compiletrace.bench", "compiletrace.distributed", "compiletrace.models")
+    for name in MODULES:
+        if _in(name, "compiletrace._core"):
+            assert not [m for m in _closure(name) if _in(m, *above)], name
+
+
+def _touches_private_torch(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        attr = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        private = attr and node.attr.startswith("_") and not node.attr.startswith("__")  # type: ignore[attr-defined]
+        if private and node.value.id == "torch":  # type: ignore[attr-defined]
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch._"):
+            return True
+        if isinstance(node, ast.Import) and any(a.name.startswith("torch._") for a in node.names):
+            return True
+    return False
+
+
+def test_private_torch_apis_live_in_one_module() -> None:
+    # ``torch._dynamo``, ``torch._inductor``, ``torch._guards`` ...: one module touches them.
+    users = {
+        name
+        for name, path in MODULES.items()
+        if _touches_private_torch(ast.parse(path.read_text(encoding="utf-8")))
+    }
+    assert users == {"compiletrace._core.torch_compat"}
+
+
+def test_every_raise_in_the_package_is_a_compiletrace_error() -> None:
+    # Builtin exceptions are raised only where Python's protocols demand them.
+    allowed = {("__getattr__", "AttributeError"), ("_refuse_constant", "ValueError")}  # json's hook
+    builtin_errors = {n for n in dir(__import__("builtins")) if n.endswith(("Error", "Exception"))}
+    bad = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for func in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for node in ast.walk(func):
+                if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                    called = node.exc.func
+                    exc = called.id if isinstance(called, ast.Name) else None
+                    if exc in builtin_errors and (func.name, exc) not in allowed:
+                        bad.append(f"{name}:{node.lineno} raises {exc}")
+    assert bad == []
