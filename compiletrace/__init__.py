@@ -24,22 +24,32 @@ import sys as _sys
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
-from compiletrace._app.warmup import WarmupResult, warm_up
+# isort: split
+# First of all: note when this import began, and time torch's import on its own (the
+# start-up timeline shows both, from the process's own start).
+from compiletrace._core import import_timing as _import_timing  # noqa: F401
+
+# isort: split
+from compiletrace._app.timeline import phase
+from compiletrace._app.warmup import WarmupResult, expect_no_compiles, warm_up
 from compiletrace._core.backend import CompiletraceBackend, backend
 from compiletrace._core.compile import CompilationMode, compile
 from compiletrace._core.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._core.registry import Registry, compilation_times, get_registry
+from compiletrace._core.timeline import mark_import as _mark_import
 from compiletrace._core.tracker import FrameObserver as _FrameObserver
 from compiletrace._core.tracker import register_observer_factory as _register_observer_factory
 from compiletrace._io.errors import (
     ArgumentTypeError,
     ChildFailed,
+    CompileOptionError,
     CompiletraceError,
     GatherError,
     LaunchError,
     MissingDependencyError,
     OutputError,
     RunFileError,
+    UnexpectedCompileError,
     UsageError,
 )
 from compiletrace._version import __version__ as __version__
@@ -51,6 +61,7 @@ if _TYPE_CHECKING:
     from compiletrace import models as models
     from compiletrace import reports as reports
     from compiletrace import telemetry as telemetry
+    from compiletrace._app.doctor import Finding, diagnose
     from compiletrace._app.profile import ProfileRun, profile
     from compiletrace.reports import export_chrome_trace
     from compiletrace.telemetry import instrument
@@ -58,6 +69,8 @@ if _TYPE_CHECKING:
 # Loaded on first use, so that ``import compiletrace`` stays cheap (OpenTelemetry, the
 # views and the profiling helpers load only when something asks for them).
 _LAZY = {
+    "Finding": "compiletrace._app.doctor",
+    "diagnose": "compiletrace._app.doctor",
     "ProfileRun": "compiletrace._app.profile",
     "profile": "compiletrace._app.profile",
     "export_chrome_trace": "compiletrace.reports",
@@ -71,9 +84,11 @@ __all__ = [
     "ChildFailed",
     "CompilationMode",
     "CompilationTimes",
+    "CompileOptionError",
     "CompileStatus",
     "CompiletraceBackend",
     "CompiletraceError",
+    "Finding",
     "GatherError",
     "GraphRecord",
     "LaunchError",
@@ -82,15 +97,19 @@ __all__ = [
     "ProfileRun",
     "Registry",
     "RunFileError",
+    "UnexpectedCompileError",
     "UsageError",
     "WarmupResult",
     "backend",
     "compilation_times",
     "compile",
+    "diagnose",
+    "expect_no_compiles",
     "export_chrome_trace",
     "get_registry",
     "instrument",
     "load_ipython_extension",
+    "phase",
     "profile",
     "summary",
     "warm_up",
@@ -120,9 +139,16 @@ def summary(registry: Registry | None = None) -> str:
     >>> compiletrace.summary(compiletrace.Registry()).splitlines()[-1]
     'compilation took 0.00 s (language_model: 0.00 s)'
     """
-    from compiletrace.reports import summary_table
+    from compiletrace.reports import summary_table, totals_line
 
-    return summary_table((registry if registry is not None else get_registry()).records())
+    reg = registry if registry is not None else get_registry()
+    text = summary_table(reg.records())
+    if reg.dropped:
+        text += (
+            f"\n{reg.dropped} older graphs were dropped past the registry's capacity "
+            f"({reg.capacity}); with them, {totals_line(reg.by_component())}"
+        )
+    return text
 
 
 def _span_observer() -> _FrameObserver:
@@ -158,3 +184,4 @@ def _register_notebook_display() -> None:
 
 _register_observer_factory(_span_observer)
 _register_notebook_display()
+_mark_import("import compiletrace")  # last: the timeline's "import compiletrace" ends here

@@ -1,4 +1,5 @@
-"""The ``compiletrace`` command: ``profile``, ``bench startup``, ``report``, ``cache`` and ``compare``.
+"""The ``compiletrace`` command: ``profile``, ``bench startup``, ``report``, ``cache``, ``compare``
+and ``doctor``.
 
 A thin layer: argument parsing and output here; the work in ``compiletrace._app.profile``,
 ``compiletrace.bench`` and ``compiletrace.reports``.
@@ -11,26 +12,35 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
+from compiletrace._core.timeline import ORIGIN_PROCESS, Timeline, unix_now_ns
 from compiletrace._io.errors import ChildFailed, LaunchError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
+from compiletrace._io.signals import Terminated, terminate_on_signals
 from compiletrace._io.text import first_line
 
 __all__ = ["build_parser", "main"]
 
 PROG = "compiletrace"
+REPORT_PHASE = "report"  # profile's last phase: printing the tables and writing the files
 HELP_WIDTH = 100  # fixed, so --help reads the same everywhere (docs/reference.md quotes it)
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the model failed to compile or run; a benchmark child failed
 EXIT_USAGE = 2  # bad input: nothing was compiled
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP exit 128 + their number: 143, 129
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
+
+# When the command began, for its wall time where the process start cannot be read from /proc.
+_LOADED_UNIX_S = time.time()
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -90,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="load compile-cache artifacts saved by 'cache save' before compiling",
     )
     prof.add_argument(
+        "--trust",
+        action="store_true",
+        help="load --cache-artifacts unchecked (the file is code: only your own)",
+    )
+    prof.add_argument(
         "--nproc",
         type=int,
         default=1,
@@ -98,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     spans = prof.add_mutually_exclusive_group()
     spans.add_argument("--otlp-endpoint", metavar="URL", help="send spans to an OTLP/HTTP collector at URL")
-    spans.add_argument("--console-spans", action="store_true", help="print spans to stdout")
+    spans.add_argument("--console-spans", action="store_true", help="print spans to stderr")
 
     bench = sub.add_parser(
         "bench",
@@ -114,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="cold vs warm start-up, each iteration a fresh process",
         description="Start MODEL in fresh Python processes: cold ones each on a fresh empty compile cache,\n"
         "warm ones on a cache filled by untimed warm-up iterations. Prints the average and the\n"
-        "10/25/50/75/90/99th percentiles of start-up, compilation and encoder compilation time.",
+        "10/25/50/75/90/99th percentiles (of one iteration, its value) of start-up, non-encoder\n"
+        "compilation and encoder compilation time. Without a terminal, a line per stage on stderr.",
     )
     _add_model_options(startup)
     startup.add_argument(
@@ -134,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-artifacts",
         metavar="PATH",
         help="add PORTABLE iterations: a fresh empty cache with these artifacts loaded first",
+    )
+    startup.add_argument(
+        "--trust",
+        action="store_true",
+        help="load --cache-artifacts unchecked (the file is code: only your own)",
     )
     startup.add_argument(
         "--num-iters-portable",
@@ -159,9 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     cache = sub.add_parser(
         "cache",
         formatter_class=_formatter,
-        help="portable compile caches: save and inspect torch's cache artifacts",
+        help="portable compile caches: save, inspect and load torch's cache artifacts",
         description="Save the compile-cache artifacts of a model's start-up to one file, to load on another\n"
-        "machine or in a fresh container, and report what such a file holds.",
+        "machine or in a fresh container; report what such a file holds without running it; load\n"
+        "one into the compile caches. An artifacts file is code: load only files you trust.",
     )
     cache_sub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
     cache_sub.required = True
@@ -169,28 +191,44 @@ def build_parser() -> argparse.ArgumentParser:
         "save",
         formatter_class=_formatter,
         help="compile and warm up MODEL, then save the cache artifacts to PATH",
-        description="Compile and warm up MODEL (inductor), then save torch's cache artifacts to PATH.",
+        description="Compile and warm up MODEL (inductor), then save torch's cache artifacts to PATH and\n"
+        "their SHA-256 to PATH.sha256 (what 'cache load' and 'cache inspect' check the file against).",
     )
     save.add_argument("path", metavar="PATH", help="file to write the artifacts to")
     _add_model_options(save)
+    inspect = cache_sub.add_parser(
+        "inspect",
+        formatter_class=_formatter,
+        help="report what the artifacts in PATH hold, running nothing from the file",
+        description="Report what the cache artifacts in PATH hold: artifacts per kind, keys and sizes,\n"
+        "the torch that saved them, the SHA-256. Nothing in the file is run and nothing is written;\n"
+        "a file that 'cache load' would refuse is refused here too, saying why.",
+    )
+    inspect.add_argument("path", metavar="PATH", help="a file written by 'compiletrace cache save'")
+    inspect.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     load = cache_sub.add_parser(
         "load",
         formatter_class=_formatter,
-        help="load the artifacts in PATH and report what they hold",
-        description="Load the cache artifacts in PATH into this process's compile caches and report\n"
-        "what they hold.",
+        help="check the artifacts in PATH, then load them into the compile caches",
+        description="Check the cache artifacts in PATH (their digest, every class their pickles name, every\n"
+        "path they would write) and load them into the compile caches (TORCHINDUCTOR_CACHE_DIR).\n"
+        "A file the check cannot vouch for is refused; --trust loads it unchecked.",
     )
     load.add_argument("path", metavar="PATH", help="a file written by 'compiletrace cache save'")
+    load.add_argument(
+        "--trust", action="store_true", help="load PATH unchecked (the file is code: only your own)"
+    )
     load.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     compare = sub.add_parser(
         "compare",
         formatter_class=_formatter,
         help="compare two saved runs; exit 1 when anything regressed",
-        description="Compare two runs saved by 'profile --json' (per component, phase and graph) or by\n"
-        "'bench startup --output-json' (per metric). A figure regressed when it grew by more than\n"
-        "--threshold percent and --min-seconds; a graph only in NEW (a new graph break or\n"
-        "recompile) is a regression. Exit status: 0 none, 1 regressed, 2 bad input.",
+        description="Compare two runs saved by 'profile --json' (the total, then per component, phase\n"
+        "and graph) or by 'bench startup --output-json' (per metric). A figure slowed down when it\n"
+        "grew by more than --threshold percent and --min-seconds; a graph only in NEW (a new graph\n"
+        "break or recompile) slowed down too. Every change is shown; those in the --gate scopes\n"
+        "are regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input.",
     )
     compare.add_argument("base", metavar="BASE.json", help="the reference run")
     compare.add_argument("new", metavar="NEW.json", help="the run to check")
@@ -204,12 +242,54 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="ignore changes smaller than S seconds (default: 0.05)",
     )
+    compare.add_argument(
+        "--gate",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="gate on SCOPE: total, component, phase or graph; repeatable, or a comma-separated list "
+        "(default: total,component)",
+    )
     compare.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    doctor = sub.add_parser(
+        "doctor",
+        formatter_class=_formatter,
+        help="say why a saved run's compile time went where it went, and what to change",
+        description="Diagnose a run saved by 'profile --json' (recompiles and their failed guards, graph\n"
+        "breaks, repeated graphs, cache misses and expensive hits, compiles after warm-up, shared\n"
+        "frames) or a gathered multi-rank result (ranks that diverge). Prints each finding with its\n"
+        "evidence and fix, most seconds at stake first. Exit status: 0, or 1 when a finding of a\n"
+        "--fail-on kind is present; 2 for bad input.",
+    )
+    doctor.add_argument(
+        "run", metavar="RUN.json", help="a run saved by 'profile --json', or a gathered result"
+    )
+    doctor.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
+    doctor.add_argument(
+        "--fail-on",
+        metavar="KIND[,KIND]",
+        help="exit 1 when a finding of one of these kinds is present (e.g. recompiles,graph_break)",
+    )
+    doctor.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    env = sub.add_parser(
+        "env",
+        formatter_class=_formatter,
+        help="show the versions and which torch internals compiletrace can measure with",
+        description="Print the versions of Python, torch, compiletrace and OpenTelemetry, and which\n"
+        "torch internals this torch gives compiletrace (a missing one names what records lack).",
+    )
+    env.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 failed, 2 bad input, 130 interrupted)."""
+    """Run the CLI; returns the exit status (0 ok, 1 failed, 2 bad input, 130 interrupted,
+    143 SIGTERM, 129 SIGHUP).
+
+    While the command runs, SIGTERM and SIGHUP raise :class:`Terminated` (from the main
+    thread only; the previous handlers come back afterwards), so the clean-up that Ctrl-C
+    runs runs for them too: child processes stopped, temporary directories removed.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -221,15 +301,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": _report,
         "cache": _cache,
         "compare": _compare,
+        "doctor": _doctor,
+        "env": _env,
     }
     try:
-        return handlers[args.command](args)
+        with terminate_on_signals():
+            return handlers[args.command](args)
     except UsageError as exc:
         _error(args, first_line(exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``compiletrace ... | head``): stop quietly, as a shell tool does,
+        # and keep the interpreter's final flush from failing on the closed pipe.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except Terminated as exc:
+        # After SIGHUP the terminal may be gone: the exit status matters, the line does not.
+        with contextlib.suppress(OSError):
+            print(f"{PROG}: {exc} (exit status {exc.exit_status})", file=sys.stderr, flush=True)
+        return exc.exit_status
     except Exception as exc:
         first = first_line(exc)
         _error(args, f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
@@ -243,10 +337,20 @@ def _error(args: argparse.Namespace, message: str) -> None:
     print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
 
 
-def _outputs(pairs: Sequence[tuple[str | None, str]]) -> None:
+def _outputs(pairs: Sequence[tuple[str | None, str]], inputs: Sequence[str] = ()) -> None:
+    """Check every output path before any work: writable, not one of the inputs, and no two
+    outputs the same file (one would overwrite the other)."""
+    seen: dict[str, str] = {os.path.realpath(p): "the input" for p in inputs}
     for path, what in pairs:
-        if path is not None:
-            check_writable(path, what)
+        if path is None:
+            continue
+        check_writable(path, what)
+        if path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise UsageError(f"{what} {path!r} is the same file as {seen[real]}; give another path")
+        seen[real] = what
 
 
 def _components(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -263,11 +367,17 @@ def _telemetry(args: argparse.Namespace) -> Iterator[None]:
     if args.otlp_endpoint:
         handle = telemetry.configure(exporter="otlp", endpoint=args.otlp_endpoint, service_name=PROG)
     else:
-        handle = telemetry.configure(exporter="console", service_name=PROG)
+        # Spans to stderr: stdout is the report.
+        handle = telemetry.configure(exporter="console", service_name=PROG, out=sys.stderr)
     try:
         yield
     finally:
-        handle.shutdown()
+        from compiletrace._core.recorder import recording
+
+        # Exporting can take a while: the timeline shows it (a phase without a span: the
+        # spans are being flushed).
+        with recording("flush telemetry", "phase"):
+            handle.shutdown()
 
 
 def _write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | None) -> None:
@@ -277,23 +387,32 @@ def _write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | Non
     if trace_path is not None:
         from compiletrace.reports import export_chrome_trace
 
-        export_chrome_trace(trace_path, registry=run.registry)
+        export_chrome_trace(trace_path, registry=run.registry, timeline=run.timeline)
         print(f"wrote Chrome trace to {trace_path}")
 
 
 def _profile(args: argparse.Namespace) -> int:
     from compiletrace._app.profile import profile
     from compiletrace._app.progress import Progress
-    from compiletrace._core.registry import Registry
+    from compiletrace._app.timeline import Phase, open_startup_trace, startup_timeline
+    from compiletrace._core.registry import Registry, get_registry
+    from compiletrace.reports._timeline import timeline_text
 
+    command_start = unix_now_ns()
     _outputs([(args.json, "--json"), (args.chrome_trace, "--chrome-trace"), (args.html, "--html")])
     components = _components(args)
+    if args.trust and not args.cache_artifacts:
+        raise UsageError("--trust applies to --cache-artifacts; there is no file to trust")
     if args.nproc < 1:
         raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
     if args.nproc > 1:
         return _profile_ranks(args)
     registry = Registry()
-    with _telemetry(args), Progress() as progress:
+    compiling = args.compilation_mode != "none"
+    # Without a terminal, profile keeps stderr for errors (one line each): its report is on
+    # stdout at the end. bench startup, minutes of silence otherwise, logs a line per stage.
+    with _telemetry(args), Progress(plain=False) as progress:
+        open_startup_trace()  # this command is a start-up: its phases nest under one root span
 
         def compiled(record: Any) -> None:
             progress.note(
@@ -311,21 +430,49 @@ def _profile(args: argparse.Namespace) -> int:
             device=args.device,
             components=components or None,
             registry=registry,
-            on_compile=lambda name: progress.set(f"compiling {name}"),
+            on_compile=(lambda name: progress.set(f"compiling {name}")) if compiling else None,
             cache_artifacts=args.cache_artifacts,
+            trust=args.trust,
         )
         progress.close()
-        print(run.summary())
-        _print_expensive_hits(run)
-        w = run.warmup
-        print(
-            "warm-up skipped (compilation mode none)" if w.skipped else f"warm-up took {w.duration_s:.2f} s"
-        )
-    if args.json:
-        run.save(args.json)
-        print(f"wrote run to {args.json}")
-    _write_outputs(run, args.html, args.chrome_trace)
+        with Phase(REPORT_PHASE, registry=registry, opens_root=False):
+            _print_profile(run)
+            if args.json:
+                run.save(args.json)
+                print(f"wrote run to {args.json}")
+            _write_outputs(run, args.html, args.chrome_trace)
+    # The command's own start-up, from its process's start to these last lines: the phases
+    # of the run and of this command (any the model declared in the process registry too).
+    mine = [p for p in get_registry().phase_records() if p.start_unix_ns >= command_start]
+    timeline = startup_timeline(registry, extra_phases=mine)
+    print()
+    print(timeline_text(timeline))
+    what = "imports, model building, " + ("compiling, warm-up" if compiling else "the eager run")
+    _print_wall_time(what, timeline)
     return EXIT_OK
+
+
+def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
+    """The command's last line: how long its process has run (``what`` says what that holds);
+    with a ``timeline``, its total (the two are one figure)."""
+    from compiletrace._app.progress import wall_time_s
+
+    if timeline is not None:
+        seconds, since_process_start = timeline.total_s, timeline.origin == ORIGIN_PROCESS
+    else:
+        seconds, since_process_start = wall_time_s(_LOADED_UNIX_S)
+    since = "the process started" if since_process_start else "the command started"
+    print(f"wall time: {seconds:.2f} s since {since} ({what})")
+
+
+def _print_profile(run: ProfileRun) -> None:
+    """The report in reading order: header, tables, summary line (``run.summary()``), then
+    the warm-up, then the notes (expensive cache hits)."""
+    from compiletrace.reports._text import warmup_lines
+
+    print(run.summary())
+    print("\n".join(warmup_lines(run.warmup.to_dict())))
+    _print_expensive_hits(run)
 
 
 def _print_expensive_hits(run: ProfileRun) -> None:
@@ -338,11 +485,45 @@ def _print_expensive_hits(run: ProfileRun) -> None:
             print(f"  {hit.explanation()}")
 
 
-def _profile_ranks(args: argparse.Namespace) -> int:
-    from compiletrace.distributed import launch
+def _check_device(spec: str, nproc: int) -> None:
+    """Raise UsageError unless ``spec`` names a device every rank can use."""
+    import torch
+
+    try:
+        device = torch.device(spec)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise UsageError(f"--device {spec!r} is not a device torch knows: {first_line(exc)}") from None
+    is_available = getattr(getattr(torch, device.type, None), "is_available", None)
+    if callable(is_available) and not is_available():
+        raise UsageError(f"--device {spec}: no {device.type} device is available on this machine")
+    if device.type == "cuda":
+        # "cuda" gives each rank its local GPU: N ranks need N GPUs; "cuda:I" needs GPU I.
+        needed = nproc if device.index is None else device.index + 1
+        count = torch.cuda.device_count()
+        if count < needed:
+            raise UsageError(f"--device {spec} with --nproc {nproc} needs {needed} GPUs; {count} visible")
+
+
+def _check_ranks(args: argparse.Namespace) -> None:
+    """What would make every rank fail, checked here first: each rank would otherwise start,
+    import torch and fail with the same error (exit 2, one line, no process started)."""
+    from compiletrace._core.backend import INDUCTOR, inductor_config_patches, validate_backend
 
     if args.html or args.chrome_trace or args.cache_artifacts or args.component:
         raise UsageError("--nproc > 1 takes --json, --backend, --mode and --device only")
+    load_factory(args.model or DEFAULT_MODEL)
+    validate_backend(args.backend)
+    if args.mode is not None and args.mode != "default":
+        if args.backend != INDUCTOR:
+            raise UsageError(f"--mode {args.mode} applies to the inductor backend only, not {args.backend}")
+        inductor_config_patches(args.mode, None, None)
+    _check_device(args.device, args.nproc)
+
+
+def _profile_ranks(args: argparse.Namespace) -> int:
+    from compiletrace.distributed import launch
+
+    _check_ranks(args)
     worker = ["--backend", args.backend, "--device", args.device, "--quiet"]
     if args.model:
         worker += ["--model", args.model]
@@ -350,26 +531,42 @@ def _profile_ranks(args: argparse.Namespace) -> int:
         worker += ["--mode", args.mode]
     with _telemetry(args):
         try:
-            job = launch(args.nproc, worker)
+            # Captured: a failing rank is shown as one line, its traceback under --debug.
+            job = launch(args.nproc, worker, capture_output=True)
         except LaunchError as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            if args.debug and exc.output:
+                sys.stderr.write(exc.output.rstrip() + "\n")
+            hint = "" if args.debug or not exc.output else " (--debug shows the job's whole output)"
+            head, sep, rest = str(exc).partition("\n")
+            print(f"{PROG}: error: {head}{hint}{sep}{rest}", file=sys.stderr)
             return EXIT_FAILED
+    if args.debug and job.output:
+        sys.stderr.write(job.output.rstrip() + "\n")
     print(job.result.table())
     if args.json:
         write_json(args.json, job.result.to_dict())
         print(f"wrote per-rank figures to {args.json}")
+    _print_wall_time(f"imports and the {args.nproc}-rank job")
     return EXIT_OK
 
 
 def _cache(args: argparse.Namespace) -> int:
-    from compiletrace._app.cache import load_cache_artifacts, save_cache_artifacts
+    from compiletrace._app.cache import inspect_cache_artifacts, load_cache_artifacts, save_cache_artifacts
     from compiletrace._app.profile import profile
+    from compiletrace._io.artifacts import digest_path
 
-    if args.cache_command == "load":
-        info = load_cache_artifacts(args.path)
-        print(f"loaded {info.describe()} in {info.seconds:.2f} s")
+    if args.cache_command == "inspect":
+        print(inspect_cache_artifacts(args.path).report())
         return EXIT_OK
-    _outputs([(args.path, "PATH")])
+    if args.cache_command == "load":
+        info = load_cache_artifacts(args.path, trust=args.trust)
+        how = "unchecked (--trust)" if args.trust else f"checked against {digest_path(info.path).name}"
+        print(f"loaded {info.describe()} in {info.seconds:.2f} s, {how}")
+        _warn_torch_version(info.torch_version)
+        return EXIT_OK
+    if args.path == "-":
+        raise UsageError("cache save needs a file PATH: the digest is written beside it (PATH.sha256)")
+    _outputs([(args.path, "PATH"), (str(digest_path(args.path)), "PATH.sha256")])
     if args.backend != "inductor":
         raise UsageError(f"cache artifacts come from inductor; --backend {args.backend} saves none")
     run = profile(
@@ -381,22 +578,90 @@ def _cache(args: argparse.Namespace) -> int:
     )
     print(run.summary().splitlines()[-1])
     info = save_cache_artifacts(args.path)
-    print(f"saved {info.describe()}")
+    print(f"saved {info.describe()}, its digest in {digest_path(info.path).name}")
     return EXIT_OK
 
 
-def _compare(args: argparse.Namespace) -> int:
-    from compiletrace._app.compare import compare_files
+def _warn_torch_version(saved_with: str | None) -> None:
+    import torch
 
-    result = compare_files(args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds)
+    if saved_with is not None and saved_with != str(torch.__version__):
+        print(
+            f"note: the artifacts were saved with torch {saved_with}; this is torch {torch.__version__}, "
+            "whose caches will not use them",
+            file=sys.stderr,
+        )
+
+
+def _env(args: argparse.Namespace) -> int:
+    import platform
+    from importlib import metadata
+
+    from compiletrace._core import torch_compat as tc
+    from compiletrace.reports import render_table
+
+    versions = [["python", platform.python_version()]]
+    for package in ("torch", "compiletrace", "opentelemetry-api", "opentelemetry-sdk", "transformers"):
+        try:
+            versions.append([package, metadata.version(package)])
+        except metadata.PackageNotFoundError:
+            versions.append([package, "not installed"])
+    print("\n".join(render_table(["package", "version"], versions)))
+    print()
+    rows = [
+        [c.name, "yes" if c.available else "MISSING", "" if c.available else c.lacking]
+        for c in tc.capabilities()
+    ]
+    print("\n".join(render_table(["torch capability", "available", "records lack"], rows)))
+    return EXIT_OK
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from compiletrace._app.doctor import FindingKind, doctor_dict
+    from compiletrace._io.envelope import read_json_file
+    from compiletrace.distributed.results import GATHER_KIND, GatherResult
+    from compiletrace.reports._findings import findings_text
+
+    known = [k.value for k in FindingKind]
+    fail_on = {k.strip() for k in (args.fail_on or "").split(",") if k.strip()}
+    if (args.fail_on is not None and not fail_on) or fail_on - set(known):
+        bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
+        raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
+    _outputs([(args.json, "--json")], inputs=[args.run])
+    data = read_json_file(args.run)
+    if isinstance(data, dict) and data.get("kind") == GATHER_KIND:
+        findings = GatherResult.from_dict(data, source=args.run).diagnose()
+    else:
+        findings = ProfileRun.from_dict(data, args.run).diagnose()
+    if args.json != "-":
+        print(findings_text(findings))
+    if args.json:
+        write_json(args.json, doctor_dict(findings))
+        if args.json != "-":
+            print(f"wrote findings to {args.json}")
+    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from compiletrace._app.compare import compare_files, parse_gates
+
+    gates = parse_gates(args.gate)  # a bad --gate is bad input: exit 2 before reading a file
+    result = compare_files(
+        args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds, gates=gates
+    )
     print(result.table())
     return EXIT_FAILED if result.regressions else EXIT_OK
 
 
 def _report(args: argparse.Namespace) -> int:
-    _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")])
+    _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")], inputs=[args.run])
     run = ProfileRun.load(args.run)
     print(run.summary())
+    if run.timeline is not None:
+        from compiletrace.reports._timeline import timeline_text
+
+        print()
+        print(timeline_text(run.timeline))
     _write_outputs(run, args.html, args.chrome_trace)
     return EXIT_OK
 
@@ -428,7 +693,10 @@ def _bench(args: argparse.Namespace) -> int:
         num_iters_warm=args.num_iters_warm,
         cache_artifacts=str(Path(args.cache_artifacts).resolve()) if args.cache_artifacts else None,
         num_iters_portable=args.num_iters_portable,
+        trust_cache_artifacts=args.trust,
     )
+    if args.trust and not args.cache_artifacts:
+        raise UsageError("--trust applies to --cache-artifacts; there is no file to trust")
     if args.cache_artifacts and not Path(args.cache_artifacts).is_file():
         raise UsageError(f"cache artifacts file {args.cache_artifacts!r} does not exist")
     if args.num_iters_portable is not None and args.num_iters_portable < 0:

@@ -1,9 +1,20 @@
-"""Fixtures for the tests (the clean Dynamo and private cache for every test, doctests
-included, are in the root conftest.py)."""
+"""Fixtures and builders shared by the tests (the clean Dynamo and private cache for every
+test, doctests included, are in the root conftest.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
 import pytest
+
+from compiletrace import GraphRecord
+
+if TYPE_CHECKING:
+    from compiletrace import telemetry
+
+MS = 1_000_000  # nanoseconds
+S = 1_000_000_000
 
 
 class FakeClock:
@@ -22,3 +33,50 @@ class FakeClock:
 @pytest.fixture
 def fake_clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def tel() -> Iterator[telemetry.Telemetry]:
+    """compiletrace's spans and metrics kept in memory (``tel.spans()``, ``tel.metrics()``)
+    for the test, on providers that are not made global; shut down cleanly afterwards."""
+    from compiletrace import telemetry  # OpenTelemetry loads only for the tests that ask
+
+    handle = telemetry.configure(exporter="memory", set_global=False)
+    yield handle
+    assert handle.shutdown()
+
+
+def make_record(
+    compile_id: str = "0/0",
+    component: str = "encoder",
+    *,
+    start_unix_ns: int = 0,
+    frame_ns: int = 10 * MS,
+    backend_ns: int | None = None,
+    phases: Mapping[str, int] | None = None,
+    **fields: Any,
+) -> GraphRecord:
+    """A graph record with exact, consistent figures, for tests of the views and run files.
+
+    The frame runs ``frame_ns`` from ``start_unix_ns``; the backend takes ``backend_ns``
+    (by default the sum of ``phases``, else 0) and Dynamo the rest; the backend starts when
+    Dynamo's share ends (None when there is no backend time). Any other field of
+    :class:`GraphRecord`, ``dynamo_ns`` and ``backend_start_unix_ns`` included, can be given
+    by name and wins over these defaults (backend "eager", code "forward", 4 nodes).
+    """
+    if backend_ns is None:
+        backend_ns = sum(phases.values()) if phases else 0
+    dynamo_ns = frame_ns - backend_ns
+    values: dict[str, Any] = {
+        "backend": "eager",
+        "code_name": "forward",
+        "graph_node_count": 4,
+        "start_unix_ns": start_unix_ns,
+        "end_unix_ns": start_unix_ns + frame_ns,
+        "dynamo_ns": dynamo_ns,
+        "backend_ns": backend_ns,
+        "backend_start_unix_ns": start_unix_ns + dynamo_ns if backend_ns else None,
+        "phases": tuple(sorted((phases or {}).items())),
+    }
+    values.update(fields)
+    return GraphRecord(compile_id=compile_id, component=component, **values)

@@ -12,9 +12,11 @@ PUBLIC = {
     "ChildFailed",
     "CompilationMode",
     "CompilationTimes",
+    "CompileOptionError",
     "CompileStatus",
     "CompiletraceBackend",
     "CompiletraceError",
+    "Finding",
     "GatherError",
     "GraphRecord",
     "LaunchError",
@@ -23,15 +25,19 @@ PUBLIC = {
     "ProfileRun",
     "Registry",
     "RunFileError",
+    "UnexpectedCompileError",
     "UsageError",
     "WarmupResult",
     "backend",
     "compilation_times",
     "compile",
+    "diagnose",
+    "expect_no_compiles",
     "export_chrome_trace",
     "get_registry",
     "instrument",
     "load_ipython_extension",
+    "phase",
     "profile",
     "summary",
     "warm_up",
@@ -74,7 +80,7 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
 
 def test_every_exception_is_a_compiletrace_error() -> None:
     errors = [getattr(compiletrace, n) for n in compiletrace.__all__ if n.endswith(("Error", "Failed"))]
-    assert len(errors) == 9
+    assert len(errors) == 11
     assert all(issubclass(e, compiletrace.CompiletraceError) for e in errors)
     # The second bases keep existing ``except ValueError`` / ``except TypeError`` working.
     assert issubclass(compiletrace.UsageError, ValueError)

@@ -25,7 +25,7 @@ def test_warm_start_hits_the_cache_and_compiles_faster(
             "--output-json", str(out)]  # fmt: skip
     assert cli.main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "COLD (1 iterations)" in printed and "WARM (1 iterations)" in printed
+    assert "COLD (1 iteration)\n" in printed and "WARM (1 iteration)\n" in printed
     data = json.loads(out.read_text())
     assert data["cold_cache_misses"] == [2] and data["cold_cache_hits"] == [0]
     assert data["warm_cache_hits"] == [2] and data["warm_cache_misses"] == [0]

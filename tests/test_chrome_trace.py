@@ -10,21 +10,16 @@ import pytest
 import torch
 
 import compiletrace
-from compiletrace import GraphRecord
 from compiletrace.reports import chrome_trace_dict
+from tests.conftest import MS, make_record
 
 EPS_US = 1e-6  # float rounding of microsecond timestamps
 T0 = 1_700_000_000_000_000_000  # a Unix time in ns
 
 
-def rec(
-    cid: str, component: str, start: int, end: int, backend_start: int | None, backend_ns: int, **kw: Any
-) -> GraphRecord:
-    dynamo = (end - start) - backend_ns
-    return GraphRecord(
-        cid, component, "eager", "forward", 4, T0 + start, T0 + end, dynamo, backend_ns,
-        None if backend_start is None else T0 + backend_start, **kw,
-    )  # fmt: skip
+def at(ms: int) -> int:
+    """A Unix time ``ms`` milliseconds after T0, in ns."""
+    return T0 + ms * MS
 
 
 def x_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -48,8 +43,22 @@ def assert_properly_nested(trace: dict[str, Any]) -> None:
 def test_phases_nest_inside_each_graph_with_exact_times() -> None:
     # encoder: 0..10 ms, backend 4..8 ms; language model: 12..30 ms, backend 15..27 ms.
     records = [
-        rec("0/0", "encoder", 0, 10_000_000, 4_000_000, 4_000_000),
-        rec("1/0", "language_model", 12_000_000, 30_000_000, 15_000_000, 12_000_000),
+        make_record(
+            "0/0",
+            "encoder",
+            start_unix_ns=at(0),
+            frame_ns=10 * MS,
+            backend_ns=4 * MS,
+            backend_start_unix_ns=at(4),
+        ),
+        make_record(
+            "1/0",
+            "language_model",
+            start_unix_ns=at(12),
+            frame_ns=18 * MS,
+            backend_ns=12 * MS,
+            backend_start_unix_ns=at(15),
+        ),
     ]
     trace = chrome_trace_dict(records)
     events = [(e["name"], e["cat"], e["tid"], e["ts"], e["dur"]) for e in x_events(trace)]
@@ -80,8 +89,16 @@ def test_phases_nest_inside_each_graph_with_exact_times() -> None:
 
 
 def test_backward_is_its_own_event_on_the_component_track() -> None:
-    r = rec("0/0", "language_model", 0, 5_000_000, 1_000_000, 2_000_000, backward_ns=3_000_000,
-            backward_start_unix_ns=T0 + 9_000_000)  # fmt: skip
+    r = make_record(
+        "0/0",
+        "language_model",
+        start_unix_ns=at(0),
+        frame_ns=5 * MS,
+        backend_ns=2 * MS,
+        backend_start_unix_ns=at(1),
+        backward_ns=3 * MS,
+        backward_start_unix_ns=at(9),
+    )
     trace = chrome_trace_dict([r])
     (bw,) = [e for e in x_events(trace) if e["cat"] == "backward"]
     assert (bw["name"], bw["tid"], bw["ts"], bw["dur"]) == ("Compile backward [0/0]", 1, 9_000.0, 3_000.0)
@@ -90,9 +107,9 @@ def test_backward_is_its_own_event_on_the_component_track() -> None:
 
 def test_overlapping_compiles_of_one_component_get_a_second_lane() -> None:
     records = [
-        rec("0/0", "encoder", 0, 10_000_000, None, 0),
-        rec("1/0", "encoder", 5_000_000, 15_000_000, None, 0),  # another thread, overlapping
-        rec("2/0", "encoder", 20_000_000, 21_000_000, None, 0),
+        make_record("0/0", "encoder", start_unix_ns=at(0), frame_ns=10 * MS),
+        make_record("1/0", "encoder", start_unix_ns=at(5), frame_ns=10 * MS),  # another thread, overlapping
+        make_record("2/0", "encoder", start_unix_ns=at(20), frame_ns=1 * MS),
     ]
     trace = chrome_trace_dict(records)
     tids = {e["name"]: e["tid"] for e in x_events(trace) if e["cat"] == "compile"}
@@ -103,7 +120,7 @@ def test_overlapping_compiles_of_one_component_get_a_second_lane() -> None:
 
 
 def test_ranks_are_processes() -> None:
-    trace = chrome_trace_dict([rec("0/0", "encoder", 0, 1_000, None, 0, rank=1, world_size=2)])
+    trace = chrome_trace_dict([make_record("0/0", "encoder", start_unix_ns=at(0), rank=1, world_size=2)])
     assert {e["pid"] for e in trace["traceEvents"]} == {1}
 
 

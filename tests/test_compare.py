@@ -1,90 +1,110 @@
-"""compare: identical runs pass, planted regressions are named, bad input is refused."""
+"""compare: identical runs pass, planted regressions are named, bad input is refused.
+
+The runs compared are built from records with exact figures (binary fractions of a second,
+so every delta is exact), written as compiletrace writes them; one real profiled run checks
+that what ``profile`` saves compares too.
+"""
 
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-import torch
 
 import compiletrace
-from compiletrace import Registry
+from compiletrace import CacheOutcome, CompilationTimes, GraphRecord, ProfileRun, WarmupResult
 from compiletrace._app.compare import compare_files, load_run_file
+from tests.conftest import S, make_record
+
+REASON = "tensor 'x' size mismatch at index 0. expected 2, actual 5"
+PLANTED_NS = S // 2  # the regression planted in the language model's backend: 0.5 s
 
 
-def _slow_backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
-    time.sleep(0.5)  # a planted regression: a backend that got slower
-    return gm.forward
+def first_call(lm_backend_ns: int = S // 4) -> list[GraphRecord]:
+    """The graphs of a first call: an encoder function, then a language-model function."""
+    return [
+        make_record("0/0", "encoder", code_name="encoder_fn", frame_ns=S // 8, backend_ns=S // 16),
+        make_record(
+            "1/0", "language_model", code_name="lm_fn", start_unix_ns=S // 8,
+            frame_ns=S // 8 + lm_backend_ns, backend_ns=lm_backend_ns,
+        ),
+    ]  # fmt: skip
 
 
-def _fast_backend(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
-    return gm.forward
+def second_shape() -> list[GraphRecord]:
+    """The recompiles a call with a new static shape adds."""
+    return [
+        make_record(f"{frame}/1", component, code_name=code, start_unix_ns=S, frame_ns=S // 8,
+                    is_recompile=True, recompile_reason=REASON)
+        for frame, component, code in (("0", "encoder", "encoder_fn"), ("1", "language_model", "lm_fn"))
+    ]  # fmt: skip
 
 
-def save_run(path: Path, backend: Any, shapes: tuple[int, ...]) -> Path:
-    torch._dynamo.reset()
-    reg = Registry()
-
-    def encoder_fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x) * 2
-
-    def lm_fn(x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(x) + 1
-
-    enc = compiletrace.compile(
-        encoder_fn, is_encoder=True, backend=_fast_backend, dynamic=False, registry=reg
-    )
-    lm = compiletrace.compile(lm_fn, backend=backend, dynamic=False, registry=reg)
-    for n in shapes:
-        lm(enc(torch.ones(n)))
-    data = {
-        "kind": "compiletrace.run",
-        "schema_version": 1,
-        "registry": reg.to_dict(),
-        "warmup": {"skipped": False, "duration_s": 0.0},
-    }
-    path.write_text(json.dumps(data))
+def save_run(path: Path, records: Sequence[GraphRecord]) -> Path:
+    warmup = WarmupResult(skipped=False, duration_s=1.0, compilation_times=CompilationTimes())
+    ProfileRun(tuple(records), warmup, {"model": "tests", "backend": "eager"}).save(path)
     return path
 
 
 def test_identical_runs_have_no_regression(tmp_path: Path) -> None:
-    base = save_run(tmp_path / "base.json", _fast_backend, (2,))
+    base = tmp_path / "base.json"
+    compiletrace.profile(backend="eager").save(base)  # a real run, as ``profile --json`` saves it
     result = compare_files(base, base)
     assert result.regressions == ()
+    assert all(c.delta == 0 and c.status == "ok" for c in result.changes)
     assert "no regression" in result.table()
-    assert {c.scope for c in result.changes} == {"component", "phase", "graph"}
+    assert {c.scope for c in result.changes} == {"total", "component", "phase", "graph"}
 
 
 def test_a_slower_backend_is_named(tmp_path: Path) -> None:
-    # A first run pays the process's one-time costs (Dynamo's first trace of these ops can
-    # take longer than the planted regression); base and new then differ by the backend only.
-    save_run(tmp_path / "first.json", _fast_backend, (2,))
-    base = save_run(tmp_path / "base.json", _fast_backend, (2,))
-    new = save_run(tmp_path / "new.json", _slow_backend, (2,))
-    # 0.5 s planted; 0.25 s minimum keeps a loaded machine's jitter out of the verdict.
-    result = compare_files(base, new, threshold_pct=10, min_seconds=0.25)
-    names = {(c.scope, c.name) for c in result.regressions}
-    assert ("component", "language_model") in names, result.table()
-    assert ("graph", "language_model:lm_fn#0") in names
-    assert ("phase", "backend.other") in names  # a backend torch does not time: all "other"
+    base = save_run(tmp_path / "base.json", first_call())
+    new = save_run(tmp_path / "new.json", first_call(S // 4 + PLANTED_NS))
+    result = compare_files(base, new)  # default thresholds: 10% and 0.05 s; gates: total, component
+    deltas = {(c.scope, c.name): c.delta for c in result.changes if c.delta}
+    # The planted 0.5 s, exactly, in the total, the language model, its graph and its backend;
+    # nothing else moved.
+    assert deltas == {
+        ("total", "compile time"): 0.5,
+        ("component", "language_model"): 0.5,
+        ("phase", "backend.other"): 0.5,  # a backend torch does not time: all "other"
+        ("graph", "language_model:lm_fn#0"): 0.5,
+    }
+    assert {(c.scope, c.name) for c in result.regressions} == {
+        ("total", "compile time"),
+        ("component", "language_model"),
+    }
+    assert {(c.scope, c.name) for c in result.ungated_slower} == set(deltas) - set(
+        (c.scope, c.name) for c in result.regressions
+    )
     assert "REGRESSED" in result.table()
+    assert "2 regression(s) beyond 10% and 0.05 s" in result.table()
+    every = ("total", "component", "phase", "graph")
+    assert {(c.scope, c.name) for c in compare_files(base, new, gates=every).regressions} == set(deltas)
+    # A figure must grow by more than both thresholds. The largest growth is the backend's:
+    # 0.5 s on 0.3125 s, 160%.
+    slower = compare_files(base, new, threshold_pct=159, gates=every).regressions
+    assert [c.name for c in slower] == ["backend.other"]
+    assert compare_files(base, new, threshold_pct=160, gates=every).regressions == ()
+    assert compare_files(base, new, min_seconds=0.5).regressions == ()
 
 
 def test_an_extra_recompile_is_a_new_graph(tmp_path: Path) -> None:
-    base = save_run(tmp_path / "base.json", _fast_backend, (2,))
-    new = save_run(tmp_path / "new.json", _fast_backend, (2, 5))
-    result = compare_files(base, new)
+    base = save_run(tmp_path / "base.json", first_call())
+    new = save_run(tmp_path / "new.json", [*first_call(), *second_shape()])
+    result = compare_files(base, new, gates="graph")
     new_graphs = [c for c in result.regressions if c.status == "NEW GRAPH"]
-    assert [c.name.split(" ")[0] for c in new_graphs] == ["encoder:encoder_fn#1", "language_model:lm_fn#1"]
-    assert all("size mismatch" in c.name for c in new_graphs)
+    assert [c.name for c in new_graphs] == [
+        f"encoder:encoder_fn#1 (recompile: {REASON})",
+        f"language_model:lm_fn#1 (recompile: {REASON})",
+    ]
+    assert [(c.base, c.new) for c in new_graphs] == [(None, 0.125), (None, 0.125)]
     # And the other way round the graphs are gone, which is no regression.
     back = compare_files(new, base)
-    assert {
-        c.status for c in back.changes if c.scope == "graph" and c.base is not None and c.new is None
-    } == {"gone"}
+    gone = [c for c in back.changes if c.scope == "graph" and c.base is not None and c.new is None]
+    assert [c.status for c in gone] == ["gone", "gone"]
+    assert not any(c.scope == "graph" for c in back.regressions)
 
 
 def test_bench_runs_compare_their_averages(tmp_path: Path) -> None:
@@ -119,7 +139,7 @@ def test_bad_files_are_refused(tmp_path: Path, content: str, match: str) -> None
 def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
     with pytest.raises(compiletrace.RunFileError, match=r"nope\.json does not exist"):
         load_run_file(tmp_path / "nope.json")
-    profile = save_run(tmp_path / "p.json", _fast_backend, (2,))
+    profile = save_run(tmp_path / "p.json", first_call())
     bench = tmp_path / "b.json"
     bench.write_text(json.dumps({"avg_cold_startup_time": 1.0}))
     with pytest.raises(ValueError, match="cannot compare a profile run"):
@@ -134,13 +154,13 @@ def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
 def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from compiletrace import cli
 
-    base = save_run(tmp_path / "base.json", _fast_backend, (2,))
-    new = save_run(tmp_path / "new.json", _fast_backend, (2, 5))
+    base = save_run(tmp_path / "base.json", first_call())
+    new = save_run(tmp_path / "new.json", [*first_call(), *second_shape()])
     assert cli.main(["compare", str(base), str(base)]) == 0
     assert "no regression" in capsys.readouterr().out
     assert cli.main(["compare", str(base), str(new), "--threshold", "5"]) == 1
     out = capsys.readouterr().out
-    assert "NEW GRAPH" in out and "lm_fn#1" in out
+    assert "new graph (not gated)" in out and "lm_fn#1" in out  # the components' growth fails it
     assert cli.main(["compare", str(base), str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and "Traceback" not in err
@@ -150,20 +170,18 @@ def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_expensive_hits_need_a_hit_that_still_compiles() -> None:
-    from compiletrace import CacheOutcome, GraphRecord
     from compiletrace._app.analysis import find_expensive_hits
 
-    s = 1_000_000_000
+    def rec(outcome: CacheOutcome, phases: dict[str, int]) -> GraphRecord:
+        backend_ns = sum(phases.values())
+        return make_record(
+            backend="inductor", graph_node_count=10, frame_ns=backend_ns + S, phases=phases,
+            fx_graph_cache=outcome, aot_autograd_cache=outcome,
+        )  # fmt: skip
 
-    def rec(outcome: CacheOutcome, phases: dict[str, int], cid: str = "0/0") -> GraphRecord:
-        backend = sum(phases.values())
-        return GraphRecord(cid, "encoder", "inductor", "forward", 10, 0, backend + s, s, backend, s,
-                           fx_graph_cache=outcome, aot_autograd_cache=outcome,
-                           phases=tuple(sorted(phases.items())))  # fmt: skip
-
-    cold = [rec(CacheOutcome.MISS, {"aot_autograd": 1 * s, "inductor": 2 * s, "kernel_compile": 10 * s})]
-    portable = [rec(CacheOutcome.HIT, {"cache": s // 10, "kernel_compile": 9 * s, "other": s})]
-    warm = [rec(CacheOutcome.HIT, {"cache": s // 10, "other": 3 * s})]  # slow, but compiles nothing
+    cold = [rec(CacheOutcome.MISS, {"aot_autograd": 1 * S, "inductor": 2 * S, "kernel_compile": 10 * S})]
+    portable = [rec(CacheOutcome.HIT, {"cache": S // 10, "kernel_compile": 9 * S, "other": S})]
+    warm = [rec(CacheOutcome.HIT, {"cache": S // 10, "other": 3 * S})]  # slow, but compiles nothing
     (hit,) = find_expensive_hits(portable, cold=cold)
     assert hit.dominant_phase == "kernel_compile"
     assert hit.share_of_cold == pytest.approx(9 / 13)

@@ -14,7 +14,6 @@ import os
 import socket
 import sys
 import time
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -298,7 +297,9 @@ def test_missing_rank_fails_the_others_within_the_timeout(tmp_path: Path, scenar
         assert "error" in report, f"rank {report['rank']} did not fail"
         assert report["error"].startswith(f"compiletrace gather failed on rank {report['rank']} of 3")
         assert "did not call gather() within 3 s" in report["error"]
-        assert report["elapsed_s"] < FAIL_TIMEOUT_S + 5
+        # It failed because gather's own 3 s timeout fired (the message says so), not the 60 s
+        # one nor the job's; the wall-clock bound is generous, for a busy machine.
+        assert report["elapsed_s"] < 5 * FAIL_TIMEOUT_S < GATHER_TIMEOUT_S
     if scenario == "hang":  # rank 0's monitored barrier names the missing rank
         assert "Ranks 2 failed to pass monitoredBarrier" in reports[0]["error"]
 
@@ -378,22 +379,13 @@ def test_environ_round_trip_and_pass_through() -> None:
 # -- the launcher: torch.distributed.run on loopback ----------------------------------------
 
 
-def tiny_model(device: str = "cpu") -> Any:
-    """A MODEL factory for the launcher test (``test_distributed:tiny_model``)."""
-    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-    return types.SimpleNamespace(
-        model=model.to(device),
-        example_inputs=(torch.ones(1, 4, device=device),),
-        components={"0": "encoder", "1": "language_model"},
-    )
-
-
 @pytest.mark.slow
 def test_launch_two_ranks_with_torchrun() -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), *sys.path]))
+    root = Path(__file__).resolve().parent.parent  # where tests.tiny_models imports from
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
     run = distributed.launch(
         2,
-        ["--model", "test_distributed:tiny_model", "--backend", "eager", "--timeout", "60"],
+        ["--model", "tests.tiny_models:tiny", "--backend", "eager", "--timeout", "60"],
         timeout=JOB_TIMEOUT_S * 2,
         env=env,
         capture_output=True,

@@ -1,39 +1,66 @@
-"""The HTML report, opened in a real browser (headless Chromium)."""
+"""The HTML report: one file that works offline, one colour-blind-safe palette, and a
+page that fits a laptop and a phone, opened in a real browser (headless Chromium)."""
 
 from __future__ import annotations
 
+import html
+import itertools
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from compiletrace import GraphRecord
-from compiletrace._core.records import CacheOutcome
-from compiletrace.reports import component_chart_svg, html_report, summary_line, timeline_svg
+from compiletrace import CacheOutcome
+from compiletrace._version import __version__
+from compiletrace.reports import (
+    component_chart_svg,
+    html_report,
+    registry_html_table,
+    report_fragment,
+    summary_line,
+    timeline_svg,
+)
+from compiletrace.reports._html import PHASE_COLORS
+from compiletrace.reports._text import cache_line, cache_state
+from tests.conftest import MS, S, make_record
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
 
-S = 1_000_000_000
 RECORDS = [
-    GraphRecord("0/0", "encoder", "inductor", "forward", 19, 0, 3 * S, 1 * S, 2 * S, 0,
-                fx_graph_cache=CacheOutcome.MISS),
-    GraphRecord("1/0", "language_model", "inductor", "forward", 75, 3 * S, 8 * S, 1 * S, 4 * S, 3 * S,
-                backward_ns=2 * S, backward_start_unix_ns=9 * S, fx_graph_cache=CacheOutcome.HIT),
-    GraphRecord("1/1", "language_model", "inductor", "forward", 75, 10 * S, 11 * S, None, S // 2, 10 * S,
+    make_record("0/0", "encoder", backend="inductor", graph_node_count=19, frame_ns=3 * S,
+                backend_ns=2 * S, backend_start_unix_ns=0, fx_graph_cache=CacheOutcome.MISS),
+    make_record("1/0", "language_model", backend="inductor", graph_node_count=75, start_unix_ns=3 * S,
+                frame_ns=5 * S, backend_ns=4 * S, backend_start_unix_ns=3 * S, backward_ns=2 * S,
+                backward_start_unix_ns=9 * S, fx_graph_cache=CacheOutcome.HIT),
+    make_record("1/1", "language_model", backend="inductor", graph_node_count=75, start_unix_ns=10 * S,
+                frame_ns=S, dynamo_ns=None, backend_ns=S // 2, backend_start_unix_ns=10 * S,
                 is_recompile=True, recompile_reason="tensor 'x' size mismatch <at> index 0"),
 ]  # fmt: skip
+# A fourth component, every backend phase, and a 12 s total (after 1, 3 and 7 s: sorted as
+# text it would come second), and a multi-line recompile reason.
+REASON = "0/0: tensor 'x' size mismatch at index 0\nUser stack trace:\n  File \"m.py\", line 3, in forward"
+FULL = [
+    *RECORDS,
+    make_record("2/0", "vision_tower", backend="inductor", start_unix_ns=12 * S, frame_ns=12 * S,
+                phases={"aot_autograd": 2 * S, "inductor": 3 * S, "kernel_compile": 4 * S, "cache": S,
+                        "other": 500 * MS}, is_recompile=True, recompile_reason=REASON),
+]  # fmt: skip
+META = {"model": "compiletrace.models:build_demo", "backend": "inductor", "torch_version": "2.13.0",
+        "compiletrace_version": "9.8.7"}  # fmt: skip
 
 
-def open_in_chromium(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
+def open_in_chromium(page: Path, tmp_path: Path, window: str = "1300,1000") -> tuple[str, list[str]]:
     """The DOM after load, and the browser's console messages."""
     proc = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
          f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-         "--dump-dom", page.as_uri()],
+         f"--window-size={window}", "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=90, check=True,
     )  # fmt: skip
     console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
@@ -42,11 +69,28 @@ def open_in_chromium(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
 
 def test_report_is_self_contained() -> None:
     page = html_report(RECORDS, meta={"model": "m:f", "backend": "inductor"})
-    assert "<script" not in page and "<link" not in page and "<img" not in page
+    assert "<link" not in page and "<img" not in page and "<iframe" not in page
     assert not re.search(r"(src|href)\s*=", page)
     assert "url(" not in page and "@import" not in page
-    assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * 2  # namespaces only
+    # SVG namespaces only, one per outer chart (the legends nest in their charts).
+    assert re.findall(r"https?://[^\"' ]+", page) == ["http://www.w3.org/2000/svg"] * 2
     assert "&lt;at&gt;" in page  # text from records is escaped
+    # One inline script, that asks the network for nothing.
+    scripts = re.findall(r"<script\b([^>]*)>(.*?)</script>", page, re.S)
+    assert len(scripts) == 1 and scripts[0][0] == ""
+    for call in ("fetch", "XMLHttpRequest", "import(", "WebSocket", "eval(", "sendBeacon", ".src"):
+        assert call not in scripts[0][1]
+    assert len(scripts[0][1]) < 4_000  # small
+
+
+def test_notebook_fragment_has_no_script_and_no_dead_control() -> None:
+    fragment = report_fragment(FULL, meta=META)
+    assert "<script" not in fragment and "ct-filter" not in fragment
+    page = html_report(FULL, meta=META)
+    # The filter shows only where the script runs (the script un-hides it).
+    assert '<p class="ct-filter-line" hidden>' in page
+    assert '<option value="vision_tower">vision_tower</option>' in page
+    assert "<select" not in html_report(RECORDS[:1])  # one component: nothing to filter
 
 
 def test_chart_splits_each_component_by_phase() -> None:
@@ -59,7 +103,136 @@ def test_chart_splits_each_component_by_phase() -> None:
     assert "encoder backend: 2.000 s" in svg
     assert ">8.00 s<" in svg and ">3.00 s<" in svg  # per-component totals beside the bars
     timeline = timeline_svg(RECORDS)
-    assert timeline.count('class="graph"') == 3 and timeline.count('class="backward"') == 1
+    assert timeline.count('class="graph"') == 3
+    assert [phase for phase, _ in _bars(timeline)].count("backward") == 1
+
+
+def _bars(svg: str) -> list[tuple[str, str]]:
+    """(phase, fill) of every bar of a chart, its legend left out."""
+    body = re.sub(r'<svg class="legend".*?</svg>', "", svg, flags=re.S)
+    return re.findall(r'<rect class="phase-(\w+)"[^>]*? fill="(#\w+)"', body)
+
+
+def _legend(svg: str) -> list[tuple[str, str, str]]:
+    """(phase, swatch fill, label) of each legend entry of a chart, in order."""
+    legend = re.search(r'<svg class="legend".*?</svg>', svg, re.S)
+    assert legend, "every chart has a legend"
+    return re.findall(
+        r'data-phase="(\w+)">.*?fill="(#\w+)".*?<text[^>]*>([^<]+)</text>', legend.group(), re.S
+    )
+
+
+def test_one_palette_a_legend_for_each_chart() -> None:
+    assert len(set(PHASE_COLORS.values())) == len(PHASE_COLORS)  # a colour, one phase
+    for svg in (component_chart_svg(FULL), timeline_svg(FULL)):
+        bars, legend = _bars(svg), _legend(svg)
+        assert bars and all(PHASE_COLORS[phase] == fill for phase, fill in bars)
+        # The legend names each colour the chart draws, once, in one order, and no other.
+        assert [phase for phase, _, _ in legend] == [p for p in PHASE_COLORS if p in dict(bars)]
+        assert all(PHASE_COLORS[phase] == fill for phase, fill, _ in legend)
+        # Evenly spaced: 3 columns of 120 px, a line every 18 px.
+        legend_svg = svg.split('<svg class="legend"')[1].split("</svg>")[0]
+        positions = re.findall(r'<text x="([\d.]+)" y="([\d.]+)">', legend_svg)
+        assert [(float(x), float(y)) for x, y in positions] == [
+            (120 * (k % 3) + 17, 18 * (k // 3) + 12.5) for k in range(len(legend))
+        ]
+    # Components are rows, never colours: the timeline colours the same graph as the chart does.
+    timeline_phases = {phase for phase, _ in _bars(timeline_svg(FULL))}
+    assert timeline_phases <= set(PHASE_COLORS) and "kernel_compile" in timeline_phases
+
+
+# Colour-vision deficiency simulation (Machado, Oliveira & Fernandes 2009, severity 1), on
+# linear RGB; distances in CIELAB (D65).
+_CVD = {
+    "normal": ((1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    "protanopia": ((0.152286, 1.052583, -0.204868), (0.114503, 0.786281, 0.099216),
+                   (-0.003882, -0.048116, 1.051998)),
+    "deuteranopia": ((0.367322, 0.860646, -0.227968), (0.280085, 0.672501, 0.047413),
+                     (-0.011820, 0.042940, 0.968881)),
+    "tritanopia": ((1.255528, -0.076749, -0.178779), (-0.078411, 0.930809, 0.147602),
+                   (0.004733, 0.691367, 0.303900)),
+}  # fmt: skip
+
+
+def _lab(hex_color: str, vision: str) -> tuple[float, float, float]:
+    def linear(c: int) -> float:
+        v = c / 255
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+    rgb = [linear(int(hex_color[i : i + 2], 16)) for i in (1, 3, 5)]
+    r, g, b = (min(1.0, max(0.0, sum(m * c for m, c in zip(row, rgb, strict=True)))) for row in _CVD[vision])
+    x, y, z = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
+
+    def f(t: float) -> float:
+        return t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+@pytest.mark.parametrize("vision", list(_CVD))
+def test_phases_stay_apart_for_colour_blind_readers(vision: str) -> None:
+    # Any two phases may share a bar: every pair must stay apart (CIELAB distance; the old
+    # palette's dynamo and cache blues were 20 apart with normal vision, its mid grey "other"
+    # and purple "cache" 7 apart for deuteranopes).
+    labs = {phase: _lab(color, vision) for phase, color in PHASE_COLORS.items()}
+    closest = min(
+        (sum((a - b) ** 2 for a, b in zip(labs[p], labs[q], strict=True)) ** 0.5, p, q)
+        for p, q in itertools.combinations(labs, 2)
+    )
+    assert closest[0] >= 15, closest
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "state"),
+    [
+        ((CacheOutcome.MISS, CacheOutcome.MISS), "cold"),
+        ((CacheOutcome.HIT, CacheOutcome.HIT), "warm"),
+        ((CacheOutcome.HIT, CacheOutcome.MISS), "mixed"),
+        ((CacheOutcome.HIT, CacheOutcome.NONE), "mixed"),
+        ((CacheOutcome.NONE, CacheOutcome.NONE), "none"),  # no graph consulted a cache
+    ],
+)
+def test_header_shows_versions_and_how_warm_the_cache_was(
+    outcomes: tuple[CacheOutcome, ...], state: str
+) -> None:
+    records = [make_record(f"{i}/0", aot_autograd_cache=o) for i, o in enumerate(outcomes)]
+    assert cache_state(records) == state
+    header = re.search(r"<header>(.*?)</header>", html_report(records, meta=META, title="t"), re.S)
+    assert header and "<h1>t</h1>" in header.group(1)
+    assert f'cache: <strong class="cache-state">{state}</strong>' in header.group(1)
+    # The text report's words, so the two views never disagree.
+    line = html.unescape(re.sub(r"<[^>]+>", "", header.group(1)))
+    assert line == f"tcompiletrace 9.8.7 · torch 2.13.0 · {cache_line(records)}"
+    # A notebook's fragment says the same; without meta, the version is the one installed.
+    assert f"compiletrace {__version__} · cache: <strong" in report_fragment(records)
+
+
+def test_figures_are_right_aligned_in_tabular_digits() -> None:
+    page = html_report(FULL, meta=META)
+    graphs = re.search(r'<table class="compiletrace" data-table="graphs">.*?</table>', page, re.S)
+    assert graphs
+    heads = re.findall(r'<th scope="col"( class="num")?>([^<]+)</th>', graphs.group())
+    numeric = [name for cls, name in heads if cls]
+    assert numeric == ["nodes", "dynamo s", "backend s", "backward s", "total s"]
+    assert '<td class="num">12.000</td>' in graphs.group() and '<td class="num">-</td>' in graphs.group()
+    assert "<td>vision_tower</td>" in graphs.group()  # text stays left
+    assert ".num { text-align: right; font-variant-numeric: tabular-nums; }" in page
+    for name in ("components", "phases"):
+        assert f'data-table="{name}"' in page
+
+
+def test_multi_line_reasons_show_their_first_line_and_expand() -> None:
+    for markup in (html_report(FULL), registry_html_table(FULL)):
+        assert (
+            "<details><summary>0/0: tensor &#x27;x&#x27; size mismatch at index 0</summary>"
+            "<pre>0/0: tensor &#x27;x&#x27; size mismatch at index 0\nUser stack trace:" in markup
+        )
+    # The notebook's table carries its own style (figures right-aligned there too).
+    assert registry_html_table(FULL).startswith("<style>")
 
 
 @needs_chromium
@@ -76,9 +249,147 @@ def test_report_renders_in_chromium_without_errors(tmp_path: Path) -> None:
         "Per graph",
     ):
         assert f"<h2>{heading}</h2>" in dom
-    assert dom.count("<svg") == 2
+    assert dom.count('class="compiletrace-chart"') == 1 and dom.count('class="compiletrace-timeline"') == 1
     assert "tensor 'x' size mismatch &lt;at&gt; index 0" in dom
     assert re.search(r"<td>1/1</td><td>language_model</td>", dom)
+
+
+# The report in two frames, a laptop's width and a phone's (headless Chromium will not make
+# a window narrower than 500 px; a frame is a viewport of its own, media queries included).
+# After load, a script measures both, sorts and filters in the wide one, and writes what it
+# saw into the page as JSON, for --dump-dom.
+_HARNESS = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="wide" width="1300" height="5000" style="border:0;display:block" srcdoc="{page}"></iframe>
+<iframe id="phone" width="390" height="5000" style="border:0;display:block" srcdoc="{page}"></iframe>
+<pre id="result"></pre>
+<script>
+var each = function (list, f) { return Array.prototype.map.call(list, f); };
+function measure(doc) {
+  var root = doc.documentElement, win = doc.defaultView;
+  return {
+    width: win.innerWidth, client: root.clientWidth, scroll: root.scrollWidth,
+    boxes: each(doc.querySelectorAll(".ct-scroll"), function (b) { return [b.scrollWidth, b.clientWidth]; }),
+    text: each(doc.querySelectorAll("svg text"), function (t) {
+      var r = t.getBoundingClientRect();
+      var chart = t.closest("svg.compiletrace-chart, svg.compiletrace-timeline").getBoundingClientRect();
+      return {text: t.textContent, height: r.height, left: r.left - chart.left, right: chart.right - r.right};
+    }),
+    legends: each(doc.querySelectorAll("svg.legend"), function (legend) {
+      return each(legend.querySelectorAll(".legend-item"), function (g) {
+        var r = g.getBoundingClientRect();
+        return {phase: g.getAttribute("data-phase"), left: r.left, right: r.right, top: r.top};
+      });
+    }),
+    num: each(doc.querySelectorAll("td.num"), function (td) {
+      var style = win.getComputedStyle(td);
+      return style.textAlign + " " + style.fontVariantNumeric;
+    }),
+  };
+}
+function column(doc, table, col) {
+  var rows = doc.querySelectorAll('table[data-table="' + table + '"] tbody tr');
+  return each(rows, function (tr) { return tr.hidden ? null : tr.cells[col].textContent; })
+    .filter(function (v) { return v !== null; });
+}
+function header(doc, table, name) {
+  var heads = doc.querySelectorAll('table[data-table="' + table + '"] th');
+  return Array.prototype.find.call(heads, function (th) { return th.textContent === name; });
+}
+function interact(doc) {
+  var out = {}, total = header(doc, "graphs", "total s");
+  total.click();
+  out.up = column(doc, "graphs", 0);
+  out.upSort = total.getAttribute("aria-sort");
+  total.click();
+  out.down = column(doc, "graphs", 0);
+  header(doc, "graphs", "component").click();
+  out.byComponent = column(doc, "graphs", 1);
+  var select = doc.querySelector("select.ct-filter");
+  out.filterShown = !select.closest("p").hidden;
+  var timeline = doc.querySelector("svg.compiletrace-timeline");
+  out.heightBefore = +timeline.getAttribute("height");
+  select.value = "language_model";
+  select.dispatchEvent(new doc.defaultView.Event("change"));
+  out.filtered = column(doc, "graphs", 0);
+  out.filteredPhases = column(doc, "phases", 0);
+  out.rows = each(timeline.querySelectorAll("g.graph"), function (g) {
+    return [g.getAttribute("data-component"), g.style.display, g.getAttribute("transform")];
+  });
+  out.heightAfter = +timeline.getAttribute("height");
+  return out;
+}
+window.addEventListener("load", function () {
+  var result = {};
+  try {
+    var wide = document.getElementById("wide").contentDocument;
+    result.wide = measure(wide);
+    result.phone = measure(document.getElementById("phone").contentDocument);
+    result.interaction = interact(wide);
+  } catch (e) { result.error = String(e); }
+  document.getElementById("result").textContent = JSON.stringify(result);
+});
+</script></body></html>"""
+
+
+def _measure_in_chromium(page: str, tmp_path: Path) -> tuple[dict[str, Any], list[str]]:
+    harness = tmp_path / "harness.html"
+    harness.write_text(_HARNESS.replace("{page}", html.escape(page, quote=True)))
+    dom, console = open_in_chromium(harness, tmp_path, window="1400,1000")
+    found = re.search(r'<pre id="result">(.*?)</pre>', dom, re.S)
+    assert found and found.group(1), dom[-2000:]
+    result: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    assert "error" not in result, result.get("error")
+    return result, console
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", ["wide", "phone"])
+def test_report_fits_a_laptop_and_a_phone(tmp_path: Path, width: str) -> None:
+    result, console = _measure_in_chromium(html_report(FULL, meta=META, warmup={"duration_s": 2.5}), tmp_path)
+    assert console == []
+    seen = result[width]
+    assert seen["width"] == {"wide": 1300, "phone": 390}[width]  # the frame is the viewport
+    assert seen["scroll"] <= seen["client"] <= seen["width"]  # no sideways scrolling of the page
+    if width == "phone":  # the per-graph table is wider than a phone: it scrolls in its own box
+        assert any(scroll > client for scroll, client in seen["boxes"])
+    # Chart text is readable (rendered 12-13 px, never scaled up or down with the width)
+    # and inside its chart.
+    heights = [t["height"] for t in seen["text"]]
+    assert heights and min(heights) >= 12 and max(heights) <= 20, heights
+    assert all(t["left"] >= -0.5 and t["right"] >= -0.5 for t in seen["text"]), seen["text"]
+    # Each legend: entries evenly spaced on every line, none overlapping the next.
+    assert len(seen["legends"]) == 2
+    for legend in seen["legends"]:
+        lines = itertools.groupby(legend, key=lambda item: round(item["top"]))
+        gaps = []
+        for _, items in lines:
+            row = list(items)
+            gaps += [b["left"] - a["left"] for a, b in itertools.pairwise(row)]
+            assert all(a["right"] < b["left"] for a, b in itertools.pairwise(row)), row
+        assert gaps and max(gaps) - min(gaps) < 0.5, gaps
+    assert {item["phase"] for item in seen["legends"][0]} >= {"dynamo", "kernel_compile", "backward"}
+    # Figures right-aligned, in tabular digits.
+    assert seen["num"] and set(seen["num"]) == {"right tabular-nums"}
+
+
+@needs_chromium
+def test_tables_sort_by_any_column_and_graphs_filter_by_component(tmp_path: Path) -> None:
+    result, console = _measure_in_chromium(html_report(FULL, meta=META), tmp_path)
+    assert console == []
+    done = result["interaction"]
+    # Totals 1, 3, 7 and 12 s: as numbers, not as text (where "12.000" comes before "3.000").
+    assert done["up"] == ["1/1", "0/0", "1/0", "2/0"] and done["upSort"] == "ascending"
+    assert done["down"] == ["2/0", "1/0", "0/0", "1/1"]  # a second click: descending
+    assert done["byComponent"] == ["encoder", "language_model", "language_model", "vision_tower"]
+    # The filter: shown by the script, it keeps one component's graphs in the tables and
+    # the timeline, whose rows close up.
+    assert done["filterShown"]
+    assert sorted(done["filtered"]) == ["1/0", "1/1"] and done["filteredPhases"] == []
+    shown = [(c, t) for c, display, t in done["rows"] if display != "none"]
+    assert [c for c, _ in shown] == ["language_model", "language_model"]
+    first, second = (float(re.findall(r"[\d.]+", t)[-1]) for _, t in shown)
+    assert second - first == 34  # adjacent rows
+    assert done["heightAfter"] == done["heightBefore"] - 2 * 34
 
 
 @needs_chromium

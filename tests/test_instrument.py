@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.trace import StatusCode
 
 import compiletrace
 from compiletrace import telemetry
-
-
-@pytest.fixture
-def tel() -> Iterator[telemetry.Telemetry]:
-    handle = telemetry.configure(exporter="memory", set_global=False)
-    yield handle
-    assert handle.shutdown()
 
 
 def load_model(size: int) -> int:

@@ -42,7 +42,7 @@ def test_save_load_and_bench_portable_iterations(
             "--output-json", str(out)]  # fmt: skip
     assert cli.main(argv) == 0, capsys.readouterr().err
     printed = capsys.readouterr().out
-    assert "COLD (1 iterations)" in printed and "PORTABLE (1 iterations)" in printed
+    assert "COLD (1 iteration)" in printed and "PORTABLE (1 iteration)" in printed
     assert "artifact load time" in printed
     data = json.loads(out.read_text())
     assert data["kind"] == "compiletrace.bench.startup"
@@ -61,6 +61,8 @@ def test_cache_commands_refuse_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     junk = tmp_path / "junk.cache"
     junk.write_bytes(b"not an artifact file")
     assert cli.main(["cache", "load", str(junk)]) == 2
+    assert "has no digest beside it" in capsys.readouterr().err  # refused before it is read
+    assert cli.main(["cache", "load", str(junk), "--trust"]) == 2
     assert "not a torch cache-artifacts file" in capsys.readouterr().err
     assert cli.main(["cache", "save", str(tmp_path / "x.cache"), "--backend", "eager"]) == 2
     assert "saves none" in capsys.readouterr().err

@@ -10,33 +10,15 @@ import pytest
 
 from compiletrace import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord, Registry
 from compiletrace._core.registry import SCHEMA_VERSION
-
-MS = 1_000_000
-
-
-def record(cid: str, component: str, frame_ms: int = 10, **kw: object) -> GraphRecord:
-    base = dict(
-        compile_id=cid,
-        component=component,
-        backend="inductor",
-        code_name="forward",
-        graph_node_count=4,
-        start_unix_ns=1_000 * MS,
-        end_unix_ns=1_000 * MS + frame_ms * MS,
-        dynamo_ns=3 * MS,
-        backend_ns=(frame_ms - 3) * MS,
-        backend_start_unix_ns=1_001 * MS,
-    )
-    base.update(kw)
-    return GraphRecord(**base)  # type: ignore[arg-type]
+from tests.conftest import MS, make_record
 
 
 def test_totals_per_component_and_compilation_times() -> None:
     reg = Registry()
-    reg.add(record("0/0", "encoder", 40))
-    reg.add(record("1/0", "language_model", 100))
-    reg.add(record("2/0", "audio", 5))
-    reg.add(record("1/1", "language_model", 20))
+    reg.add(make_record("0/0", "encoder", frame_ns=40 * MS))
+    reg.add(make_record("1/0", "language_model", frame_ns=100 * MS))
+    reg.add(make_record("2/0", "audio", frame_ns=5 * MS))
+    reg.add(make_record("1/1", "language_model", frame_ns=20 * MS))
     assert reg.compilation_times() == CompilationTimes(language_model=0.12, encoder=0.04)
     assert reg.compilation_times().total == pytest.approx(0.16)
     assert reg.by_component() == {"encoder": 0.04, "language_model": 0.12, "audio": 0.005}
@@ -47,9 +29,9 @@ def test_totals_per_component_and_compilation_times() -> None:
 
 def test_records_are_an_immutable_snapshot() -> None:
     reg = Registry()
-    reg.add(record("0/0", "encoder"))
+    reg.add(make_record("0/0", "encoder"))
     snap = reg.records()
-    reg.add(record("1/0", "encoder"))
+    reg.add(make_record("1/0", "encoder"))
     assert len(snap) == 1 and len(reg.records()) == 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         snap[0].component = "x"  # type: ignore[misc]
@@ -60,9 +42,12 @@ def test_records_are_an_immutable_snapshot() -> None:
 def test_json_round_trip_keeps_every_field() -> None:
     reg = Registry()
     reg.add(
-        record(
+        make_record(
             "0/0",
             "encoder",
+            start_unix_ns=1_000 * MS,
+            backend="inductor",
+            phases={"inductor": 5 * MS, "cache": 2 * MS},
             fx_graph_cache=CacheOutcome.HIT,
             status=CompileStatus.EAGER_FALLBACK,
             error_type="ValueError",
@@ -72,7 +57,9 @@ def test_json_round_trip_keeps_every_field() -> None:
             world_size=2,
         )
     )
-    reg.add(record("1/0", "language_model", dynamo_ns=None, backend_start_unix_ns=None))
+    reg.add(
+        make_record("1/0", "language_model", backend_ns=7 * MS, dynamo_ns=None, backend_start_unix_ns=None)
+    )
     reg.add_backward("1/0", 5 * MS, 2 * MS)
     text = json.dumps(reg.to_dict())
     back = Registry.from_dict(json.loads(text))
@@ -106,7 +93,7 @@ def test_concurrent_writers_lose_nothing() -> None:
 
     def writer(t: int) -> None:
         for i in range(500):
-            reg.add(record(f"{t}/{i}", "encoder" if t % 2 else "language_model", 1))
+            reg.add(make_record(f"{t}/{i}", "encoder" if t % 2 else "language_model", frame_ns=MS))
 
     threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
     for t in threads:

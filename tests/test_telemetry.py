@@ -7,7 +7,6 @@ import socket
 import sys
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +20,7 @@ import compiletrace
 from compiletrace import telemetry
 from compiletrace._core.tracker import get_tracker
 from compiletrace.telemetry import _providers
-
-
-class Encoder(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = torch.nn.Linear(4, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.proj(x))
-
-
-class LanguageModel(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.head = torch.nn.Linear(4, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(x).tanh()
-
-
-@pytest.fixture
-def tel() -> Iterator[telemetry.Telemetry]:
-    handle = telemetry.configure(exporter="memory", set_global=False)
-    yield handle
-    assert handle.shutdown()
+from tests.tiny_models import Encoder, LanguageModel
 
 
 def _children(spans: tuple[ReadableSpan, ...], parent: ReadableSpan) -> list[ReadableSpan]:
@@ -65,7 +40,7 @@ def _tree(spans: tuple[ReadableSpan, ...], span: ReadableSpan) -> Any:
 def _encoder_lm_warm_up(reg: compiletrace.Registry) -> compiletrace.WarmupResult:
     enc = compiletrace.compile(Encoder(), is_encoder=True, backend="eager", registry=reg)
     lm = compiletrace.compile(LanguageModel(), backend="aot_eager", registry=reg)
-    return compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 4))), compilation_mode="stock", registry=reg)
+    return compiletrace.warm_up(lambda: lm(enc(torch.ones(2, 8))), compilation_mode="stock", registry=reg)
 
 
 def test_process_tracker_has_the_span_observer() -> None:
@@ -131,8 +106,8 @@ def test_compile_span_carries_the_record(tel: telemetry.Telemetry) -> None:
 def test_recompile_span_and_metrics(tel: telemetry.Telemetry) -> None:
     reg = compiletrace.Registry()
     lm = compiletrace.compile(LanguageModel(), backend="eager", dynamic=False, registry=reg)
-    lm(torch.ones(2, 4))
-    lm(torch.ones(3, 4))  # a new static shape: a recompile
+    lm(torch.ones(2, 8))
+    lm(torch.ones(3, 8))  # a new static shape: a recompile
     (first, second) = [s for s in tel.spans() if s.name == "Compile graph"]
     assert second.attributes is not None and second.attributes["compiletrace.is_recompile"] is True
     assert "size mismatch" in str(second.attributes["compiletrace.recompile_reason"])
@@ -167,7 +142,7 @@ def test_lazy_backward_span_nests_under_the_current_span(tel: telemetry.Telemetr
 
     @compiletrace.instrument(span_name="Train step")
     def step() -> None:
-        lm(torch.ones(2, 4, requires_grad=True)).sum().backward()
+        lm(torch.ones(2, 8, requires_grad=True)).sum().backward()
 
     step()
     spans = tel.spans()
@@ -268,6 +243,9 @@ def _closed_port() -> int:
     return port
 
 
+SHUTDOWN_TIMEOUT_S = 3.0
+
+
 def test_unreachable_collector_never_stalls_the_model() -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1/traces"
     handle = telemetry.configure(exporter="otlp", endpoint=url, export_timeout_s=0.5, set_global=False)
@@ -275,12 +253,15 @@ def test_unreachable_collector_never_stalls_the_model() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = _encoder_lm_warm_up(reg)
-        assert handle.force_flush(timeout_s=3)
+        assert handle.force_flush(timeout_s=SHUTDOWN_TIMEOUT_S)
         start = time.monotonic()
-        finished = handle.shutdown(timeout_s=3)
+        finished = handle.shutdown(timeout_s=SHUTDOWN_TIMEOUT_S)
         elapsed = time.monotonic() - start
     assert not result.skipped and len(reg) == 2
-    assert finished and elapsed < 3.5
+    # finished: the exporters closed within the timeout. The wall-clock bound only catches a
+    # shutdown that ignores its timeout (an exporter retrying an unreachable collector), so
+    # it is generous: a busy machine never fails it.
+    assert finished and elapsed < 3 * SHUTDOWN_TIMEOUT_S
     ours = [w for w in caught if "compiletrace" in str(w.message)]
     assert len(ours) == 1
     assert url in str(ours[0].message)
@@ -361,5 +342,5 @@ def test_missing_otlp_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -
 
 def test_memory_only_accessors_refuse_other_exporters(tmp_path: Path) -> None:
     handle = telemetry.configure(exporter="file", path=tmp_path / "t.jsonl", set_global=False)
-    with handle, pytest.raises(RuntimeError, match="exporter='memory'"):
+    with handle, pytest.raises(compiletrace.UsageError, match="exporter='memory'"):
         handle.spans()

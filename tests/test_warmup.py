@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -13,13 +12,7 @@ from opentelemetry.trace import StatusCode
 import compiletrace
 from compiletrace import CompilationMode, telemetry
 from compiletrace._app.warmup import warmup_span_name
-
-
-@pytest.fixture
-def tel() -> Iterator[telemetry.Telemetry]:
-    handle = telemetry.configure(exporter="memory", set_global=False)
-    yield handle
-    assert handle.shutdown()
+from tests.conftest import FakeClock
 
 
 def test_none_mode_never_runs_and_still_emits_the_span(tel: telemetry.Telemetry) -> None:
@@ -53,7 +46,7 @@ def test_compiled_mode_nests_compiles_and_accrues_times(tel: telemetry.Telemetry
     assert warm.attributes is not None and warm.attributes["compiletrace.warmup.skipped"] is False
 
 
-def test_duration_comes_from_the_injected_clock(fake_clock) -> None:  # type: ignore[no-untyped-def]
+def test_duration_comes_from_the_injected_clock(fake_clock: FakeClock) -> None:
     result = compiletrace.warm_up(
         lambda: fake_clock.advance(5_000_000),
         compilation_mode="stock",

@@ -1,11 +1,42 @@
-"""Model factories for tests that start real processes: far smaller than the built-in model,
-so an inductor compile costs seconds, not tens of seconds."""
+"""The test models, in one place: small modules for in-process compiles, and a model factory
+for tests that start real processes (far smaller than the built-in model, so an inductor
+compile costs seconds, not tens of seconds)."""
 
 from __future__ import annotations
 
 import torch
 
 from compiletrace.models import Demo
+
+DIM = 8  # features in and out of Encoder, features in to LanguageModel
+
+
+class Encoder(torch.nn.Module):
+    """A linear layer and a ReLU: one graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(DIM, DIM)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.proj(x))
+
+
+class LanguageModel(torch.nn.Module):
+    """Two linear layers around a tanh: one graph, or two frames (a first call compiles
+    both) with ``graph_break=True``."""
+
+    def __init__(self, graph_break: bool = False) -> None:
+        super().__init__()
+        self.graph_break = graph_break
+        self.a = torch.nn.Linear(DIM, DIM)
+        self.b = torch.nn.Linear(DIM, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        if self.graph_break:
+            torch._dynamo.graph_break()
+        return self.b(torch.tanh(y))
 
 
 class _Tiny(torch.nn.Module):
@@ -19,7 +50,8 @@ class _Tiny(torch.nn.Module):
 
 
 def tiny(device: str = "cpu") -> Demo:
-    """A two-component model (encoder "vision", language model) of two linear layers."""
+    """A two-component model (encoder "vision", language model) of two linear layers
+    (MODEL ``tests.tiny_models:tiny``)."""
     torch.manual_seed(0)
     model = _Tiny().to(device).eval()
     return Demo(

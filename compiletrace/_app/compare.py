@@ -1,16 +1,24 @@
 """Regression checks: compare two saved runs (profile JSON or bench JSON) and say what got slower.
 
-A figure regressed when it grew by more than ``threshold_pct`` percent of its base value
-and by more than ``min_seconds``. Graphs are matched across runs by component, code name
-and occurrence (compile ids can shift); a graph only in the new run (a new graph break, a
-new recompile) is a regression, one only in the base run is reported as gone.
+A figure slowed down when it grew by more than ``threshold_pct`` percent of its base value
+and by more than ``min_seconds``. A profile run is compared as a total (every graph's
+compile time), then per component, per backend phase and per graph; graphs are matched
+across runs by component, code name and occurrence (compile ids can shift), and a graph
+only in the new run (a new graph break, a new recompile) slowed down too, while one only in
+the base run is reported as gone.
+
+Every change is shown; only those in the gated scopes are regressions (by default the total
+and each component: a run much faster overall does not fail because one phase moved).
+Bench runs compare their averages, and every one is gated: the start-up phases' too
+(``avg_cold_phase_time[load weights]``, ...), so a change can be gated on "loading got 20%
+slower" with ``--threshold 20``. A phase only one run has is shown, never a regression.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compiletrace._app.analysis import graph_keys
@@ -21,10 +29,25 @@ from compiletrace._io.errors import RunFileError, UsageError
 from compiletrace.bench.startup import BENCH_KIND, BENCH_SCHEMA_VERSION
 from compiletrace.reports import render_table
 
-__all__ = ["Change", "Comparison", "RunFile", "compare_files", "compare_runs", "load_run_file"]
+__all__ = [
+    "DEFAULT_GATES",
+    "GATES",
+    "Change",
+    "Comparison",
+    "RunFile",
+    "compare_files",
+    "compare_runs",
+    "load_run_file",
+    "parse_gates",
+    "phase_metric",
+]
 
 PROFILE = "profile"
 BENCH = "bench"
+TOTAL = "total"
+METRIC = "metric"  # a bench run's figures: always gated
+GATES = (TOTAL, "component", "phase", "graph")  # the scopes of a profile comparison, in table order
+DEFAULT_GATES = (TOTAL, "component")
 _BENCH_PREFIXES = ("cold", "warm", "portable")
 _BENCH_METRICS = ("startup_time", "compilation_time", "encoder_compilation_time", "artifact_load_time")
 
@@ -37,7 +60,7 @@ class RunFile:
     kind: str  # "profile" or "bench"
     schema_version: int
     records: tuple[GraphRecord, ...] = ()  # profile runs
-    metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures
+    metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
@@ -66,6 +89,11 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
             for key in (f"avg_{p}_{m}" for p in _BENCH_PREFIXES for m in _BENCH_METRICS)
             if key in f.data
         }
+        for prefix in _BENCH_PREFIXES:
+            key = f"avg_{prefix}_phase_time"
+            if key in f.data:  # absent from bench runs saved before phases were recorded
+                for phase, seconds in f.seconds_by_name(key).items():
+                    metrics[phase_metric(prefix, phase)] = seconds
         return RunFile(name, BENCH, version, metrics=metrics)
     raise RunFileError(
         f"{name} is not a compiletrace run: expected the JSON of 'compiletrace profile --json' "
@@ -73,15 +101,58 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     )
 
 
+def phase_metric(prefix: str, phase: str) -> str:
+    """The compared name of a start-up phase's average in a bench run.
+
+    >>> phase_metric("cold", "load weights")
+    'avg_cold_phase_time[load weights]'
+    """
+    return f"avg_{prefix}_phase_time[{phase}]"
+
+
+def parse_gates(values: str | Iterable[str] | None) -> tuple[str, ...]:
+    """The gated scopes from ``--gate`` values (each one scope or a comma-separated list),
+    in table order; :data:`DEFAULT_GATES` for None. Raises :class:`UsageError` for an
+    unknown scope or an empty list.
+
+    >>> parse_gates(["graph,total", "phase"])
+    ('total', 'phase', 'graph')
+    >>> parse_gates(None)
+    ('total', 'component')
+    """
+    if values is None:
+        return DEFAULT_GATES
+    items = [values] if isinstance(values, str) else list(values)
+    wanted = {part.strip().lower() for item in items for part in str(item).split(",") if part.strip()}
+    unknown = sorted(wanted - set(GATES))
+    if unknown:
+        raise UsageError(f"unknown gate {', '.join(unknown)}; choose from {', '.join(GATES)}")
+    if not wanted:
+        raise UsageError(f"no gate given; choose from {', '.join(GATES)}")
+    return tuple(g for g in GATES if g in wanted)
+
+
 @dataclass(frozen=True)
 class Change:
-    """One compared figure, in seconds (None where the figure exists in one run only)."""
+    """One compared figure, in seconds (None where the figure exists in one run only).
 
-    scope: str  # "component", "phase", "graph" or "metric"
+    ``slower``: it grew beyond both thresholds (or is a graph only the new run has);
+    ``gated``: its scope is gated, so slower means regressed.
+
+    >>> Change("phase", "backend.cache", 0.14, 1.27, slower=True, gated=False).status
+    'slower (not gated)'
+    """
+
+    scope: str  # "total", "component", "phase", "graph" or "metric"
     name: str
     base: float | None
     new: float | None
-    regressed: bool
+    slower: bool
+    gated: bool = True
+
+    @property
+    def regressed(self) -> bool:
+        return self.slower and self.gated
 
     @property
     def delta(self) -> float:
@@ -89,26 +160,51 @@ class Change:
 
     @property
     def status(self) -> str:
+        if self.base is None and self.scope == "graph":
+            return "NEW GRAPH" if self.regressed else "new graph" + ("" if self.gated else " (not gated)")
         if self.base is None:
-            return "NEW GRAPH" if self.scope == "graph" else "new"
+            return "new"
         if self.new is None:
             return "gone"
-        return "REGRESSED" if self.regressed else "ok"
+        if self.slower:
+            return "REGRESSED" if self.gated else "slower (not gated)"
+        return "ok"
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """The changes between two runs and the rule that judged them; ``regressions`` are
+    the slower changes in gated scopes (what makes ``compiletrace compare`` exit 1)."""
+
     base: RunFile
     new: RunFile
     changes: tuple[Change, ...]
     threshold_pct: float
     min_seconds: float
+    gates: tuple[str, ...] = DEFAULT_GATES
 
     @property
     def regressions(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.regressed)
 
+    @property
+    def ungated_slower(self) -> tuple[Change, ...]:
+        """Changes that slowed down in a scope no gate covers: shown, never failing."""
+        return tuple(c for c in self.changes if c.slower and not c.gated)
+
+    def rule(self) -> str:
+        """The gate and its thresholds in words (the first two lines of :meth:`table`)."""
+        limits = f"a gated figure regresses when it grows by more than {self.threshold_pct:g}% and "
+        limits += f"{self.min_seconds:g} s"
+        if self.base.kind == BENCH:
+            return f"gate: every metric\n{limits}"
+        shown = [g for g in GATES if g not in self.gates]
+        gate = f"gate: {', '.join(self.gates)}" + (f"; shown, not gated: {', '.join(shown)}" if shown else "")
+        return f"{gate}\n{limits}" + (" (a new graph regresses too)" if "graph" in self.gates else "")
+
     def table(self) -> str:
+        """The rule, a row per figure (the total first), and the verdict."""
+
         def fmt(v: float | None) -> str:
             return "-" if v is None else f"{v:.3f}"
 
@@ -117,12 +213,14 @@ class Comparison:
             pct = "" if not c.base else f"{100 * c.delta / c.base:+.1f}%"
             rows.append([c.scope, c.name, fmt(c.base), fmt(c.new), f"{c.delta:+.3f}", pct, c.status])
         head = ("scope", "name", "base s", "new s", "delta s", "delta %", "status")
-        verdict = (
-            f"{len(self.regressions)} regression(s) beyond {self.threshold_pct:g}% and {self.min_seconds:g} s"
-            if self.regressions
-            else f"no regression beyond {self.threshold_pct:g}% and {self.min_seconds:g} s"
-        )
-        return "\n".join([*render_table(head, rows), "", verdict])
+        limits = f"beyond {self.threshold_pct:g}% and {self.min_seconds:g} s"
+        n = len(self.regressions)
+        verdict = f"{n} regression(s) {limits}" if n else f"no regression {limits}"
+        others = self.ungated_slower
+        if others:
+            scopes = ", ".join(g for g in GATES if any(c.scope == g for c in others))
+            verdict += f"; {len(others)} slower figure(s) not gated ({scopes})"
+        return "\n".join([self.rule(), "", *render_table(head, rows), "", verdict])
 
 
 def _grew(base: float, new: float, threshold_pct: float, min_seconds: float) -> bool:
@@ -131,7 +229,9 @@ def _grew(base: float, new: float, threshold_pct: float, min_seconds: float) -> 
 
 
 def _profile_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], float]:
-    figs: dict[tuple[str, str], float] = {}
+    figs: dict[tuple[str, str], float] = {
+        (TOTAL, "compile time"): sum(r.total_ns for r in records) / NS_PER_S
+    }
     for comp, ns in component_totals(records).items():
         figs[("component", comp)] = ns / NS_PER_S
     phase_ns: dict[str, int] = {"dynamo": 0, "backward": 0}
@@ -146,9 +246,22 @@ def _profile_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], fl
 
 
 def compare_runs(
-    base: RunFile, new: RunFile, *, threshold_pct: float = 10.0, min_seconds: float = 0.05
+    base: RunFile,
+    new: RunFile,
+    *,
+    threshold_pct: float = 10.0,
+    min_seconds: float = 0.05,
+    gates: str | Iterable[str] | None = DEFAULT_GATES,
 ) -> Comparison:
-    """Compare two runs of the same kind and schema version."""
+    """Compare two runs of the same kind and schema version; a slower figure in one of the
+    ``gates`` scopes (see :func:`parse_gates`) is a regression, any other is only shown.
+
+    >>> empty = RunFile("a.json", "profile", 1)
+    >>> result = compare_runs(empty, empty, gates="phase")
+    >>> [(c.scope, c.status) for c in result.changes][:1], result.regressions
+    ([('total', 'ok')], ())
+    """
+    gated = parse_gates(gates)
     for option, value in (("threshold", threshold_pct), ("min-seconds", min_seconds)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise UsageError(f"{option} must be a finite number >= 0, got {value!r}")
@@ -162,12 +275,12 @@ def compare_runs(
     changes: list[Change] = []
 
     def add(scope: str, name: str, b: float | None, n: float | None, new_is_bad: bool = False) -> None:
-        regressed = new_is_bad if b is None or n is None else _grew(b, n, threshold_pct, min_seconds)
-        changes.append(Change(scope, name, b, n, regressed))
+        slower = new_is_bad if b is None or n is None else _grew(b, n, threshold_pct, min_seconds)
+        changes.append(Change(scope, name, b, n, slower, gated=scope == METRIC or scope in gated))
 
     if base.kind == BENCH:
         for key in sorted(set(base.metrics) | set(new.metrics)):
-            add("metric", key, base.metrics.get(key), new.metrics.get(key))
+            add(METRIC, key, base.metrics.get(key), new.metrics.get(key))
     else:
         bf, nf = _profile_figures(base.records), _profile_figures(new.records)
         for fkey in [*bf, *(k for k in nf if k not in bf)]:
@@ -188,7 +301,7 @@ def compare_runs(
                 None if n_rec is None else n_rec.total_s,
                 new_is_bad=b_rec is None,  # a new graph break or recompile
             )
-    return Comparison(base, new, tuple(changes), threshold_pct, min_seconds)
+    return Comparison(base, new, tuple(changes), threshold_pct, min_seconds, gated)
 
 
 def compare_files(
@@ -197,11 +310,19 @@ def compare_files(
     *,
     threshold_pct: float = 10.0,
     min_seconds: float = 0.05,
+    gates: str | Iterable[str] | None = DEFAULT_GATES,
 ) -> Comparison:
-    """Load two saved runs and compare them (see :func:`compare_runs`)."""
+    """Load two saved runs and compare them (see :func:`compare_runs`).
+
+    >>> compare_files("/no/such/base.json", "/no/such/new.json")
+    Traceback (most recent call last):
+    ...
+    compiletrace._io.errors.RunFileError: /no/such/base.json does not exist
+    """
     return compare_runs(
         load_run_file(base_path),
         load_run_file(new_path),
         threshold_pct=threshold_pct,
         min_seconds=min_seconds,
+        gates=gates,
     )

@@ -1,5 +1,6 @@
 """Profiling a model end to end: load a MODEL spec, compile its components, warm up, and
-keep the outcome as a :class:`ProfileRun` (plain data that saves to and loads from JSON).
+keep the outcome as a :class:`ProfileRun` (plain data that saves to and loads from JSON),
+with the start-up timeline of the process that ran it.
 
 The CLI's ``profile`` and ``report`` commands and the start-up benchmark's child processes
 are thin layers over this module.
@@ -15,19 +16,24 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from compiletrace._app.timeline import Phase, startup_timeline
 from compiletrace._app.warmup import WarmupResult, warm_up
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
 from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry, registry_dict
+from compiletrace._core.timeline import Timeline, build_timeline
 from compiletrace._io.envelope import Fields, envelope, read_json_file
 from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json
 from compiletrace._version import __version__
+
+if TYPE_CHECKING:
+    from compiletrace._app.doctor import Finding
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -41,6 +47,14 @@ __all__ = [
 
 DEFAULT_MODEL = "compiletrace.models:build_demo"
 ROOT = "."  # the component path that means the whole model
+
+# The phases profile() itself marks (the warm-up is one too: "Warmup (CPU)", ...).
+BUILD_PHASE = "build the model"  # import the factory's module and call it
+# Wrap each component with compiletrace.compile (torch.compile): it compiles nothing (the
+# warm-up does), but the first in a process imports Dynamo, seconds of start-up of its own.
+COMPILE_SETUP_PHASE = "compile set-up"
+ARTIFACTS_PHASE = "load cache artifacts"
+EAGER_RUN_PHASE = "eager run"  # compilation mode none: the one eager run of the request path
 
 
 # -- loading a model ---------------------------------------------------------------------
@@ -91,6 +105,20 @@ def _call_factory(factory: Callable[..., Any], spec: str, device: str) -> Any:
         raise UsageError(
             f"factory {spec!r}: model must be a torch.nn.Module, got {type(built.model).__name__}"
         )
+    if not isinstance(built.example_inputs, (tuple, list)):
+        raise UsageError(
+            f"factory {spec!r}: example_inputs must be a tuple of positional arguments, "
+            f"got {type(built.example_inputs).__name__}"
+        )
+    components = getattr(built, "components", None)
+    if components is not None and not (
+        isinstance(components, Mapping)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in components.items())
+    ):
+        raise UsageError(
+            f"factory {spec!r}: components must map submodule paths to component names "
+            f"(e.g. {{'vision': 'encoder'}}), got {type(components).__name__}"
+        )
     return built
 
 
@@ -131,7 +159,10 @@ def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -
 
 @dataclass(frozen=True)
 class ProfileRun:
-    """One profiled start-up: the graph records, the warm-up result, and how it was run.
+    """One profiled start-up: the graph records, the warm-up result, how it was run, and the
+    start-up timeline (from the process's start to the end of the run: imports, building
+    the model, the warm-up with its compiles, the phases the model declared, and what no
+    phase covers; None for a run saved before timelines were recorded).
 
     Plain data: it holds records, not a live registry. Saves to versioned JSON
     (:meth:`save`, :meth:`load`) and renders as text (:meth:`summary`), a self-contained
@@ -142,14 +173,24 @@ class ProfileRun:
     ['encoder', 'language_model']
     >>> ProfileRun.from_dict(run.to_dict()).records() == run.records()
     True
+    >>> tl = run.timeline
+    >>> tl is not None and tl.total_ns == sum(e.counted_ns for e in tl.top_level())
+    True
     """
 
     graph_records: tuple[GraphRecord, ...]  # every graph of this run, in the order compiles finished
     warmup: WarmupResult
     meta: dict[str, Any] = field(default_factory=dict)  # model, backend, mode, device, versions
+    timeline: Timeline | None = None  # the start-up timeline, up to the end of the run
 
     def records(self) -> tuple[GraphRecord, ...]:
         return self.graph_records
+
+    def __repr__(self) -> str:
+        # Short, like the registry's: the records' nanoseconds and paths are for to_dict().
+        parts = ", ".join(f"{name}={s:.3f}s" for name, s in self.by_component().items())
+        model = self.meta.get("model", "?")
+        return f"<ProfileRun {model}: {len(self.graph_records)} graphs{': ' + parts if parts else ''}>"
 
     def by_component(self) -> dict[str, float]:
         """Compile seconds per component."""
@@ -160,17 +201,33 @@ class ProfileRun:
 
     @property
     def registry(self) -> Registry:
-        """A new registry holding this run's records (for code that takes a registry)."""
+        """A new registry holding this run's records and phases (for code that takes a registry)."""
         registry = Registry()
         for record in self.graph_records:
             registry.add(record)
+        for phase_record in self.timeline.phases if self.timeline is not None else ():
+            registry.add_phase(phase_record)
         return registry
 
+    def diagnose(self) -> list[Finding]:
+        """The doctor's findings on this run: why its compile time went where it went and
+        what to change, most seconds at stake first (see :func:`compiletrace.diagnose`).
+
+        >>> import torch
+        >>> torch._dynamo.reset()  # a second run in one process would recompile the first's frames
+        >>> [f.kind for f in profile(backend="eager").diagnose()]
+        []
+        """
+        from compiletrace._app.doctor import diagnose_records
+
+        return diagnose_records(self.graph_records)
+
     def summary(self) -> str:
-        """The text tables and the one-line summary."""
+        """The header (model, backend, versions, cache state), the text tables and the
+        one-line summary; in compilation mode none, the eager baseline instead."""
         from compiletrace.reports import summary_table
 
-        return summary_table(self.graph_records)
+        return summary_table(self.graph_records, self.meta)
 
     def html(self, title: str = "compiletrace report") -> str:
         """The one-file HTML report (no network access needed to view it)."""
@@ -184,15 +241,17 @@ class ProfileRun:
         return report_fragment(self.graph_records, warmup=self.warmup.to_dict(), meta=self.meta)
 
     def to_dict(self) -> dict[str, Any]:
-        return envelope(
-            RUN_KIND,
-            RUN_SCHEMA_VERSION,
-            {
-                "meta": dict(self.meta),
-                "registry": registry_dict(self.graph_records),
-                "warmup": self.warmup.to_dict(),
-            },
-        )
+        body: dict[str, Any] = {
+            "meta": dict(self.meta),
+            "registry": registry_dict(
+                self.graph_records, self.timeline.phases if self.timeline is not None else ()
+            ),
+            "warmup": self.warmup.to_dict(),
+        }
+        if self.timeline is not None:
+            # The window alone: the phases are in the registry, the entries are derived.
+            body["timeline"] = self.timeline.window_dict()
+        return envelope(RUN_KIND, RUN_SCHEMA_VERSION, body)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "run") -> ProfileRun:
@@ -206,7 +265,11 @@ class ProfileRun:
         )
         registry = Registry.from_dict(f.obj("registry").data, source, "registry")
         warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
-        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data))
+        timeline = None
+        if "timeline" in f.data:  # absent from runs saved before timelines were recorded
+            start, end, origin = Timeline.read_window(f.data["timeline"], source)
+            timeline = build_timeline(registry.phase_records(), registry.records(), start, end, origin=origin)
+        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data), timeline)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the run as JSON, atomically."""
@@ -244,6 +307,7 @@ def profile(
     registry: Registry | None = None,
     on_compile: Callable[[str], None] | None = None,
     cache_artifacts: str | os.PathLike[str] | None = None,
+    trust: bool = False,
 ) -> ProfileRun:
     """Build the model a MODEL spec names (the built-in demo by default), compile each of
     its components through compiletrace, run the guarded warm-up, and return the run.
@@ -251,8 +315,18 @@ def profile(
     ``components`` (path -> name) replaces the factory's own mapping when given.
     ``on_compile(component)`` is called before each component's forward (for progress).
     ``cache_artifacts`` names a file saved by ``compiletrace cache save``, loaded into the
-    compile caches before anything compiles (a portable warm start).
+    compile caches before anything compiles (a portable warm start). The file is checked
+    first and refused (:class:`~compiletrace.RunFileError`) when compiletrace cannot vouch
+    for it; ``trust=True`` loads it unchecked (see
+    :func:`compiletrace._app.cache.load_cache_artifacts`: an artifacts file is code).
     Raises :class:`UsageError` for bad input, before anything compiles.
+
+    Building the model (with the factory's module imported), the compile set-up (wrapping
+    the components; the first in a process imports Dynamo), loading cache artifacts, the
+    warm-up and, in compilation mode none, the eager run are phases of the start-up
+    (recorded in ``registry``): the run's ``timeline`` shows them from the process's own
+    start. Phases the factory or its ``run`` declare (``compiletrace.phase``) nest under
+    them.
 
     >>> run = profile(backend="eager")
     >>> run.warmup.skipped, len(run.records())
@@ -260,37 +334,47 @@ def profile(
     """
     spec = model or DEFAULT_MODEL
     cmode = CompilationMode.parse(compilation_mode)
-    factory = load_factory(spec)
-    built = _call_factory(factory, spec, device)
-    wanted = dict(components) if components else dict(getattr(built, "components", {}) or {})
-    resolved = _resolve_components(built.model, wanted)
     reg = registry if registry is not None else Registry()
-    loaded = None
-    if cache_artifacts is not None:
-        from compiletrace._app.cache import load_cache_artifacts
-
-        try:
-            loaded = load_cache_artifacts(cache_artifacts)
-        except OSError as exc:
-            raise UsageError(f"cannot load cache artifacts: {exc}") from exc
-
     hooks = contextlib.ExitStack()
     with hooks:
-        for path, name in resolved.items():
-            try:
-                target = built.model if path == ROOT else built.model.get_submodule(path)
-                compiled = ct_compile(
-                    target, component=name, backend=backend, mode=mode, registry=reg, compilation_mode=cmode
-                )
-            except (TypeError, ValueError) as exc:
-                raise UsageError(str(exc).splitlines()[0]) from exc
-            if path == ROOT:
-                built.model = compiled
-            else:
-                parent_path, _, leaf = path.rpartition(".")
-                parent = built.model.get_submodule(parent_path) if parent_path else built.model
-                setattr(parent, leaf, compiled)
-            hooks.enter_context(_announce(compiled, name, on_compile))
+        # compiletrace's own phases join an open start-up root span but open none.
+        with Phase(BUILD_PHASE, registry=reg, opens_root=False):
+            factory = load_factory(spec)
+            built = _call_factory(factory, spec, device)
+            wanted = dict(components) if components else dict(getattr(built, "components", {}) or {})
+            resolved = _resolve_components(built.model, wanted)
+        with Phase(COMPILE_SETUP_PHASE, registry=reg, opens_root=False):
+            for path, name in resolved.items():
+                try:
+                    target = built.model if path == ROOT else built.model.get_submodule(path)
+                    compiled = ct_compile(
+                        target,
+                        component=name,
+                        backend=backend,
+                        mode=mode,
+                        registry=reg,
+                        compilation_mode=cmode,
+                    )
+                except (TypeError, ValueError) as exc:
+                    raise UsageError(str(exc).splitlines()[0]) from exc
+                if path == ROOT:
+                    built.model = compiled
+                else:
+                    parent_path, _, leaf = path.rpartition(".")
+                    parent = built.model.get_submodule(parent_path) if parent_path else built.model
+                    setattr(parent, leaf, compiled)
+                hooks.enter_context(_announce(compiled, name, on_compile))
+
+        loaded = None
+        if cache_artifacts is not None:
+            from compiletrace._app.cache import load_cache_artifacts
+
+            # Loaded into the compile caches before anything compiles (at the warm-up).
+            with Phase(ARTIFACTS_PHASE, registry=reg, opens_root=False):
+                try:
+                    loaded = load_cache_artifacts(cache_artifacts, trust=trust)
+                except OSError as exc:
+                    raise UsageError(f"cannot load cache artifacts: {exc}") from exc
 
         run_fn: Callable[[], Any] | None = getattr(built, "run", None)
         if run_fn is None or not callable(run_fn):
@@ -301,6 +385,15 @@ def profile(
                     return built.model(*inputs)
 
         result = warm_up(run_fn, compilation_mode=cmode, device=device, registry=reg)
+
+    eager_run_s = None
+    if cmode is CompilationMode.NONE:
+        # Nothing compiles and the warm-up is skipped: run the request path once, eagerly
+        # (the progress hooks removed), for the baseline a compiled start-up is weighed against.
+        with Phase(EAGER_RUN_PHASE, registry=reg, opens_root=False):
+            eager_start = time.perf_counter()
+            run_fn()
+            eager_run_s = time.perf_counter() - eager_start
 
     meta = {
         "model": spec,
@@ -316,4 +409,6 @@ def profile(
     }
     if loaded is not None:
         meta["cache_artifacts"] = loaded.to_dict()
-    return ProfileRun(reg.records(), result, meta)
+    if eager_run_s is not None:
+        meta["eager_run_s"] = eager_run_s
+    return ProfileRun(reg.records(), result, meta, startup_timeline(reg))

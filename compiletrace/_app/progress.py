@@ -1,33 +1,55 @@
-"""A one-line progress display on stderr: what is running and for how long.
+"""Progress on stderr: what is running and for how long.
 
-Quiet unless the stream is a terminal, so logs and pipes stay clean.
+On a terminal, one line redrawn in place; elsewhere (a CI log, a pipe), a plain line per
+stage, as build tools print them. Also: how long this process has been running.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "process_start_unix_s", "wall_time_s"]
 
 
 class Progress:
-    """Redraws ``<label>  <elapsed> s`` every ``interval_s`` until closed.
+    """Redraws ``<label>  <elapsed> s`` every ``interval_s`` until closed (``enabled``, by
+    default when the stream is a terminal); else, when ``plain`` (by default), writes a
+    line when a stage starts (``<label> ...``) and each :meth:`note`.
 
     >>> import io
-    >>> with Progress(io.StringIO()) as p:  # not a terminal: draws nothing
-    ...     p.set("compiling encoder")
-    >>> p.enabled
-    False
+    >>> out = io.StringIO()
+    >>> with Progress(out) as p:  # not a terminal: plain lines
+    ...     p.set("cold 1/3")
+    ...     p.note("cold 1/3 finished in 9.10 s")
+    >>> p.enabled, p.plain
+    (False, True)
+    >>> print(out.getvalue(), end="")
+    cold 1/3 ...
+    cold 1/3 finished in 9.10 s
     """
 
-    def __init__(self, stream: TextIO | None = None, *, enabled: bool | None = None, interval_s: float = 0.2):
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        enabled: bool | None = None,
+        plain: bool | None = None,
+        interval_s: float = 0.2,
+    ):
         self._stream = stream if stream is not None else sys.stderr
         isatty = getattr(self._stream, "isatty", None)
-        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
+        try:
+            tty = bool(isatty and isatty())
+        except (OSError, ValueError):  # a closed or detached stream
+            tty = False
+        self.enabled = tty if enabled is None else enabled
+        # Plain lines stand in for the redrawn one where it cannot be drawn, never beside it.
+        self.plain = (not self.enabled) if plain is None else (plain and not self.enabled)
         self._interval_s = interval_s
         self._label = ""
         self._start = time.perf_counter()
@@ -48,22 +70,32 @@ class Progress:
         self.close()
 
     def set(self, label: str) -> None:
-        """Show ``label``; the elapsed time restarts from zero when the label changes."""
+        """Show ``label``; the elapsed time restarts from zero when the label changes (and
+        in plain mode, a line ``<label> ...`` says the stage started)."""
         with self._lock:
-            if label != self._label:
+            changed = label != self._label
+            if changed:
                 self._start = time.perf_counter()
             self._label = label
+            if self.plain and changed and label:
+                self._stream.write(f"{label} ...\n")
+                self._stream.flush()
         self._draw()
 
     def note(self, line: str) -> None:
-        """Print a permanent line above the progress line."""
-        if not self.enabled:
-            return
+        """Print a permanent line (above the progress line on a terminal). It ends the
+        current stage: nothing is redrawn until the next :meth:`set`, so a finished
+        stage's label never shows as if it were still running."""
         with self._lock:
-            self._stream.write("\r" + " " * self._width + "\r" + line + "\n")
-            self._width = 0
+            self._label = ""
+            if self.enabled:
+                self._stream.write("\r" + " " * self._width + "\r" + line + "\n")
+                self._width = 0
+            elif self.plain:
+                self._stream.write(line + "\n")
+            else:
+                return
             self._stream.flush()
-        self._draw()
 
     def close(self) -> None:
         self._stop.set()
@@ -90,3 +122,51 @@ class Progress:
             self._stream.write("\r" + text + " " * pad)
             self._width = len(text)
             self._stream.flush()
+
+
+def process_start_unix_s() -> float | None:
+    """When this process started (Unix seconds), from ``/proc``; None where there is none.
+
+    Linux gives the start time in clock ticks since boot (``/proc/self/stat``, field 22).
+    Since-boot seconds now come from ``/proc/uptime`` (hundredths of a second); the boot
+    time in ``/proc/stat`` (``btime``, whole seconds) is the fallback, up to a second early.
+
+    >>> started = process_start_unix_s()
+    >>> started is None or 0 < time.time() - started < 10 * 24 * 3600
+    True
+    """
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            stat = f.read()
+        # Field 2, the command name, is in parentheses and may hold spaces or ")": the
+        # fields after the last ")" start at field 3, so field 22 is the 20th of them.
+        start_ticks = int(stat.rpartition(")")[2].split()[19])
+        since_boot_s = start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    try:
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime_s = float(f.read().split()[0])
+        return time.time() - (uptime_s - since_boot_s)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        return btime + since_boot_s
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def wall_time_s(fallback_start_unix_s: float) -> tuple[float, bool]:
+    """(seconds this process has run, True), or where the process start time cannot be
+    read, (seconds since ``fallback_start_unix_s``, False).
+
+    >>> seconds, since_process_start = wall_time_s(time.time())
+    >>> seconds >= 0
+    True
+    """
+    started = process_start_unix_s()
+    if started is None:
+        return max(0.0, time.time() - fallback_start_unix_s), False
+    return max(0.0, time.time() - started), True

@@ -10,7 +10,7 @@ from compiletrace._core import torch_compat as tc
 from compiletrace._core.records import LANGUAGE_MODEL
 from compiletrace._core.registry import Registry, get_registry
 from compiletrace._core.tracker import Tracker, get_tracker
-from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.errors import ArgumentTypeError, CompileOptionError, UsageError
 from compiletrace._io.state import STATE
 
 __all__ = ["CompiletraceBackend", "backend"]
@@ -38,7 +38,7 @@ def validate_backend(backend: object) -> str:
         return backend
     available = tc.list_backends()
     if backend not in available:
-        raise UsageError(f"unknown backend {backend!r}; available backends: {', '.join(available)}")
+        raise CompileOptionError(f"unknown backend {backend!r}; available backends: {', '.join(available)}")
     return backend
 
 
@@ -51,14 +51,18 @@ def inductor_config_patches(
     if mode is not None and mode != "default":
         modes = tc.inductor_modes()
         if mode not in modes:
-            raise UsageError(f"unknown mode {mode!r}; valid modes: {', '.join(modes)}")
+            raise CompileOptionError(f"unknown mode {mode!r}; valid modes: {', '.join(modes)}")
         patches.update(tc.inductor_mode_options(mode, dynamic))
     if options:
         known = tc.inductor_config_keys()
         for key, value in options.items():
+            if not isinstance(key, str):
+                raise ArgumentTypeError(f"inductor option names must be strings, got {key!r}")
             name = key.replace("-", "_")
             if name not in known:
-                raise UsageError(f"unknown inductor option {key!r}; see torch._inductor.list_options()")
+                raise CompileOptionError(
+                    f"unknown inductor option {key!r}; see torch._inductor.list_options()"
+                )
             patches[name] = value
     return patches
 
@@ -110,7 +114,7 @@ class CompiletraceBackend:
                 "pass options= for other backends"
             )
         if mode is not None and options:
-            raise UsageError("pass either mode or options, not both (as torch.compile requires)")
+            raise CompileOptionError("pass either mode or options, not both (as torch.compile requires)")
         self._backend = backend
         self._dynamic = dynamic
         self._registry = registry

@@ -18,9 +18,11 @@ from compiletrace._io.errors import RunFileError
 __all__ = [
     "ENCODER",
     "LANGUAGE_MODEL",
+    "CacheLookup",
     "CacheOutcome",
     "CompilationTimes",
     "CompileStatus",
+    "GraphBreak",
     "GraphRecord",
     "component_totals",
     "ordered_components",
@@ -67,6 +69,32 @@ def qualified_type_name(exc: BaseException) -> str:
     ``ValueError`` for builtins, ``module.Qualname`` otherwise."""
     cls = type(exc)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+class GraphBreak(NamedTuple):
+    """Where and why Dynamo split a frame (torch's own graph-break record), or gave up on it.
+
+    >>> GraphBreak("Unsupported Tensor.item() call", "model.py", 12).location
+    'model.py:12'
+    """
+
+    reason: str  # torch's reason, its hints included (e.g. "Failed to trace builtin operator ...")
+    filename: str  # the user's file where the break happened ("" if torch gave none)
+    lineno: int  # ... and its line (0 if unknown)
+    frame_skipped: bool = False  # torch gave up on the whole frame: it runs eagerly
+
+    @property
+    def location(self) -> str:
+        return f"{self.filename}:{self.lineno}" if self.filename else ""
+
+
+class CacheLookup(NamedTuple):
+    """One compile-cache lookup torch announced during a backend call, with its key."""
+
+    tier: str  # "fx_graph" or "aot_autograd"
+    outcome: str  # "hit", "miss" or "bypass" (a CacheOutcome value)
+    key: str  # torch's cache key ("" where torch gave none, e.g. a bypass)
+    detail: str = ""  # why the cache was bypassed, where torch says
 
 
 class CompilationTimes(NamedTuple):
@@ -127,6 +155,19 @@ class GraphRecord:
     # Backend time split into phases (see compiletrace._core.phases), sorted (name, ns) pairs
     # that add up to backend_ns: aot_autograd, inductor, kernel_compile, cache, other.
     phases: tuple[tuple[str, int], ...] = ()
+    frame_attempt: int = 0  # torch's attempt in the compile id: > 0 means torch had compiled the frame
+    shared_with: str | None = None  # another component that compiled this frame first (same code)
+    restart_reasons: tuple[str, ...] = ()  # Dynamo restarted its analysis (not an error), and why
+    discarded_ns: int = 0  # backend time of the attempts Dynamo threw away on those restarts
+    # What the doctor (compiletrace._app.doctor) reads, saved so a run can be diagnosed elsewhere:
+    code_filename: str = ""  # the compiled code's file ("" if unknown)
+    code_firstlineno: int = 0  # ... and its first line
+    graph_breaks: tuple[GraphBreak, ...] = ()  # breaks Dynamo made while compiling this frame
+    structure_hash: str | None = None  # the FX graph's ops, targets and shapes (not names or values)
+    cache_lookups: tuple[CacheLookup, ...] = ()  # per cache tier: outcome and key
+    after_warmup: bool = False  # compiled after warm_up returned: a latency spike in serving
+    recompile_limit: int | None = None  # torch's recompile_limit when this frame compiled
+    recompile_limit_hit: bool = False  # torch refused to compile past its limit: the frame runs eagerly
 
     @property
     def frame_ns(self) -> int:
@@ -172,12 +213,27 @@ class GraphRecord:
                 return outcome
         return CacheOutcome.NONE
 
+    @property
+    def code_location(self) -> str:
+        """``file:line`` of the compiled code ("" if unknown)."""
+        return f"{self.code_filename}:{self.code_firstlineno}" if self.code_filename else ""
+
+    @property
+    def first_reason_line(self) -> str:
+        """The failed guard itself: the first line of torch's recompile reason (which can
+        carry a multi-line "User stack trace:" block), for views with one row per graph."""
+        reason = self.recompile_reason or ""
+        return reason.strip().splitlines()[0] if reason.strip() else ""
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["fx_graph_cache"] = self.fx_graph_cache.value
         data["aot_autograd_cache"] = self.aot_autograd_cache.value
         data["status"] = self.status.value
         data["phases"] = dict(self.phases)
+        data["restart_reasons"] = list(self.restart_reasons)
+        data["graph_breaks"] = [b._asdict() for b in self.graph_breaks]
+        data["cache_lookups"] = [c._asdict() for c in self.cache_lookups]
         return data
 
     @classmethod
@@ -216,6 +272,34 @@ class GraphRecord:
             rank=f.integer("rank", 0, minimum=0),
             world_size=f.integer("world_size", 1, minimum=1),
             phases=tuple(sorted((name, phases.integer(name, minimum=0)) for name in phases.data)),
+            frame_attempt=f.integer("frame_attempt", 0, minimum=0),
+            shared_with=f.string("shared_with", None, optional=True),
+            restart_reasons=tuple(f.strings("restart_reasons", [])),
+            discarded_ns=f.integer("discarded_ns", 0, minimum=0),
+            code_filename=f.string("code_filename", ""),
+            code_firstlineno=f.integer("code_firstlineno", 0, minimum=0),
+            graph_breaks=tuple(
+                GraphBreak(
+                    b.string("reason"),
+                    b.string("filename", ""),
+                    b.integer("lineno", 0, minimum=0),
+                    b.boolean("frame_skipped", False),
+                )
+                for b in _objects(f, "graph_breaks")
+            ),
+            structure_hash=f.string("structure_hash", None, optional=True),
+            cache_lookups=tuple(
+                CacheLookup(
+                    c.string("tier"),
+                    c.choice("outcome", CacheOutcome).value,
+                    c.string("key", ""),
+                    c.string("detail", ""),
+                )
+                for c in _objects(f, "cache_lookups")
+            ),
+            after_warmup=f.boolean("after_warmup", False),
+            recompile_limit=f.integer("recompile_limit", None, optional=True, minimum=0),
+            recompile_limit_hit=f.boolean("recompile_limit_hit", False),
         )
 
 
@@ -224,6 +308,11 @@ _REQUIRED = frozenset(
     {"compile_id", "component", "backend", "code_name", "graph_node_count", "start_unix_ns", "end_unix_ns"}
     | {"dynamo_ns", "backend_ns"}
 )
+
+
+def _objects(f: Fields, key: str) -> list[Fields]:
+    """A JSON array of objects that older files lack (then empty)."""
+    return f.items(key) if key in f.data else []
 
 
 def _non_empty(f: Fields, key: str) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
+from compiletrace._core.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
 from compiletrace._io.state import STATE, warn_once
@@ -30,11 +32,22 @@ RUN_SCHEMA_VERSION = 1
 RecordListener = Callable[[GraphRecord], None]
 
 
+# The process registry keeps this many records: a server that recompiles for days must not
+# grow without bound. Totals per component stay exact past it.
+DEFAULT_CAPACITY = 10_000
+
+
 class Registry:
-    """Thread-safe store of :class:`GraphRecord` s, one per compiled graph.
+    """Thread-safe store of :class:`GraphRecord` s, one per compiled graph, and beside them
+    the start-up's :class:`~compiletrace._core.timeline.PhaseRecord` s (``compiletrace.phase``,
+    warm-ups, instrumented functions).
 
     Readers get snapshots (tuples of frozen records), never the live structure. Totals per
     component are kept as records arrive, so :meth:`compilation_times` is O(components).
+    With a ``capacity``, the oldest records are dropped past it; the totals still count
+    them, and :attr:`dropped` says how many went. Phases are kept up to the same capacity
+    too, but the first ones: a start-up comes first, and a server that times each request
+    must not push it out (:attr:`phases_dropped` counts the later ones not kept).
 
     >>> reg = Registry()
     >>> reg.compilation_times()
@@ -43,22 +56,39 @@ class Registry:
     1
     """
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int | None = None) -> None:
+        if capacity is not None and (
+            isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1
+        ):
+            raise ArgumentTypeError(f"capacity must be None or a positive int, got {capacity!r}")
+        self.capacity = capacity
         self._lock = threading.Lock()
-        self._records: list[GraphRecord] = []
-        self._index: dict[str, int] = {}  # compile id -> position of its latest record
+        self._records: collections.deque[GraphRecord] = collections.deque()
+        self._first = 0  # the handle of the oldest record kept (handles count every record added)
+        self._index: dict[str, int] = {}  # compile id -> handle of its latest record
         self._totals_ns: dict[str, int] = {}
         self._listeners: list[RecordListener] = []
+        self.dropped = 0  # records dropped past the capacity (still in the totals)
+        self._phases: list[PhaseRecord] = []
+        self.phases_dropped = 0  # phases not kept past the capacity
 
     # -- writing ----------------------------------------------------------------------
 
-    def add(self, record: GraphRecord) -> None:
-        """Store a finished graph record."""
+    def add(self, record: GraphRecord) -> int:
+        """Store a finished graph record; returns its handle for :meth:`add_backward` (compile
+        ids repeat after ``torch._dynamo.reset()``, handles do not)."""
         if not isinstance(record, GraphRecord):
             raise ArgumentTypeError(f"record must be a GraphRecord, got {type(record).__name__}")
         with self._lock:
-            self._index[record.compile_id] = len(self._records)
+            handle = self._first + len(self._records)
+            self._index[record.compile_id] = handle
             self._records.append(record)
+            if self.capacity is not None and len(self._records) > self.capacity:
+                gone = self._records.popleft()
+                if self._index.get(gone.compile_id) == self._first:
+                    del self._index[gone.compile_id]
+                self._first += 1
+                self.dropped += 1
             self._totals_ns[record.component] = self._totals_ns.get(record.component, 0) + record.total_ns
             listeners = tuple(self._listeners)
         for listener in listeners:
@@ -66,16 +96,19 @@ class Registry:
                 listener(record)
             except Exception as exc:  # a view's failure never reaches the user's compile
                 warn_once(f"a registry listener failed and was skipped: {exc!r}")
+        return handle
 
-    def add_backward(self, compile_id: str, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
-        """Attribute a lazy backward compile to the forward graph with ``compile_id``.
+    def add_backward(self, graph: str | int, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
+        """Attribute a lazy backward compile to a forward graph: ``graph`` is the handle
+        :meth:`add` returned, or a compile id (the latest record with that id).
 
-        Returns the updated record, or None when no record has that id (a graph that a
+        Returns the updated record, or None when there is no such graph (one that a
         compiletrace backend did not compile)."""
         with self._lock:
-            pos = self._index.get(compile_id)
-            if pos is None:
-                return None
+            handle = self._index.get(graph) if isinstance(graph, str) else graph
+            pos = None if handle is None else handle - self._first
+            if pos is None or not 0 <= pos < len(self._records):
+                return None  # unknown, or dropped past the capacity
             old = self._records[pos]
             new = dataclasses.replace(
                 old,
@@ -86,12 +119,26 @@ class Registry:
             self._totals_ns[new.component] = self._totals_ns.get(new.component, 0) + duration_ns
         return new
 
-    def clear(self) -> None:
-        """Forget every record."""
+    def add_phase(self, record: PhaseRecord) -> None:
+        """Store a finished phase (``compiletrace.phase`` and ``warm_up`` record theirs here)."""
+        if not isinstance(record, PhaseRecord):
+            raise ArgumentTypeError(f"record must be a PhaseRecord, got {type(record).__name__}")
         with self._lock:
+            if self.capacity is not None and len(self._phases) >= self.capacity:
+                self.phases_dropped += 1
+            else:
+                self._phases.append(record)
+
+    def clear(self) -> None:
+        """Forget every record, phases included."""
+        with self._lock:
+            self._first += len(self._records)
             self._records.clear()
             self._index.clear()
             self._totals_ns.clear()
+            self.dropped = 0
+            self._phases.clear()
+            self.phases_dropped = 0
 
     def add_listener(self, listener: RecordListener) -> None:
         """Call ``listener(record)`` after each new record (not on backward updates)."""
@@ -110,6 +157,11 @@ class Registry:
         with self._lock:
             return tuple(self._records)
 
+    def phase_records(self) -> tuple[PhaseRecord, ...]:
+        """An immutable snapshot of every phase kept, in the order they ended."""
+        with self._lock:
+            return tuple(self._phases)
+
     def compilation_times(self) -> CompilationTimes:
         """Seconds spent compiling the "language_model" and "encoder" components."""
         return CompilationTimes.from_components(self.by_component())
@@ -127,18 +179,20 @@ class Registry:
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{k}={v:.3f}s" for k, v in self.by_component().items())
-        return f"<Registry {len(self)} graphs{': ' + parts if parts else ''}>"
+        dropped = f" ({self.dropped} dropped)" if self.dropped else ""
+        return f"<Registry {len(self)} graphs{dropped}{': ' + parts if parts else ''}>"
 
     # -- serialising -------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a schema version; :meth:`from_dict` reads it back."""
-        return registry_dict(self.records())
+        return registry_dict(self.records(), self.phase_records())
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "registry", where: str = "") -> Registry:
         """Rebuild a registry from :meth:`to_dict` output, checking every field; raises
-        :class:`~compiletrace.RunFileError` naming the first bad one."""
+        :class:`~compiletrace.RunFileError` naming the first bad one. A file from before
+        phases were recorded (no ``phase_records``) reads as a registry without phases."""
         if not isinstance(data, dict) or "records" not in data:
             at = f" (field {where!r})" if where else ""
             raise RunFileError(
@@ -149,12 +203,21 @@ class Registry:
         registry = cls()
         for item in f.items("records"):
             registry.add(GraphRecord.from_dict(item.data, item.source, item.where))
+        if "phase_records" in f.data:
+            for item in f.items("phase_records"):
+                registry.add_phase(PhaseRecord.from_dict(item.data, item.source, item.where))
         return registry
 
 
-def registry_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
-    """The JSON-ready form of a registry holding ``records`` (:meth:`Registry.to_dict`)."""
-    return {"schema_version": SCHEMA_VERSION, "records": [r.to_dict() for r in records]}
+def registry_dict(records: Iterable[GraphRecord], phases: Iterable[PhaseRecord] = ()) -> dict[str, Any]:
+    """The JSON-ready form of a registry holding ``records`` and ``phases``
+    (:meth:`Registry.to_dict`); ``phase_records`` only when there are phases, so a registry
+    without any writes what it always wrote (a new key: older readers skip it)."""
+    data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "records": [r.to_dict() for r in records]}
+    phase_list = [p.to_dict() for p in phases]
+    if phase_list:
+        data["phase_records"] = phase_list
+    return data
 
 
 def get_registry() -> Registry:
@@ -168,7 +231,7 @@ def get_registry() -> Registry:
     if registry is None:
         with STATE.lock:
             if STATE.default_registry is None:
-                STATE.default_registry = Registry()
+                STATE.default_registry = Registry(capacity=DEFAULT_CAPACITY)
             registry = STATE.default_registry
     return registry  # type: ignore[no-any-return]
 

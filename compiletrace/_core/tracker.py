@@ -1,14 +1,25 @@
 """The tracker: turns torch's compile events into graph records.
 
-Three kinds of event reach it:
+Four kinds of event reach it:
 
-1. Dynamo's start/end callbacks around each frame compile (trigger DYNAMO). They bound
-   the whole frame compile: tracing, the backend call(s), guard building.
+1. Dynamo's start/end callbacks around each frame compile (trigger DYNAMO). The start
+   opens a frame and tells which backend will compile it; the end closes it.
 2. Calls of a compiletrace backend, which happen inside a frame compile on the same thread
    (Dynamo compiles one frame at a time, under its compile lock). The backend reports its
    own time, graph size and cache outcome to the frame that is open on its thread.
-3. Start/end callbacks around a lazy backward compile (trigger LAZY_BACKWARD), carrying the
-   forward's compile id; the time is added to that forward's record.
+3. The ends of torch's own timed regions for a whole frame compile and a whole lazy
+   backward compile (when torch's event logger can be teed: ``bounds_from_regions``).
+   Their bounds are torch's own figures (``entire_frame_compile_time_s``), and they arrive
+   even when another thread's compile swallowed the callbacks (torch's pending-callback
+   counter is process-wide). A lazy backward is attributed by the identity of the
+   forward's compile context, so ids that torch reuses after a reset cannot mislead it.
+4. Without those regions: start/end callbacks around a lazy backward compile (trigger
+   LAZY_BACKWARD), carrying the forward's compile id; the time is added to that forward.
+
+Besides the times, each record carries what the doctor (``compiletrace._app.doctor``)
+needs to say why: the compiled code's file and line, torch's graph-break records made
+during the frame, a structural hash of the graph, each cache lookup's key, whether the
+frame compiled after a warm-up returned, and frames torch refused past its recompile limit.
 
 Timing uses an injectable clock (integer nanoseconds), so tests drive the tracker with a
 fake clock and fake events and assert exact figures.
@@ -19,19 +30,42 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.phases import TimedRegion, fit_to, split_phases
-from compiletrace._core.records import CacheOutcome, CompileStatus, GraphRecord, qualified_type_name
+from compiletrace._core.records import (
+    CacheLookup,
+    CacheOutcome,
+    CompileStatus,
+    GraphBreak,
+    GraphRecord,
+    qualified_type_name,
+)
 from compiletrace._core.registry import Registry
 from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.text import first_line
 
-__all__ = ["Attribution", "Clock", "FrameObserver", "Tracker", "get_tracker", "register_observer_factory"]
+__all__ = [
+    "Attribution",
+    "Clock",
+    "CompileListener",
+    "FrameObserver",
+    "Tracker",
+    "get_tracker",
+    "register_observer_factory",
+]
 
 Clock = Callable[[], int]  # monotonic nanoseconds, like time.perf_counter_ns
+
+# Told of every compile any compiletrace backend records: (record, is a lazy backward).
+CompileListener = Callable[[GraphRecord, bool], None]
+
+# A frame shared by components warns once its entries reach this share of torch's limit.
+SHARED_FRAME_WARN_SHARE = 0.75
 
 
 class Attribution(Protocol):
@@ -69,7 +103,7 @@ def _merge_cache(old: CacheOutcome, hits: int, misses: int, bypasses: int) -> Ca
 
 @dataclass
 class _OpenFrame:
-    """A frame compile between its start and end callbacks."""
+    """A frame compile between its start callback and its end (callback or region)."""
 
     compile_id: str
     start_ns: int
@@ -85,27 +119,52 @@ class _OpenFrame:
     status: CompileStatus = CompileStatus.OK
     error_type: str | None = None
     phases: dict[str, int] = field(default_factory=dict)
+    context: Any = None  # torch's CompileContext object, for its lazy backward
+    restart_reasons: list[str] = field(default_factory=list)  # Dynamo restarted its analysis
+    discarded_ns: int = 0  # backend time of the attempts Dynamo threw away on a restart
+    callback_end_ns: int | None = None  # when the end callback fired (the region ends later)
+    filename: str = ""  # the compiled code's file and first line
+    first_line: int = 0
+    breaks_mark: int | None = None  # torch's graph-break list at frame start (None: not read)
+    failure: GraphBreak | None = None  # Dynamo gave up on the whole frame, and why
+    structure: list[str] = field(default_factory=list)  # structural hash of each graph kept
+    lookups: list[CacheLookup] = field(default_factory=list)
+    limit_hit: bool = False  # torch refused the frame past its recompile limit
 
 
 @dataclass
 class _OpenBackward:
     start_ns: int
     token: Any
+    context: Any = None
 
 
 @dataclass
 class _ThreadState(threading.local):
     frames: list[_OpenFrame] = field(default_factory=list)
+    ending: dict[str, _OpenFrame] = field(default_factory=dict)  # end callback seen, region not yet
     backwards: dict[str, _OpenBackward] = field(default_factory=dict)
 
 
-def _is_recompile(compile_id: str) -> bool:
-    # "frame/attempt": attempt > 0 is a recompile of the same frame.
+class _Made(NamedTuple):
+    """Which graph a compile context (or compile id) made: its registry and handle there."""
+
+    registry: Registry
+    handle: int
+
+
+def _attempt(compile_id: str) -> int:
+    # "frame/attempt" (attempt may carry a "_restart" suffix): attempt > 0 means torch had
+    # compiled this frame before.
     _, _, attempt = compile_id.rpartition("/")
     try:
-        return int(attempt.split("_")[0]) > 0
+        return int(attempt.split("_")[0])
     except ValueError:
-        return False
+        return 0
+
+
+def _frame_id(compile_id: str) -> str:
+    return compile_id.partition("/")[0]
 
 
 class Tracker:
@@ -122,16 +181,33 @@ class Tracker:
         self._epoch_offset_ns = epoch_offset_ns
         self._state = _ThreadState()
         self._lock = threading.Lock()
-        self._owner_of: dict[str, Registry] = {}  # compile id -> registry, for lazy backward
+        # Since the last torch._dynamo.reset(): compile id -> graph, frame id -> the
+        # components that compiled it, in order.
+        self._made_by_id: dict[str, _Made] = {}
+        self._frame_components: dict[str, list[str]] = {}
+        # Across resets: the compile context of each recorded graph (weakly: torch drops them).
+        self._made_by_context: weakref.WeakKeyDictionary[Any, _Made] = weakref.WeakKeyDictionary()
         self.observer: FrameObserver | None = None
         # Split backend time into torch's phases (benchmarks turn it off to measure its cost).
         self.phase_split_enabled = True
+        # Take frame and lazy-backward bounds from torch's timed regions (see the module
+        # docstring); set when the region hook is installed.
+        self.bounds_from_regions = False
+        # Read what the doctor needs (graph breaks, structure, cache keys); benchmarks turn
+        # it off to measure its cost.
+        self.diagnosis_capture_enabled = True
+        # Registries whose warm-up has returned: their later compiles are latency spikes.
+        self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
+        self._listeners: list[CompileListener] = []
 
     def now_ns(self) -> int:
         return self._clock()
 
     def to_unix_ns(self, clock_ns: int) -> int:
         return clock_ns + self._epoch_offset_ns
+
+    def _from_unix_ns(self, unix_ns: int) -> int:
+        return unix_ns - self._epoch_offset_ns
 
     # -- Dynamo callbacks ---------------------------------------------------------------
 
@@ -142,16 +218,17 @@ class Tracker:
         *,
         frame: tc.CompilingFrame | None = None,
         recompile_reason: str | None = None,
+        context: Any = None,
     ) -> None:
         now = self._clock()
         if trigger == tc.TRIGGER_LAZY_BACKWARD:
-            with self._lock:
-                ours = compile_id in self._owner_of
-            if ours:
-                self._state.backwards[compile_id] = _OpenBackward(now, self._observer_token())
+            if not self.bounds_from_regions and self._made_by(context, compile_id) is not None:
+                self._state.backwards[compile_id] = _OpenBackward(now, self._observer_token(), context)
             return
         if trigger != tc.TRIGGER_DYNAMO:
             return
+        if self._state.ending:
+            self._finish_ending_frames()
         if self._state.frames:
             self._close_stale_frames(now)
         owner = None
@@ -159,24 +236,47 @@ class Tracker:
         if frame is not None:
             code_name = frame.code_name
             owner = _attribution_of(frame.compiler_fn)
-        self._state.frames.append(
-            _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
-        )
+        opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
+        if frame is not None:
+            opened.filename, opened.first_line = frame.filename, frame.first_line
+        if self.diagnosis_capture_enabled:
+            opened.breaks_mark = tc.graph_break_mark()
+        self._state.frames.append(opened)
+
+    def on_recompile_limit(
+        self, compile_id: str, frame: tc.CompilingFrame | None, reason: str | None, limit: int | None
+    ) -> None:
+        """Dynamo refused to compile a frame past its recompile limit: it runs eagerly from
+        now on, and no compile callback fires for it. Recorded as a frame of its own (no
+        graph, status ``eager_fallback``), bounded by torch's region when there is one."""
+        owner = None if frame is None else _attribution_of(frame.compiler_fn)
+        if frame is None or owner is None:
+            return
+        now = self._clock()
+        refused = _OpenFrame(compile_id, now, frame.code_name, reason, owner, self._observer_token())
+        refused.filename, refused.first_line = frame.filename, frame.first_line
+        refused.status = CompileStatus.EAGER_FALLBACK
+        refused.limit_hit = True
+        if self.bounds_from_regions:
+            self._state.frames.append(refused)  # torch's frame region ends it
+        else:
+            self._finish_frame(refused, now)
 
     def _close_stale_frames(self, now: int) -> None:
         # Dynamo compiles one frame at a time and fires only the outermost callback pair, so a
-        # frame still open when the next one starts lost its end callback: torch's pending
-        # counter is process-wide, and a lazy backward on another thread overlapping this
-        # compile swallows the end. Keep what is known (the backend figures); Dynamo's share
-        # of that frame is unknown.
-        warn_once(
-            "a frame compile's end went unseen (a lazy backward compiled on another thread at the "
-            "same time); its record has backend time only",
-        )
+        # frame still open when the next one starts lost its end: torch's pending counter is
+        # process-wide, and a lazy backward on another thread overlapping this compile
+        # swallows the end callback (without torch's regions nothing else closes it). Keep
+        # what is known (the backend figures); Dynamo's share of that frame is unknown.
         stale = list(self._state.frames)
         self._state.frames.clear()
         for frame in stale:
             if frame.owner is not None:
+                warn_once(
+                    f"frame compile {frame.compile_id} ({frame.code_name}, {frame.owner.component}): "
+                    "its end went unseen (a lazy backward compiled on another thread at the same "
+                    "time); its record has backend time only"
+                )
                 # The last instant known to belong to the frame: its backend call's end.
                 last = (
                     frame.start_ns
@@ -184,6 +284,15 @@ class Tracker:
                     else frame.backend_start_ns + frame.backend_ns
                 )
                 self._finish_frame(frame, min(last, now), dynamo_known=False)
+
+    def _finish_ending_frames(self) -> None:
+        # Frames whose end callback fired but whose region never came (a torch that stopped
+        # logging it): finish them at the callback.
+        ending = list(self._state.ending.values())
+        self._state.ending.clear()
+        for frame in ending:
+            assert frame.callback_end_ns is not None
+            self._finish_frame(frame, frame.callback_end_ns)
 
     def on_end(self, trigger: str, compile_id: str) -> None:
         now = self._clock()
@@ -194,16 +303,50 @@ class Tracker:
             return
         if trigger != tc.TRIGGER_DYNAMO:
             return
+        frame = self._pop_open_frame(compile_id)
+        if frame is None or frame.owner is None:
+            return  # an unmatched end (callbacks registered mid-compile), or not our backend's
+        if self.bounds_from_regions:
+            frame.callback_end_ns = now
+            self._state.ending[compile_id] = frame
+        else:
+            self._finish_frame(frame, now)
+
+    def _pop_open_frame(self, compile_id: str) -> _OpenFrame | None:
         frames = self._state.frames
-        # Match by compile id: an unmatched end (callbacks registered mid-compile) is ignored.
         for i in range(len(frames) - 1, -1, -1):
             if frames[i].compile_id == compile_id:
-                frame = frames.pop(i)
-                break
-        else:
+                return frames.pop(i)
+        return None
+
+    # -- Torch's timed regions ------------------------------------------------------------
+
+    def on_region(
+        self, name: str, compile_id: str | None, start_unix_ns: int, end_unix_ns: int, context: Any
+    ) -> None:
+        """The end of torch's region for a whole frame compile or a whole lazy backward
+        compile, on the thread that compiled it (bounds in Unix epoch ns)."""
+        if not self.bounds_from_regions or compile_id is None:
             return
-        if frame.owner is not None:
-            self._finish_frame(frame, now)
+        if name == tc.FRAME_REGION:
+            frame = self._state.ending.pop(compile_id, None) or self._pop_open_frame(compile_id)
+            if frame is None or frame.owner is None:
+                return  # not our backend's frame (or a nested compile inside one)
+            if self.diagnosis_capture_enabled and not frame.limit_hit:
+                failure = tc.frame_failure()  # torch's metrics are filled in by now
+                if failure is not None:
+                    frame.failure = GraphBreak(*failure, frame_skipped=True)
+            torch_restarts = tc.restart_reasons()  # graph-break restarts too, not only ours
+            if torch_restarts is not None:
+                frame.restart_reasons = torch_restarts
+            start = min(frame.start_ns, self._from_unix_ns(start_unix_ns))
+            end = max(self._from_unix_ns(end_unix_ns), frame.callback_end_ns or start)
+            frame.start_ns = start
+            self._finish_frame(frame, end)
+        elif name == tc.BACKWARD_REGION:
+            made = self._made_by(context, compile_id)
+            if made is not None:
+                self._add_backward(made, start_unix_ns, end_unix_ns, self._observer_token())
 
     # -- Backend calls ------------------------------------------------------------------
 
@@ -222,26 +365,56 @@ class Tracker:
         frame = self._orphan_frame(owner) if orphan else frames[-1]
         if frame.owner is None:
             frame.owner = owner
+        if frame.context is None:
+            frame.context = tc.current_compile_context()
         before = tc.cache_counts()
         collector: contextlib.AbstractContextManager[list[TimedRegion]] = (
             tc.collect_timed_regions() if self.phase_split_enabled else contextlib.nullcontext([])
         )
-        with collector as regions:
+        diagnosing = self.diagnosis_capture_enabled
+        # Hashed before the call: backends may rewrite the graph in place. (Outside the
+        # backend's timing, so the cost shows as the frame's own, not the backend's.)
+        structure = tc.graph_structure_hash(gm) if diagnosing else None
+        lookup_collector: contextlib.AbstractContextManager[list[tuple[str, str, str, str]]] = (
+            tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext([])
+        )
+        with collector as regions, lookup_collector as lookups:
             wall_start = time.time_ns()
             start = self._clock()
+            restarted = False
             try:
-                return inner(gm, example_inputs, **kwargs)
+                compiled = inner(gm, example_inputs, **kwargs)
+                if not callable(compiled):
+                    # torch refuses it as it returns ("did not return callable"): an error.
+                    frame.status = (
+                        CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
+                    )
+                    frame.error_type = tc.backend_failure_type()
+                return compiled
             except BaseException as exc:
-                frame.status = CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
-                frame.error_type = qualified_type_name(exc)
+                if tc.is_restart(exc):
+                    # Dynamo throws this attempt away and compiles the frame again: not an error.
+                    restarted = True
+                    frame.restart_reasons.append(first_line(exc) or type(exc).__name__)
+                else:
+                    frame.status = (
+                        CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
+                    )
+                    frame.error_type = qualified_type_name(exc)
                 raise
             finally:
                 end = self._clock()
                 wall_end = time.time_ns()
-                self._account_backend_call(frame, start, end, before, node_count)
-                # torch's regions are on the wall clock; fit them to this call's duration.
-                for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
-                    frame.phases[phase] = frame.phases.get(phase, 0) + ns
+                if restarted:
+                    frame.discarded_ns += end - start
+                else:
+                    self._account_backend_call(frame, start, end, before, node_count)
+                    if structure is not None:
+                        frame.structure.append(structure)
+                    frame.lookups.extend(CacheLookup(*found) for found in lookups)
+                    # torch's regions are on the wall clock; fit them to this call's duration.
+                    for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
+                        frame.phases[phase] = frame.phases.get(phase, 0) + ns
                 if orphan:
                     # No frame callbacks: the backend call is all that is known. Recording must
                     # not replace the backend's result (or its exception) with one of its own.
@@ -287,6 +460,23 @@ class Tracker:
         assert owner is not None
         frame_ns = end_ns - frame.start_ns
         rank, world_size = _rank_and_world_size()
+        attempt = _attempt(frame.compile_id)
+        breaks: list[GraphBreak] = []
+        if frame.breaks_mark is not None:
+            breaks = [GraphBreak(*found) for found in tc.graph_breaks_since(frame.breaks_mark)]
+        if frame.failure is not None:
+            breaks.append(frame.failure)
+        with self._lock:
+            after_warmup = owner.registry in self._warmed
+            components = self._frame_components.setdefault(_frame_id(frame.compile_id), [])
+            # Torch counts any second compile of a frame as a recompile; for a component it is
+            # one only when this component compiled the frame before (or nobody we saw did).
+            first = components[0] if components else None
+            is_recompile = attempt > 0 and (first is None or owner.component in components)
+            shared_with = first if first is not None and owner.component not in components else None
+            if owner.component not in components:
+                components.append(owner.component)
+            sharing = list(components) if len(components) > 1 else []
         record = GraphRecord(
             compile_id=frame.compile_id,
             component=owner.component,
@@ -295,12 +485,12 @@ class Tracker:
             graph_node_count=frame.node_count,
             start_unix_ns=self.to_unix_ns(frame.start_ns),
             end_unix_ns=self.to_unix_ns(end_ns),
-            dynamo_ns=max(frame_ns - frame.backend_ns, 0) if dynamo_known else None,
+            dynamo_ns=max(frame_ns - frame.backend_ns - frame.discarded_ns, 0) if dynamo_known else None,
             backend_ns=frame.backend_ns,
             backend_start_unix_ns=(
                 None if frame.backend_start_ns is None else self.to_unix_ns(frame.backend_start_ns)
             ),
-            is_recompile=_is_recompile(frame.compile_id),
+            is_recompile=is_recompile,
             recompile_reason=frame.recompile_reason,
             fx_graph_cache=frame.fx,
             aot_autograd_cache=frame.aot,
@@ -309,23 +499,83 @@ class Tracker:
             rank=rank,
             world_size=world_size,
             phases=tuple(sorted(frame.phases.items())),
+            frame_attempt=attempt,
+            shared_with=shared_with,
+            restart_reasons=tuple(dict.fromkeys(frame.restart_reasons)),
+            discarded_ns=frame.discarded_ns,
+            code_filename=frame.filename,
+            code_firstlineno=frame.first_line,
+            graph_breaks=tuple(dict.fromkeys(breaks)),  # a restarted analysis repeats them
+            structure_hash=_combined(frame.structure),
+            cache_lookups=tuple(frame.lookups),
+            after_warmup=after_warmup,
+            recompile_limit=tc.recompile_limit(),
+            recompile_limit_hit=frame.limit_hit,
         )
+        made = _Made(owner.registry, owner.registry.add(record))
         with self._lock:
-            self._owner_of[record.compile_id] = owner.registry
-        owner.registry.add(record)
+            self._made_by_id[frame.compile_id] = made
+            if frame.context is not None:
+                self._made_by_context[frame.context] = made
+        if sharing:
+            _warn_if_shared_frame_fills(record, sharing)
+        if after_warmup:
+            _warn_compiled_after_warmup(record)
         if self.observer is not None:
             self._notify(self.observer.record_finished, record, frame.token)
+        self._tell_listeners(record, False)
+
+    def _made_by(self, context: Any, compile_id: str) -> _Made | None:
+        """The graph whose lazy backward is compiling now: by its compile context when torch
+        gives one (ids repeat after a reset, context objects do not), else by compile id
+        among the graphs compiled since the last reset."""
+        with self._lock:
+            if context is not None:
+                try:
+                    return self._made_by_context.get(context)
+                except TypeError:  # a context that cannot be weakly referenced
+                    pass
+            return self._made_by_id.get(compile_id)
 
     def _finish_backward(self, compile_id: str, bw: _OpenBackward, end_ns: int) -> None:
-        with self._lock:
-            registry = self._owner_of.get(compile_id)
-        if registry is None:
-            return
-        start_unix = self.to_unix_ns(bw.start_ns)
-        record = registry.add_backward(compile_id, start_unix, end_ns - bw.start_ns)
+        made = self._made_by(bw.context, compile_id)
+        if made is not None:
+            self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.token)
+
+    def _add_backward(self, made: _Made, start_unix_ns: int, end_unix_ns: int, token: Any) -> None:
+        record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns)
         if record is not None and self.observer is not None:
-            end_unix = self.to_unix_ns(end_ns)
-            self._notify(self.observer.backward_finished, record, start_unix, end_unix, bw.token)
+            self._notify(self.observer.backward_finished, record, start_unix_ns, end_unix_ns, token)
+        if record is not None:
+            self._tell_listeners(record, True)
+
+    # -- Warm-up and compile listeners ----------------------------------------------------
+
+    def set_warmed_up(self, registry: Registry, warmed: bool) -> None:
+        """Mark ``registry``'s warm-up as returned (its later frame compiles get
+        ``after_warmup``), or as running again (a second model warming up on it)."""
+        with self._lock:
+            if warmed:
+                self._warmed.add(registry)
+            else:
+                self._warmed.discard(registry)
+
+    def add_listener(self, listener: CompileListener) -> None:
+        """Call ``listener(record, is_backward)`` after every frame compile and lazy backward
+        compile of any compiletrace backend (any registry)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: CompileListener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _tell_listeners(self, record: GraphRecord, backward: bool) -> None:
+        with self._lock:
+            listeners = tuple(self._listeners)
+        for listener in listeners:
+            self._notify(listener, record, backward)
 
     # -- Observer (telemetry): its failures never reach the user's compile -----------------
 
@@ -346,13 +596,15 @@ class Tracker:
 
     def forget_compile_ids(self) -> None:
         """After ``torch._dynamo.reset()`` compile ids restart at "0/0": a later lazy backward
-        with an old id must not land on a graph compiled before the reset."""
+        with an old id must not land on a graph compiled after the reset, nor a new frame
+        count as sharing an old one. (Graphs keep their compile contexts.)"""
         with self._lock:
-            self._owner_of.clear()
+            self._made_by_id.clear()
+            self._frame_components.clear()
 
     def open_frames(self) -> int:
-        """Frames open on this thread (test helper: 0 between compiles)."""
-        return len(self._state.frames)
+        """Frames open on this thread, their end not yet seen (0 between compiles)."""
+        return len(self._state.frames) + len(self._state.ending)
 
 
 def _rank_and_world_size() -> tuple[int, int]:
@@ -362,6 +614,36 @@ def _rank_and_world_size() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
+
+
+def _warn_if_shared_frame_fills(record: GraphRecord, components: list[str]) -> None:
+    limit = tc.recompile_limit()
+    used = record.frame_attempt + 1
+    if limit is None or used < SHARED_FRAME_WARN_SHARE * limit:
+        return
+    warn_once(
+        f"frame {_frame_id(record.compile_id)} ({record.code_name}) is compiled by "
+        f"{' and '.join(components)}: they share torch's {limit} entries per frame and have used "
+        f"{used}; past the limit torch runs the frame eagerly for all of them. Compile below "
+        "the shared wrapper, or raise torch._dynamo.config.recompile_limit.",
+        key=f"shared-frame:{record.code_name}:{_frame_id(record.compile_id)}:{','.join(components)}",
+    )
+
+
+def _combined(hashes: list[str]) -> str | None:
+    # One graph per frame compile is the rule; a frame of several keeps them all, in order.
+    return None if not hashes else hashes[0] if len(hashes) == 1 else "+".join(hashes)
+
+
+def _warn_compiled_after_warmup(record: GraphRecord) -> None:
+    where = record.code_location or f"frame {_frame_id(record.compile_id)}"
+    why = f" ({record.first_reason_line})" if record.first_reason_line else ""
+    warn_once(
+        f"{record.component} compiled {record.code_name} ({where}) after its warm-up returned{why}: "
+        "a latency spike while serving. Warm up with the shapes, dtypes and modes serving sees; "
+        "compiletrace.diagnose() says what changed.",
+        key=f"after-warmup:{record.component}:{record.code_name}:{where}",
+    )
 
 
 def _attribution_of(compiler_fn: Any) -> Attribution | None:
@@ -401,13 +683,21 @@ def get_tracker() -> Tracker:
             new = Tracker()
 
             def on_start(trigger: str, compile_id: str) -> None:
-                frame = tc.compiling_frame() if trigger == tc.TRIGGER_DYNAMO else None
-                reason = tc.recompile_reason() if trigger == tc.TRIGGER_DYNAMO else None
-                new.on_start(trigger, compile_id, frame=frame, recompile_reason=reason)
+                dynamo = trigger == tc.TRIGGER_DYNAMO
+                new.on_start(
+                    trigger,
+                    compile_id,
+                    frame=tc.compiling_frame() if dynamo else None,
+                    recompile_reason=tc.recompile_reason() if dynamo else None,
+                    context=None if dynamo else tc.current_compile_context(),
+                )
 
+            tc.warn_missing_capabilities()
             tc.install_callbacks(on_start, new.on_end)
             tc.on_dynamo_reset(new.forget_compile_ids)
-            tc.install_region_hook()
+            new.bounds_from_regions = tc.install_region_hook(new.on_region)
+            tc.install_cache_lookup_hook()
+            tc.install_recompile_limit_hook(new.on_recompile_limit)
             new.observer = _build_observer()
             STATE.tracker = new
         return STATE.tracker  # type: ignore[no-any-return]

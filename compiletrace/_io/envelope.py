@@ -175,6 +175,13 @@ class Fields:
         inner = self.obj(key, default)
         return {name: inner.number(name, minimum=0.0) for name in inner.data}
 
+    def strings(self, key: str, default: Any = _MISSING) -> list[str]:
+        """A JSON array of strings."""
+        value, present = self._get(key, default)
+        if present and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise self.fail(key, "a list of strings", value)
+        return list(value)
+
     def items(self, key: str) -> list[Fields]:
         """A JSON array of objects."""
         value, _ = self._get(key, _MISSING)

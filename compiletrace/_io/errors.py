@@ -5,12 +5,14 @@
     CompiletraceError
      ├── UsageError (ValueError)          bad input; the CLI prints it on one line, exit 2
      │    ├── ArgumentTypeError (TypeError)   an argument of the wrong type
+     │    ├── CompileOptionError (RuntimeError)  a backend, mode or option torch.compile refuses
      │    ├── RunFileError                 a file that is not a valid compiletrace run
      │    └── MissingDependencyError (ImportError)  an optional package is not installed
      ├── OutputError (OSError)            an output file could not be written
      ├── GatherError (RuntimeError)       ranks could not gather their figures
      ├── LaunchError (RuntimeError)       a job started by distributed.launch failed
-     └── ChildFailed (RuntimeError)       a benchmark child process failed
+     ├── ChildFailed (RuntimeError)       a benchmark child process failed
+     └── UnexpectedCompileError (RuntimeError)  something compiled inside expect_no_compiles()
 
 The second base keeps ``except ValueError`` (and the like) working in existing code.
 Failures inside torch are not wrapped: they reach the caller as torch raised them.
@@ -25,12 +27,14 @@ from __future__ import annotations
 __all__ = [
     "ArgumentTypeError",
     "ChildFailed",
+    "CompileOptionError",
     "CompiletraceError",
     "GatherError",
     "LaunchError",
     "MissingDependencyError",
     "OutputError",
     "RunFileError",
+    "UnexpectedCompileError",
     "UsageError",
 ]
 
@@ -47,6 +51,12 @@ class UsageError(CompiletraceError, ValueError):
 
 class ArgumentTypeError(UsageError, TypeError):
     """An argument of the wrong type (``component=3``)."""
+
+
+class CompileOptionError(UsageError, RuntimeError):
+    """An unknown backend, mode or inductor option, or a mode given with options: what
+    ``torch.compile`` refuses with a ``RuntimeError``, so it is one here too (a drop-in
+    raises what the original raises)."""
 
 
 class RunFileError(UsageError):
@@ -70,7 +80,12 @@ class GatherError(CompiletraceError, RuntimeError):
 
 
 class LaunchError(CompiletraceError, RuntimeError):
-    """A job started by ``distributed.launch`` failed, timed out, or wrote no result."""
+    """A job started by ``distributed.launch`` failed, timed out, or wrote no result.
+    ``output`` holds the job's whole output when it was captured, else ""."""
+
+    def __init__(self, message: str, *, output: str = "") -> None:
+        super().__init__(message)
+        self.output = output
 
 
 class ChildFailed(CompiletraceError, RuntimeError):
@@ -81,3 +96,12 @@ class ChildFailed(CompiletraceError, RuntimeError):
         self.label = label
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class UnexpectedCompileError(CompiletraceError, RuntimeError):
+    """Something compiled inside ``compiletrace.expect_no_compiles()``: in serving, a
+    latency spike. The message names each compile; ``records`` holds their graph records."""
+
+    def __init__(self, message: str, records: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.records = records

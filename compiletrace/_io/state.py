@@ -26,6 +26,8 @@ class ProcessState:
         self.tracker: Any = None  # the process Tracker, installed into torch on first use
         self.callbacks: Any = None  # the callback pair registered with Dynamo (see torch_compat)
         self.region_hook_installed = False  # torch's timed-region logger is teed (see torch_compat)
+        self.region_listener: Any = None  # receives the frame and lazy-backward region ends
+        self.limit_listener: Any = None  # told when Dynamo refuses a frame past its recompile limit
         self.reset_listeners: list[Callable[[], None]] = []  # called after torch._dynamo.reset()
         # Builds the tracker's observer when the tracker is created: the front door registers
         # telemetry's here, so the core never imports telemetry.

@@ -2,7 +2,31 @@
 
 from __future__ import annotations
 
-__all__ = ["first_line", "tail_lines"]
+import re
+
+__all__ = ["first_line", "printable", "shorten", "tail_lines"]
+
+# C0 and C1 control characters: ESC starts the sequences that recolour a terminal or
+# retitle its window, so names read from a file must never reach one raw.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: object) -> str:
+    r"""``str(text)`` with every control character shown escaped, for terminals.
+
+    >>> printable("encoder\x1b]0;pwned\x07")
+    'encoder\\x1b]0;pwned\\x07'
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, an ellipsis marking the cut.
+
+    >>> shorten("tensor 'x' size mismatch at index 0", 20)
+    "tensor 'x' size mis…"
+    """
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
 def tail_lines(text: str, lines: int = 20) -> str:

@@ -31,6 +31,7 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
         device=options.get("device", "cpu"),
         components=[tuple(c) for c in options.get("components") or []] or None,
         cache_artifacts=options.get("cache_artifacts"),
+        trust=bool(options.get("trust", False)),
     )
     startup = time.perf_counter() - start
     records = result.records()
@@ -47,6 +48,9 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
         "graphs": len(records),
         "by_component": by_component,
         "artifact_load_time": float(result.meta.get("cache_artifacts", {}).get("seconds", 0.0)),
+        # Seconds per phase of this process's start-up, from its own start to the end of the
+        # run: interpreter start, imports, the phases profile() and the model mark, unattributed.
+        "phase_times": result.timeline.seconds_by_phase() if result.timeline is not None else {},
     }
 
 

@@ -9,10 +9,15 @@ on-disk cache torch keeps), removed afterwards. Warm iterations share one cache 
 untimed warm-up iterations filled. Every iteration reports its start-up time (build the
 model, compile, warm up; measured in the child after its imports), its compilation time
 (every component but the encoder), its encoder compilation time, and its cache hits and
-misses (graphs whose cache lookups all hit / at least one missed).
+misses (graphs whose cache lookups all hit / at least one missed). Each also reports its
+start-up timeline, per phase: from the child process's own start (interpreter start, the
+imports of torch and compiletrace, building the model, the compile set-up, the warm-up,
+the phases the model declares, and what no phase covers) to the end of its run.
 
 The JSON keeps the standard start-up benchmark keys (``avg_cold_startup_time``,
-``cold_startup_times``, ``cold_startup_percentiles``, ...), so existing dashboards read it.
+``cold_startup_times``, ``cold_startup_percentiles``, ...), so existing dashboards read it,
+and adds the phases in the same shape: ``avg_cold_phase_time``, ``cold_phase_times`` and
+``cold_phase_percentiles``, each keyed by phase name.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from compiletrace._app.progress import Progress
+from compiletrace._core.timeline import seconds_lists
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.text import tail_lines
 from compiletrace.reports import render_table
@@ -74,6 +80,7 @@ class BenchOptions:
     num_iters_warm: int = 3
     cache_artifacts: str | None = None  # adds PORTABLE iterations that load these artifacts first
     num_iters_portable: int | None = None  # None: as many as cold
+    trust_cache_artifacts: bool = False  # load them unchecked (they are code: only your own)
 
     @property
     def portable_iters(self) -> int:
@@ -106,6 +113,8 @@ class IterationResult:
     cache_hits: int  # graphs whose cache lookups all hit
     cache_misses: int  # graphs with at least one cache miss
     artifact_load_time: float = 0.0  # portable iterations: loading the cache artifacts
+    # Seconds per start-up phase, from the process's start (empty from a child that has none).
+    phase_times: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_child(cls, data: dict[str, Any], process_time: float, end_unix_s: float) -> IterationResult:
@@ -120,7 +129,19 @@ class IterationResult:
             cache_hits=int(data["cache_hits"]),
             cache_misses=int(data["cache_misses"]),
             artifact_load_time=float(data.get("artifact_load_time", 0.0)),
+            phase_times=_phase_times(data.get("phase_times")),
         )
+
+
+def _phase_times(value: Any) -> dict[str, float]:
+    # A child's own figures, but still only what makes sense: names to seconds.
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in value.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+    }
 
 
 @dataclass
@@ -168,6 +189,8 @@ class StartupBenchResult:
             out[f"{prefix}_import_times"] = [i.import_time for i in its]
             out[f"{prefix}_process_times"] = [i.process_time for i in its]
             out[f"{prefix}_exit_times"] = [i.exit_time for i in its]
+            if any(i.phase_times for i in its):
+                out.update(_phase_stats(prefix, [i.phase_times for i in its]))
         out["options"] = {
             **self.options.child_options(),
             "num_iters_cold": self.options.num_iters_cold,
@@ -175,6 +198,7 @@ class StartupBenchResult:
             "num_iters_warm": self.options.num_iters_warm,
             "num_iters_portable": self.options.portable_iters,
             "cache_artifacts": self.options.cache_artifacts,
+            "trust_cache_artifacts": self.options.trust_cache_artifacts,
         }
         return out
 
@@ -186,6 +210,22 @@ def _stats(name: str, values: Sequence[float], avg_key: str) -> dict[str, Any]:
         avg_key: float(arr.mean()),
         f"{name}_times": [float(v) for v in arr],
         f"{name}_percentiles": {str(p): float(v) for p, v in zip(PERCENTILES, pcts, strict=True)},
+    }
+
+
+def _phase_stats(prefix: str, per_iteration: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """``avg_<prefix>_phase_time``, ``<prefix>_phase_times`` and ``<prefix>_phase_percentiles``:
+    the other keys' shape, keyed by phase name (0.0 for an iteration without the phase)."""
+    avg: dict[str, float] = {}
+    times: dict[str, list[float]] = {}
+    pcts: dict[str, dict[str, float]] = {}
+    for name, values in seconds_lists(per_iteration).items():
+        stats = _stats("phase", values, "avg")
+        avg[name], times[name], pcts[name] = stats["avg"], stats["phase_times"], stats["phase_percentiles"]
+    return {
+        f"avg_{prefix}_phase_time": avg,
+        f"{prefix}_phase_times": times,
+        f"{prefix}_phase_percentiles": pcts,
     }
 
 
@@ -277,8 +317,20 @@ def run_startup_bench(
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(options, name) < 0:
             raise UsageError(f"{name} must be >= 0, got {getattr(options, name)}")
+    if options.cache_artifacts is not None and options.portable_iters:
+        from compiletrace._app.cache import check_cache_artifacts
+
+        # Once here, before minutes of cold and warm iterations: a file the portable
+        # children would refuse fails now, with the reason (each child checks it again).
+        check_cache_artifacts(options.cache_artifacts, trust=options.trust_cache_artifacts)
     result = StartupBenchResult(options=options)
     note = progress.note if progress is not None else (lambda line: None)
+
+    def finished(label: str, it: IterationResult) -> None:
+        note(
+            f"{label} finished in {it.process_time:.2f} s (start-up {it.startup_time:.2f} s; "
+            f"cache {it.cache_hits} hit, {it.cache_misses} miss)"
+        )
 
     def iterate(cache: str, label: str, extra: dict[str, Any] | None = None) -> IterationResult:
         return run_iteration(
@@ -294,49 +346,85 @@ def run_startup_bench(
             with tempfile.TemporaryDirectory(prefix=f"compiletrace-{kind}-cache-") as cache:
                 it = iterate(cache, f"{kind} {i + 1}/{n}", extra)
             its.append(it)
-            note(f"{kind} {i + 1}/{n}: startup {it.startup_time:.2f} s")
+            finished(f"{kind} {i + 1}/{n}", it)
         return its
 
     result.cold = fresh_cache_iterations("cold", options.num_iters_cold)
     if options.num_iters_warm:
         with tempfile.TemporaryDirectory(prefix="compiletrace-warm-cache-") as cache:
             for i in range(options.num_iters_warmup):
-                iterate(cache, f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)")
+                label = f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)"
+                finished(label, iterate(cache, label))
             for i in range(options.num_iters_warm):
-                it = iterate(cache, f"warm {i + 1}/{options.num_iters_warm}")
+                label = f"warm {i + 1}/{options.num_iters_warm}"
+                it = iterate(cache, label)
                 result.warm.append(it)
-                note(f"warm {i + 1}/{options.num_iters_warm}: startup {it.startup_time:.2f} s")
+                finished(label, it)
     result.portable = fresh_cache_iterations(
-        "portable", options.portable_iters, {"cache_artifacts": options.cache_artifacts}
+        "portable",
+        options.portable_iters,
+        {"cache_artifacts": options.cache_artifacts, "trust": options.trust_cache_artifacts},
     )
     return result
 
 
+# The rows of each table: the JSON key's metric and its label. ``compilation`` is every
+# component but the encoder (the language model, for the built-in model); the key keeps the
+# standard name, the label says what it holds.
 _METRICS = (
     ("startup", "startup time"),
-    ("compilation", "compilation time"),
+    ("compilation", "non-encoder compilation time"),
     ("encoder_compilation", "encoder compilation time"),
     ("portable_artifact_load", "artifact load time"),
 )
 
 
+def _row(label: str, avg: float, pct: Any, n: int) -> list[str]:
+    # One iteration: its average and every percentile are the same number, shown once.
+    if n == 1 or not isinstance(pct, dict):
+        return [label, f"{avg:.3f}"]
+    return [label, f"{avg:.3f}", *[f"{pct[str(p)]:.3f}" for p in PERCENTILES]]
+
+
 def format_results(data: dict[str, Any]) -> str:
-    """The COLD and WARM tables: per metric, the average and the percentiles (seconds)."""
+    """The COLD, WARM and PORTABLE tables: per metric, the average and the percentiles
+    (seconds); with one iteration, its single value. Then, when the children reported
+    them, the same per start-up phase (from each child process's own start).
+
+    >>> data = {"avg_cold_startup_time": 2.0, "cold_startup_times": [2.0],
+    ...         "cold_startup_percentiles": {str(p): 2.0 for p in PERCENTILES},
+    ...         "cold_cache_hits": [0], "cold_cache_misses": [2]}
+    >>> print(format_results(data))
+    COLD (1 iteration)
+    metric (s)    value
+    ------------  -----
+    startup time  2.000
+    cache hits per iteration: [0]; misses: [2]
+    """
     lines: list[str] = []
-    headers = ["metric (s)", "avg", *[f"p{p}" for p in PERCENTILES]]
     for prefix in ("cold", "warm", "portable"):
         if f"avg_{prefix}_startup_time" not in data:
             continue
+        n = len(data[f"{prefix}_startup_times"])
+        # One iteration: its average and every percentile are the same number, shown once.
+        headers = (
+            ["metric (s)", "value"] if n == 1 else ["metric (s)", "avg", *[f"p{p}" for p in PERCENTILES]]
+        )
         rows = []
         for key, label in _METRICS:
             name = key if key.startswith(prefix) else f"{prefix}_{key}"
             avg = data.get(f"avg_{name}_time")
             if avg is None:
                 continue
-            pct = data[f"{name}_percentiles"]
-            rows.append([label, f"{avg:.3f}", *[f"{pct[str(p)]:.3f}" for p in PERCENTILES]])
-        lines.append(f"{prefix.upper()} ({len(data[f'{prefix}_startup_times'])} iterations)")
+            rows.append(_row(label, avg, data.get(f"{name}_percentiles"), n))
+        lines.append(f"{prefix.upper()} ({n} iteration{'' if n == 1 else 's'})")
         lines.extend(render_table(headers, rows))
+        phases = data.get(f"avg_{prefix}_phase_time")
+        if isinstance(phases, dict) and phases:
+            pcts = data.get(f"{prefix}_phase_percentiles") or {}
+            phase_rows = [_row(name, avg, pcts.get(name), n) for name, avg in phases.items()]
+            lines.append("")
+            lines.extend(render_table(["start-up phase (s)", *headers[1:]], phase_rows))
         hits, misses = data[f"{prefix}_cache_hits"], data[f"{prefix}_cache_misses"]
         lines.append(f"cache hits per iteration: {hits}; misses: {misses}")
         lines.append("")

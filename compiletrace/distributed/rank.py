@@ -8,12 +8,14 @@ import contextlib
 import datetime
 import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from compiletrace._core.registry import Registry
 from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.files import write_json
+from compiletrace._io.text import first_line
 from compiletrace.distributed.results import GatherResult
 from compiletrace.distributed.transport import gather
 
@@ -108,17 +110,37 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _report(exc: BaseException) -> None:
+    # One line, last: the launcher finds it in the job's output (launch.rank_error) and
+    # shows it instead of the whole traceback.
+    rank = os.environ.get("RANK")
+    where = f"rank {rank}: " if rank is not None else ""
+    what = first_line(exc)
+    print(
+        f"compiletrace: {where}{type(exc).__name__}" + (f": {what}" if what else ""),
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry of ``python -m compiletrace.distributed`` (one rank). Returns the exit status."""
+    """Entry of ``python -m compiletrace.distributed`` (one rank). Returns the exit status:
+    0, 2 for bad input, 1 for any other failure. A failure ends with one line on stderr,
+    ``compiletrace: rank R: ErrorType: message`` (a traceback above it unless the error
+    is compiletrace's own)."""
     args = _parser().parse_args(argv)
     work = model_work(args.model, backend=args.backend, mode=args.mode, device=args.device)
     with open(os.devnull, "w") if args.quiet else contextlib.nullcontext(sys.stdout) as out:
         try:
             run_rank(work, timeout=args.timeout, result_file=args.result_file, out=out)
         except UsageError as exc:  # a bad MODEL spec, component or path
-            print(f"compiletrace: {exc}", file=sys.stderr)
+            _report(exc)
             return 2
         except GatherError as exc:
-            print(f"compiletrace: {exc}", file=sys.stderr)
+            _report(exc)
+            return 1
+        except Exception as exc:  # a failed compile: the traceback for --debug, then the line
+            traceback.print_exc()
+            _report(exc)
             return 1
     return 0

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import os
 import socket
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from compiletrace._core.records import LANGUAGE_MODEL, CompilationTimes, ordered_components
+from compiletrace._core.records import LANGUAGE_MODEL, CacheOutcome, CompilationTimes, ordered_components
 from compiletrace._core.registry import Registry
 from compiletrace._io.envelope import Fields, envelope
 from compiletrace._io.errors import UsageError
+
+if TYPE_CHECKING:
+    from compiletrace._app.doctor import Finding
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
 
@@ -29,6 +33,14 @@ class RankTimes:
     graphs: int = 0  # graph records in the rank's registry
     host: str = ""  # the machine the rank ran on
     pid: int = 0
+    # Each graph ("component/code_name#occurrence", as compare matches graphs) and its cache
+    # outcome: what the doctor compares across ranks. Empty in files from before it.
+    graph_cache: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def cache(self) -> dict[str, int]:
+        """Graphs per cache outcome ("hit", "miss", ...)."""
+        return dict(Counter(self.graph_cache.values()))
 
     @property
     def compilation_times(self) -> CompilationTimes:
@@ -47,6 +59,8 @@ class RankTimes:
             "compilation_times": self.compilation_times._asdict(),
             "by_component": dict(self.by_component),
             "total_s": self.total_s,
+            "cache": self.cache,
+            "graph_cache": dict(self.graph_cache),
         }
 
     @classmethod
@@ -58,11 +72,24 @@ class RankTimes:
             graphs=f.integer("graphs", 0, minimum=0),
             host=f.string("host", ""),
             pid=f.integer("pid", 0, minimum=0),
+            graph_cache=_graph_cache(f.obj("graph_cache", {})),
         )
 
     @classmethod
     def of(cls, registry: Registry, rank: int) -> RankTimes:
-        return cls(rank, registry.by_component(), len(registry), socket.gethostname(), os.getpid())
+        from compiletrace._app.analysis import graph_keys
+
+        graph_cache = {
+            f"{component}/{code_name}#{n}": r.cache_outcome.value
+            for (component, code_name, n), r in graph_keys(registry.records())
+        }
+        return cls(
+            rank, registry.by_component(), len(registry), socket.gethostname(), os.getpid(), graph_cache
+        )
+
+
+def _graph_cache(f: Fields) -> dict[str, str]:
+    return {key: f.choice(key, CacheOutcome).value for key in f.data}
 
 
 @dataclass(frozen=True)
@@ -119,6 +146,16 @@ class GatherResult:
     @property
     def slowest_rank_index(self) -> int:
         return next(i for i, r in enumerate(self.ranks) if r.rank == self.slowest_rank)
+
+    def diagnose(self) -> list[Finding]:
+        """The doctor's findings on the job: ranks whose graphs or cache outcomes differ.
+
+        >>> GatherResult.of([RankTimes(0, {"language_model": 1.0})]).diagnose()
+        []
+        """
+        from compiletrace._app.doctor import diagnose_ranks
+
+        return diagnose_ranks(self.ranks)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` reads it back."""

@@ -90,8 +90,10 @@ def gather(
 
     ``timeout`` (seconds, or a timedelta) bounds the wait for the other ranks: a rank that
     died, or never calls ``gather``, makes the others raise :class:`GatherError` within it
-    instead of hanging (None: the process group's own timeout). Without an initialised
-    process group the result holds this process alone.
+    instead of hanging (None: the timeout the process group was created with, e.g.
+    ``init_process_group(timeout=...)``; torch's 30 minutes, with a warning, when it
+    cannot be read). Without an initialised process group the result holds this process
+    alone.
 
     >>> import compiletrace
     >>> gather(compiletrace.Registry()).compilation_times
@@ -102,6 +104,7 @@ def gather(
     reg = registry if registry is not None else get_registry()
     timeout_s = _timeout_s(timeout)
 
+    import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
@@ -112,13 +115,20 @@ def gather(
     world = dist.get_world_size(group)
     backend = str(dist.get_backend(group))
     payload = RankTimes.of(reg, rank).to_dict()
+    device = torch.device("cpu") if backend == "gloo" else _device_for(backend)
+    if timeout_s is None:
+        # torch's monitored_barrier(timeout=None) waits its 30-minute default, not the
+        # group's timeout: pass the group's own.
+        from compiletrace._core.torch_compat import process_group_timeout
+
+        timeout_s = process_group_timeout(group, device)
     try:
         if backend == "gloo":
             payloads = _gather_objects(payload, group, world, timeout_s)
         else:
-            payloads = gather_tensors(payload, group, world, timeout_s, _device_for(backend))
+            payloads = gather_tensors(payload, group, world, timeout_s, device)
     except RuntimeError as exc:  # torch's DistBackendError and gloo's errors are RuntimeErrors
-        within = f"within {timeout_s:g} s" if timeout_s is not None else "within the group's timeout"
+        within = f"within {timeout_s:g} s"
         detail = first_line(exc) or type(exc).__name__
         raise GatherError(
             f"compiletrace gather failed on rank {rank} of {world}: a rank died or did not call "

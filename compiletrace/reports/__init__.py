@@ -9,7 +9,7 @@ from compiletrace.reports._html import (
     report_fragment,
     timeline_svg,
 )
-from compiletrace.reports._text import log_summary, render_table, summary_line, summary_table
+from compiletrace.reports._text import log_summary, render_table, summary_line, summary_table, totals_line
 
 __all__ = [
     "chrome_trace_dict",
@@ -23,4 +23,5 @@ __all__ = [
     "summary_line",
     "summary_table",
     "timeline_svg",
+    "totals_line",
 ]

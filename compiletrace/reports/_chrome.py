@@ -4,7 +4,8 @@ One process per rank, one track (thread) per component, so the encoder and the l
 model lie side by side; each graph is a complete ("X") event with its Dynamo-tracing and
 backend-compile phases nested inside, the backend's own phases (AOTAutograd, Inductor,
 kernel compile, cache, other) laid end to end inside that, and a lazy backward compile is
-an event of its own.
+an event of its own. With a start-up timeline, its phases come first, as tracks of their
+own ("start-up", one per thread), and the times count from the process's start.
 Open the file at https://ui.perfetto.dev or chrome://tracing.
 """
 
@@ -16,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from compiletrace._core.phases import lay_out
-from compiletrace._core.records import GraphRecord
+from compiletrace._core.records import NS_PER_S, GraphRecord
 from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.timeline import UNATTRIBUTED, Timeline, build_timeline
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.files import write_json
 
@@ -48,10 +50,39 @@ def _args(record: GraphRecord) -> dict[str, Any]:
     return args
 
 
-def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
+def _timeline_blocks(timeline: Timeline) -> list[tuple[int, int, int, str, list[_Event]]]:
+    """The timeline's entries as blocks on "start-up" tracks, one per thread (the time no
+    phase covers on the first one): a top-level entry and the entries nested in it."""
+    rank = timeline.phases[0].rank if timeline.phases else 0
+    main = next((e.thread for e in timeline.entries if e.thread), "MainThread")
+    blocks: list[tuple[int, int, int, str, list[_Event]]] = []
+    for e in timeline.entries:
+        args: dict[str, Any] = {"kind": e.kind, "seconds": e.duration_ns / NS_PER_S}
+        if e.depth == 0:
+            args["counted_s"] = e.counted_ns / NS_PER_S
+        if e.compile:
+            args["compile_s"] = {name: ns / NS_PER_S for name, ns in e.compile}
+        if e.status != "ok":
+            args["status"] = e.status
+        thread = main if e.kind == UNATTRIBUTED or not e.thread else e.thread
+        track = _STARTUP if thread == main else f"{_STARTUP} ({thread})"
+        event = (e.name, f"startup.{e.kind}", e.start_unix_ns, e.end_unix_ns, args)
+        if e.depth == 0 or not blocks or blocks[-1][3] != track:
+            blocks.append((e.start_unix_ns, e.end_unix_ns, rank, track, [event]))
+        else:
+            blocks[-1][4].append(event)  # nested: inside the block of the entry around it
+    return blocks
+
+
+_STARTUP = "start-up"  # the phases' track
+_Event = tuple[str, str, int, int, dict[str, Any]]
+
+
+def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None = None) -> dict[str, Any]:
     """Trace Event Format for ``records``: a dict ready for ``json.dump``.
 
-    Timestamps are microseconds since the first compile started.
+    Timestamps are microseconds since the first compile started; with a ``timeline``,
+    since the timeline's start (the process's), its entries first, on "start-up" tracks.
 
     >>> from compiletrace import GraphRecord
     >>> rec = GraphRecord("0/0", "encoder", "eager", "forward", 3, 0, 10_000, 4_000, 6_000, 2_000)
@@ -60,10 +91,10 @@ def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
     """
     recs = sorted(records, key=lambda r: (r.start_unix_ns, r.compile_id))
     # Top-level blocks: (start_ns, end_ns, rank, component, [events]) with phases inside.
-    blocks: list[tuple[int, int, int, str, list[tuple[str, str, int, int, dict[str, Any]]]]] = []
+    blocks: list[tuple[int, int, int, str, list[_Event]]] = []
     for r in recs:
         args = _args(r)
-        frame: list[tuple[str, str, int, int, dict[str, Any]]] = [
+        frame: list[_Event] = [
             (f"{r.code_name} [{r.compile_id}]", "compile", r.start_unix_ns, r.end_unix_ns, args)
         ]
         small = {"compile_id": r.compile_id}
@@ -86,6 +117,10 @@ def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
             blocks.append((bw_start, bw_end, r.rank, r.component, bw))
     blocks.sort(key=lambda b: (b[0], -b[1]))
     origin = blocks[0][0] if blocks else 0
+    if timeline is not None:
+        # The start-up's tracks first (their tids come first), times from its start.
+        blocks = _timeline_blocks(timeline) + blocks
+        origin = timeline.start_unix_ns
 
     events: list[dict[str, Any]] = []
     tracks: dict[tuple[int, str], list[int]] = {}  # (rank, component) -> end time of each lane
@@ -142,9 +177,13 @@ def chrome_trace_dict(records: Iterable[GraphRecord]) -> dict[str, Any]:
     return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"origin_unix_ns": origin}}
 
 
-def export_chrome_trace(path: str | os.PathLike[str], registry: Registry | None = None) -> Path:
+def export_chrome_trace(
+    path: str | os.PathLike[str], registry: Registry | None = None, *, timeline: Timeline | None = None
+) -> Path:
     """Write the compiles in ``registry`` (default: the process registry) as a Chrome/Perfetto
-    trace (Trace Event Format JSON) to ``path``; returns the path.
+    trace (Trace Event Format JSON) to ``path``; returns the path. The start-up phases go on
+    tracks of their own: ``timeline``'s (from the process's start, what no phase covers
+    included) when given, else the registry's phases, from the first one.
 
     >>> import tempfile, os, compiletrace
     >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
@@ -156,6 +195,13 @@ def export_chrome_trace(path: str | os.PathLike[str], registry: Registry | None 
         raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if registry is not None and not isinstance(registry, Registry):
         raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    reg = registry if registry is not None else get_registry()
+    records = reg.records()
+    phases = reg.phase_records()
+    if timeline is None and phases:
+        start = min([p.start_unix_ns for p in phases] + [r.start_unix_ns for r in records])
+        end = max([p.end_unix_ns for p in phases] + [r.end_unix_ns for r in records])
+        timeline = build_timeline(phases, records, start, end)
     out = Path(path)
-    write_json(out, chrome_trace_dict((registry if registry is not None else get_registry()).records()))
+    write_json(out, chrome_trace_dict(records, timeline))
     return out

@@ -1,27 +1,38 @@
 """HTML views: tables for notebooks (``_repr_html_``) and the one-file report.
 
-Everything is inline (CSS and SVG, no script, no font or CDN), so a report opens offline
-and a notebook cell shows the same thing.
+Everything is inline (CSS, SVG and, in the page only, one small script; no font, no CDN, no
+request of any kind), so a report opens offline and a notebook cell shows the same thing.
+The charts size their bars in percent of their width and their text in pixels: they fill a
+laptop's window and a phone's alike, with text that stays readable on both.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
+from compiletrace._io.text import shorten
+from compiletrace._version import __version__
 from compiletrace.reports._text import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
     PHASE_HEADERS,
+    cache_line,
+    cache_state,
     component_rows,
+    costliest,
     graph_rows,
     phase_rows,
+    rest_line,
     summary_line,
 )
 
 __all__ = [
+    "PHASE_COLORS",
     "component_chart_svg",
     "html_report",
     "registry_html_table",
@@ -29,33 +40,118 @@ __all__ = [
     "timeline_svg",
 ]
 
-# Phase colours (colour-blind safe), then a palette for components that shares none of them.
+# One palette for every chart: Okabe & Ito's colour-blind-safe set (Wong, Nature Methods
+# 8:441, 2011), its black softened to a dark grey, and a light grey for a frame not split at
+# all. A colour always means a phase; components are named on their rows and never coloured,
+# so no component can be read as a phase. The set's mid grey is not used: for deuteranopes it
+# is the reddish purple beside it (tests/test_html_report.py simulates the three dichromacies).
 PHASE_COLORS = {
-    "dynamo": "#4477aa",
-    "backend": "#ee6677",  # a backend call without a phase split
-    "aot_autograd": "#ee8866",
-    "inductor": "#994455",
-    "kernel_compile": "#eecc66",
-    "cache": "#6699cc",
-    "other": "#e0e0e0",
-    "backward": "#228833",
-    "frame": "#bbbbbb",
+    "dynamo": "#0072B2",  # blue
+    "backend": "#E69F00",  # orange: backend time not split into phases
+    "aot_autograd": "#56B4E9",  # sky blue
+    "inductor": "#009E73",  # bluish green
+    "kernel_compile": "#F0E442",  # yellow
+    "cache": "#CC79A7",  # reddish purple
+    "other": "#444444",  # dark grey: backend time in no named phase
+    "backward": "#D55E00",  # vermillion
+    "frame": "#DDDDDD",  # light grey: a frame whose Dynamo share is unknown
 }
-COMPONENT_COLORS = ("#66ccee", "#ccbb44", "#aa3377", "#999933", "#882255", "#44aa99", "#dddddd")
+_LEGEND_LABELS = {"frame": "frame (unsplit)"}
+_LEGEND_COLUMNS, _LEGEND_COLUMN = 3, 120  # 3 entries of 120 px a line: a phone's width
+_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+# The charts carry their font themselves (presentation attributes, which the page's CSS
+# may override): alone in a notebook cell they look as they do in the report.
+_SVG_TEXT = f'font-family="{_FONT}" font-size="13" fill="currentColor"'
 
-_CSS = """
-.compiletrace-report { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #222; }
-.compiletrace-report h1 { font-size: 1.4em; margin: 0.2em 0; }
-.compiletrace-report h2 { font-size: 1.1em; margin: 1.2em 0 0.4em; }
-.compiletrace-report .meta { color: #555; font-size: 0.9em; }
+_REPORT_CSS = """
+/* The system's UI font: a report loads nothing, fonts included. */
+.compiletrace-report { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+  color: #222; max-width: 1400px; }
+.compiletrace-report h1 { font-size: 1.5em; margin: 0.2em 0 0.1em; overflow-wrap: anywhere; }
+.compiletrace-report h2 { font-size: 1.15em; margin: 1.4em 0 0.3em; }
+.compiletrace-report .meta { color: #555; margin: 0.2em 0 0.8em; }
 .compiletrace-report .summary { font-size: 1.05em; font-weight: 600; }
-.compiletrace-report dl { display: grid; grid-template-columns: max-content auto; gap: 0.2em 1em; }
+/* Long values (model specs, paths) wrap rather than widen the page. */
+.compiletrace-report dl { display: grid; grid-template-columns: max-content minmax(0, 1fr);
+  gap: 0.1em 1em; }
 .compiletrace-report dt { color: #555; }
-.compiletrace-report dd { margin: 0; }
-table.compiletrace { border-collapse: collapse; font-size: 0.85em; margin: 0.3em 0; }
-table.compiletrace th, table.compiletrace td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; }
-table.compiletrace th { background: #f3f3f3; }
-.compiletrace-report svg text { font-size: 11px; fill: #222; }
+.compiletrace-report dd { margin: 0; overflow-wrap: anywhere; }
+.compiletrace-report svg { display: block; margin: 0.3em 0 0.6em; }
+@media (max-width: 600px) { .compiletrace-report { font-size: 14px; } }
+"""
+
+# The tables' own rules: a registry's table in a notebook carries them alone.
+_TABLE_CSS = """
+/* A table wider than the screen scrolls inside its own box, never the page. */
+.ct-scroll { overflow-x: auto; }
+table.compiletrace { border-collapse: collapse; font-size: 0.9em; margin: 0.3em 0; }
+table.compiletrace th, table.compiletrace td { border: 1px solid #ddd; padding: 3px 8px;
+  text-align: left; vertical-align: top; }
+table.compiletrace th { background: #f3f3f3; white-space: nowrap; }
+/* Figures line up: right-aligned, every digit the same width. */
+table.compiletrace .num { text-align: right; font-variant-numeric: tabular-nums; }
+table.compiletrace details { min-width: 16em; max-width: 48em; }
+table.compiletrace pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0.3em 0 0; }
+/* Headers the page's script made sortable, and the current order. */
+table.compiletrace th[tabindex] { cursor: pointer; }
+table.compiletrace th[aria-sort="ascending"]::after { content: " \\25B2"; }
+table.compiletrace th[aria-sort="descending"]::after { content: " \\25BC"; }
+"""
+_CSS = _REPORT_CSS + _TABLE_CSS
+
+# The page's only script: sort any table by a header (numeric columns as numbers), show the
+# graphs of one component. Inline and offline; without it the page reads the same, in
+# record order. Rows of the timeline move up when others hide, so it stays gap-free.
+_SCRIPT = """
+(function () {
+  "use strict";
+  var root = document.querySelector(".compiletrace-report");
+  if (!root) return;
+  var collator = new Intl.Collator(undefined, {numeric: true});  // "2/0" before "10/0"
+  function key(row, col, num) {
+    var text = row.cells[col].textContent.trim(), v = parseFloat(text);
+    return num ? (isNaN(v) ? -Infinity : v) : text;  // "-" (unknown) sorts first
+  }
+  function sort(th) {
+    var body = th.closest("table").tBodies[0], col = th.cellIndex;
+    var num = th.classList.contains("num"), up = th.getAttribute("aria-sort") !== "ascending";
+    Array.prototype.forEach.call(th.parentNode.cells, function (h) { h.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", up ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a, col, num), y = key(b, col, num);
+      var d = num ? (x > y) - (x < y) : collator.compare(x, y);
+      return up ? d : -d;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  root.querySelectorAll("table.compiletrace th").forEach(function (th) {
+    th.tabIndex = 0;  // sortable by keyboard too
+    th.addEventListener("click", function () { sort(th); });
+    th.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(th); }
+    });
+  });
+  function show(component) {
+    root.querySelectorAll("tr[data-component]").forEach(function (tr) {
+      tr.hidden = component !== "" && tr.getAttribute("data-component") !== component;
+    });
+    root.querySelectorAll("svg[data-row-height]").forEach(function (svg) {
+      var y = +svg.getAttribute("data-rows-top"), h = +svg.getAttribute("data-row-height");
+      svg.querySelectorAll("g[data-component]").forEach(function (g) {
+        var on = component === "" || g.getAttribute("data-component") === component;
+        g.style.display = on ? "" : "none";
+        if (on) { g.setAttribute("transform", "translate(0," + y + ")"); y += h; }
+      });
+      svg.setAttribute("height", y + 4);
+    });
+  }
+  var select = root.querySelector("select.ct-filter");
+  if (select) {
+    select.closest("p").hidden = false;  // the control shows only where it works
+    select.addEventListener("change", function () { show(select.value); });
+  }
+})();
 """
 
 
@@ -63,15 +159,90 @@ def _esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="compiletrace"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+def _breakable(value: object) -> str:
+    """Escaped, with a line-break opportunity after each ``.``, ``:`` and ``/`` (a model
+    spec or a path wraps at its parts on a phone, not mid-word)."""
+    text = _esc(value)
+    for sep in ".:/":
+        text = text.replace(sep, sep + "<wbr>")
+    return text
+
+
+_FIGURE = re.compile(r"-?\d+(?:\.\d+)?%?")  # 12, 0.250, 55%: not "nan" or "inf", which float() takes
+
+
+def _is_number(text: str) -> bool:
+    return _FIGURE.fullmatch(text) is not None
+
+
+def _numeric_columns(rows: Sequence[Sequence[str]], width: int) -> list[bool]:
+    """Columns whose cells are all figures (or "-", unknown): right-aligned, sorted as numbers."""
+    return [
+        bool(rows)
+        and all(row[i] == "-" or _is_number(row[i]) for row in rows)
+        and any(_is_number(row[i]) for row in rows)
+        for i in range(width)
+    ]
+
+
+def _table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    raw_last: bool = False,
+    *,
+    name: str,
+    component_col: int | None = None,
+) -> str:
+    """An HTML table in its own scrolling box; every cell is escaped, except the last one of
+    each row when ``raw_last`` (markup built here from escaped parts). ``name`` tells the
+    tables apart (``data-table``); a row carries its ``component_col`` cell as
+    ``data-component``, for the page's filter."""
+    numeric = _numeric_columns(rows, len(headers))
+    if raw_last:
+        numeric[-1] = False  # markup, not a figure
+    cls = [' class="num"' if n else "" for n in numeric]
+    head = "".join(f'<th scope="col"{c}>{_esc(h)}</th>' for h, c in zip(headers, cls, strict=True))
+
+    def tr(row: Sequence[str]) -> str:
+        cells = "".join(
+            f"<td{cls[i]}>{c if raw_last and i == len(row) - 1 else _esc(c)}</td>" for i, c in enumerate(row)
+        )
+        attr = "" if component_col is None else f' data-component="{_esc(row[component_col])}"'
+        return f"<tr{attr}>{cells}</tr>"
+
+    return (
+        f'<div class="ct-scroll"><table class="compiletrace" data-table="{name}">'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(tr(r) for r in rows)}</tbody></table></div>"
+    )
+
+
+def _reason_cell(record: GraphRecord, shown: str) -> str:
+    # One row per graph: the failed guard in the row, torch's whole reason (its user stack
+    # trace included) one click away.
+    full = (record.recompile_reason or "").strip()
+    if not full or full == shown:
+        return _esc(shown)
+    return f"<details><summary>{_esc(shown)}</summary><pre>{_esc(full)}</pre></details>"
+
+
+def _graph_table(records: Sequence[GraphRecord]) -> str:
+    shown, rest = costliest(records)
+    rows = [[*row[:-1], _reason_cell(r, row[-1])] for r, row in zip(shown, graph_rows(shown), strict=True)]
+    table = _table(GRAPH_HEADERS, rows, raw_last=True, name="graphs", component_col=1)
+    return table + (f"<p>{_esc(rest_line(rest))}</p>" if rest else "")
 
 
 def registry_html_table(records: Sequence[GraphRecord]) -> str:
-    """One HTML table of every graph (what a notebook shows for a registry)."""
-    return _table(GRAPH_HEADERS, graph_rows(records))
+    """One HTML table of every graph (what a notebook shows for a registry), with its own
+    scoped style (figures right-aligned); past ``GRAPH_ROW_LIMIT`` graphs, the costliest,
+    and a line for the rest. A multi-line recompile reason shows its first line, the whole
+    text one click away.
+
+    >>> page = registry_html_table([])
+    >>> '<table class="compiletrace" data-table="graphs">' in page
+    True
+    """
+    return f"<style>{_TABLE_CSS}</style>{_graph_table(records)}"
 
 
 def _phases(records: Sequence[GraphRecord]) -> dict[str, int]:
@@ -98,128 +269,270 @@ def _chart_phases(records: Sequence[GraphRecord]) -> dict[str, int]:
     return {k: out.get(k, 0) for k in PHASE_COLORS}
 
 
-def component_chart_svg(records: Sequence[GraphRecord]) -> str:
-    """An inline SVG bar chart: compile seconds per component, split by phase (Dynamo, the
-    backend's phases (AOTAutograd, Inductor, kernel compile, cache, other), lazy backward).
+_PHASE_TIPS = {
+    "dynamo": "Dynamo: tracing the frame and building its guards",
+    "backend": "the backend, its time not split into phases",
+    "aot_autograd": "AOTAutograd: joint graph tracing, partitioning, functionalisation",
+    "inductor": "Inductor: lowering, scheduling, code generation",
+    "kernel_compile": "compiling the generated kernels",
+    "cache": "compile-cache lookups and loading compiled artifacts",
+    "other": "the rest of the backend call",
+    "backward": "the lazy backward compile, at the first .backward()",
+    "frame": "a frame compile whose Dynamo share is unknown",
+}
+_LEGEND_LINE = 18  # px per legend line
 
-    >>> component_chart_svg([]).startswith("<svg")
+
+def _pct(value: float) -> str:
+    """An x coordinate or width in percent of the chart's width: bars scale, text does not."""
+    return f"{value:.2f}%"
+
+
+def _svg_open(cls: str, height: int, title: str, extra: str = "") -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="{cls}" role="img" width="100%" '
+        f'height="{height}" {_SVG_TEXT}{extra}><title>{_esc(title)}</title>'
+    )
+
+
+def _swatch(phase: str, x: str, y: float, width: str, height: float) -> str:
+    # The light grey and the yellow need an edge to stand out from white.
+    edge = ' stroke="#000" stroke-opacity="0.3"' if phase in ("frame", "kernel_compile") else ""
+    return (
+        f'<rect class="phase-{phase}" x="{x}" y="{y}" width="{width}" height="{height}" '
+        f'fill="{PHASE_COLORS[phase]}"{edge}'
+    )
+
+
+def _legend(phases: Sequence[str]) -> tuple[str, int]:
+    """A swatch and a name per phase, in evenly spaced columns (``_LEGEND_COLUMNS`` of
+    ``_LEGEND_COLUMN`` px a line); its markup and height. An inner SVG whose viewBox is one
+    line's width keeps the legend at its size, left-aligned, in a wide chart and shrinks it
+    (``meet``) only in a chart narrower than a line, so it never overflows."""
+    line_w = _LEGEND_COLUMNS * _LEGEND_COLUMN
+    height = _LEGEND_LINE * -(-len(phases) // _LEGEND_COLUMNS)
+    parts = [
+        f'<svg class="legend" width="100%" height="{height}" viewBox="0 0 {line_w} {height}" '
+        'preserveAspectRatio="xMinYMin meet" font-size="12">'
+    ]
+    for k, phase in enumerate(phases):
+        x, y = _LEGEND_COLUMN * (k % _LEGEND_COLUMNS), _LEGEND_LINE * (k // _LEGEND_COLUMNS)
+        parts.append(
+            f'<g class="legend-item" data-phase="{phase}"><title>{_esc(_PHASE_TIPS[phase])}</title>'
+            f"{_swatch(phase, str(x), y + 2, '12', 12)}/>"
+            f'<text x="{x + 17}" y="{y + 12.5}">{_LEGEND_LABELS.get(phase, phase)}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts), height
+
+
+def component_chart_svg(records: Sequence[GraphRecord]) -> str:
+    """An inline SVG bar chart, as wide as its container: compile seconds per component,
+    split by phase (Dynamo, the backend's phases: AOTAutograd, Inductor, kernel compile,
+    cache, other; the lazy backward), under a legend of the phases it shows. It carries its
+    own font, so it reads the same alone (in a notebook) as in the report.
+
+    >>> from compiletrace._core.records import GraphRecord
+    >>> graph = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 3 * 10**9, 10**9, 2 * 10**9, 10**9)
+    >>> svg = component_chart_svg([graph])
+    >>> svg.startswith("<svg") and 'width="100%"' in svg and "encoder backend: 2.000 s" in svg
     True
     """
     comps = list(component_totals(records))
-    label_w, bar_w, row_h, top = 130, 420, 26, 8
-    present = _chart_phases(records)
-    legend = [p for p in PHASE_COLORS if present[p] > 0 or p == "dynamo"]
-    per_row = 4  # legend entries per line, 120 px each
-    legend_rows = max(1, -(-len(legend) // per_row))
-    height = top + row_h * max(1, len(comps)) + 18 + 16 * legend_rows
-    longest = max(
-        (sum(_chart_phases([r for r in records if r.component == c]).values()) for c in comps), default=0
-    )
-    scale = bar_w / longest if longest else 0.0
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-chart" role="img" '
-        f'width="{label_w + bar_w + 90}" height="{height}" '
-        f'viewBox="0 0 {label_w + bar_w + 90} {height}">',
-        "<title>Compile time per component, by phase</title>",
-    ]
+    per_comp = {c: _chart_phases([r for r in records if r.component == c]) for c in comps}
+    shown = [p for p in PHASE_COLORS if any(phases[p] > 0 for phases in per_comp.values())]
+    legend, legend_h = _legend(shown) if comps else ("", 0)
+    top, row_h = legend_h + 8, 44  # a row: the name and the total on a line, the bar under them
+    height = top + row_h * max(1, len(comps))
+    longest = max((sum(phases.values()) for phases in per_comp.values()), default=0)
+    parts = [_svg_open("compiletrace-chart", height, "Compile time per component, by phase"), legend]
     if not comps:
-        parts.append(f'<text x="4" y="{top + 16}">no graphs compiled</text>')
+        parts.append(f'<text x="0" y="{top + 14}">no graphs compiled</text>')
     for i, comp in enumerate(comps):
-        y = top + i * row_h
-        phases = _chart_phases([r for r in records if r.component == comp])
-        parts.append(f'<text x="{label_w - 6}" y="{y + 16}" text-anchor="end">{_esc(comp)}</text>')
-        x = float(label_w)
+        y, phases = top + i * row_h, per_comp[comp]
+        total = sum(phases.values())
+        parts.append(
+            f'<g class="component" data-component="{_esc(comp)}">'
+            f'<text x="0" y="{y + 14}">{_esc(shorten(comp, 40))}</text>'
+            f'<text x="100%" y="{y + 14}" text-anchor="end">{total / NS_PER_S:.2f} s</text>'
+        )
+        x = 0.0
         for phase, ns in phases.items():
-            if ns <= 0:
+            if ns <= 0 or not longest:
                 continue
-            w = max(ns * scale, 0.5)
+            w = min(max(100 * ns / longest, 0.2), 100 - x)  # a sliver stays visible
             parts.append(
-                f'<rect class="phase-{phase}" x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" '
-                f'fill="{PHASE_COLORS[phase]}">'
+                f"{_swatch(phase, _pct(x), y + 20, _pct(w), 16)}>"
                 f"<title>{_esc(comp)} {phase}: {ns / NS_PER_S:.3f} s</title></rect>"
             )
             x += w
-        total = sum(phases.values()) / NS_PER_S
-        parts.append(f'<text x="{x + 6:.1f}" y="{y + 16}">{total:.2f} s</text>')
-    for k, phase in enumerate(legend):
-        lx = label_w + 120 * (k % per_row)
-        ly = top + row_h * max(1, len(comps)) + 16 + 16 * (k // per_row)
-        parts.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{PHASE_COLORS[phase]}"/>')
-        parts.append(
-            f'<text x="{lx + 14}" y="{ly}">{"frame (unsplit)" if phase == "frame" else phase}</text>'
-        )
+        parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
 
 
-def timeline_svg(records: Sequence[GraphRecord]) -> str:
-    """An inline SVG timeline: one row per graph from its compile start to its end (and
-    its lazy backward, if any), coloured by component, on a shared time axis.
+def _ticks(span_s: float) -> list[tuple[float, str]]:
+    """Round axis ticks from 0 to ``span_s`` seconds, 1, 2, 2.5 or 5 times a power of ten
+    apart, at most seven of them (their labels fit a phone's width): (seconds, label).
 
-    >>> timeline_svg([]).startswith("<svg")
+    >>> [label for _, label in _ticks(13.5)]
+    ['0.0 s', '2.5 s', '5.0 s', '7.5 s', '10.0 s', '12.5 s']
+    >>> [label for _, label in _ticks(2.85)]
+    ['0.0 s', '0.5 s', '1.0 s', '1.5 s', '2.0 s', '2.5 s']
+    >>> [label for _, label in _ticks(120)]
+    ['0 s', '20 s', '40 s', '60 s', '80 s', '100 s', '120 s']
+    """
+    if span_s < 1e-6:
+        return [(0.0, "0 s")]
+    power = 10.0 ** math.floor(math.log10(span_s / 6))
+    m = next(m for m in (1, 2, 2.5, 5, 10) if span_s / (m * power) <= 6 + 1e-9)
+    step = m * power
+    digits = max(0, -math.floor(math.log10(step) + 1e-9)) + (m == 2.5)  # 2.5 needs one more
+    return [(k * step, f"{k * step:.{digits}f} s") for k in range(int(span_s / step + 1e-9) + 1)]
+
+
+def _timeline_bars(r: GraphRecord, x_of: Callable[[int], float]) -> list[tuple[str, str]]:
+    """One graph's bars, as (phase, markup): its frame compile in Dynamo's colour with the
+    backend's span over it, or unsplit when the Dynamo share is unknown; then its lazy
+    backward. The backend's span shows its phases as the chart does, each as long as it
+    took, laid end to end in the chart's order (torch does not say in which order they ran);
+    unsplit, it is one "backend" bar."""
+
+    def bar(phase: str, start: float, ns: float) -> tuple[str, str]:
+        x = x_of(round(start))
+        width = max(x_of(round(start + ns)) - x, 0.2)  # a sliver stays visible
+        return phase, f"{_swatch(phase, _pct(x), 16, _pct(width), 12)}/>"
+
+    if r.dynamo_ns is None:
+        bars = [bar("frame", r.start_unix_ns, r.frame_ns)]
+    else:
+        bars = [bar("dynamo", r.start_unix_ns, r.frame_ns)]
+        if r.backend_ns and r.backend_start_unix_ns is not None:
+            start: float = r.backend_start_unix_ns
+            # Inside the frame: a backend figure past its end is drawn to the end.
+            scale = min(1.0, (r.end_unix_ns - start) / r.backend_ns)
+            pieces = [(p, r.phase_ns.get(p, 0)) for p in PHASE_COLORS] if r.phases else []
+            for phase, ns in [(p, ns) for p, ns in pieces if ns > 0] or [("backend", r.backend_ns)]:
+                bars.append(bar(phase, start, ns * scale))
+                start += ns * scale
+    if r.backward_ns and r.backward_start_unix_ns is not None:
+        bars.append(bar("backward", r.backward_start_unix_ns, r.backward_ns))
+    return bars
+
+
+def _timeline_tip(r: GraphRecord) -> str:
+    split = (
+        f", Dynamo {r.dynamo_ns / NS_PER_S:.3f} s, backend {r.backend_s:.3f} s"
+        if r.dynamo_ns is not None
+        else ""
+    )
+    backward = f"; backward {r.backward_s:.3f} s" if r.backward_ns else ""
+    return (
+        f"{r.compile_id} {r.component} ({r.code_name}): frame {r.frame_s:.3f} s{split}{backward}; "
+        f"cache {r.cache_outcome.value}"
+    )
+
+
+def timeline_svg(records: Sequence[GraphRecord]) -> str:
+    """An inline SVG timeline, as wide as its container: one row per graph (its id,
+    component and code above its bars) on a shared time axis, under a legend: the frame
+    compile in Dynamo's colour with the backend's span over it (in the backend's phases),
+    then its lazy backward, if any. A colour means what it means in
+    :func:`component_chart_svg`. Rows carry ``data-component`` (the page's filter hides rows
+    and closes the gaps).
+
+    >>> from compiletrace._core.records import GraphRecord
+    >>> graph = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 3 * 10**9, 10**9, 2 * 10**9, 10**9)
+    >>> svg = timeline_svg([graph])
+    >>> svg.startswith("<svg") and svg.count('class="graph"') == 1 and ">3.00 s<" in svg
     True
     """
-    label_w, width, row_h, top = 170, 520, 20, 6
-    rows = list(records)
-    height = top + row_h * max(1, len(rows)) + 30
-    comps = list(component_totals(rows))
-    colors = {c: COMPONENT_COLORS[i % len(COMPONENT_COLORS)] for i, c in enumerate(comps)}
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-timeline" role="img" '
-        f'width="{label_w + width + 20}" height="{height}" viewBox="0 0 {label_w + width + 20} {height}">',
-        "<title>Timeline of graph compiles</title>",
-    ]
+    rows = costliest(records)[0]
     if not rows:
-        parts.append(f'<text x="4" y="{top + 14}">no graphs compiled</text></svg>')
-        return "".join(parts)
+        empty = _svg_open("compiletrace-timeline", 24, "Timeline of graph compiles")
+        return f'{empty}<text x="0" y="16">no graphs compiled</text></svg>'
     t0 = min(r.start_unix_ns for r in rows)
     t1 = max(
         max(r.end_unix_ns, (r.backward_start_unix_ns or 0) + r.backward_ns if r.backward_ns else 0)
         for r in rows
     )
     span = max(t1 - t0, 1)
-    scale = width / span
-    for i, r in enumerate(rows):
-        y = top + i * row_h
-        label = f"{r.compile_id} {r.component}"
-        parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_esc(label)}</text>')
-        x = label_w + (r.start_unix_ns - t0) * scale
-        w = max(r.frame_ns * scale, 1.0)
+
+    def x_of(t: int) -> float:
+        return 100 * (t - t0) / span
+
+    bars = [_timeline_bars(r, x_of) for r in rows]
+    legend, legend_h = _legend([p for p in PHASE_COLORS if any(p == q for row in bars for q, _ in row)])
+    axis_y = legend_h + 22  # tick labels' baseline
+    rows_top, row_h = axis_y + 12, 34  # a row: its label on a line, its bars under it
+    height = rows_top + row_h * len(rows) + 4
+    parts = [
+        _svg_open(
+            "compiletrace-timeline",
+            height,
+            "Timeline of graph compiles",
+            f' data-rows-top="{rows_top}" data-row-height="{row_h}"',
+        ),
+        legend,
+    ]
+    for tick, text in _ticks(span / NS_PER_S):  # seconds since the first compile began
+        x = 100 * tick * NS_PER_S / span
+        anchor = "start" if x < 4 else "end" if x > 96 else "middle"  # the ends stay inside
         parts.append(
-            f'<rect class="graph" x="{x:.1f}" y="{y + 3}" width="{w:.1f}" height="{row_h - 6}" '
-            f'fill="{colors[r.component]}"><title>{_esc(r.compile_id)} {_esc(r.component)} '
-            f"({_esc(r.code_name)}): {r.frame_s:.3f} s, cache {r.cache_outcome.value}</title></rect>"
+            f'<line x1="{_pct(x)}" x2="{_pct(x)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
+            f'<text x="{_pct(x)}" y="{axis_y}" text-anchor="{anchor}" font-size="12">{text}</text>'
         )
-        if r.backward_ns and r.backward_start_unix_ns is not None:
-            bx = label_w + (r.backward_start_unix_ns - t0) * scale
-            bw = max(r.backward_ns * scale, 1.0)
-            parts.append(
-                f'<rect class="backward" x="{bx:.1f}" y="{y + 3}" width="{bw:.1f}" height="{row_h - 6}" '
-                f'fill="{colors[r.component]}" fill-opacity="0.5"><title>{_esc(r.compile_id)} backward: '
-                f"{r.backward_s:.3f} s</title></rect>"
-            )
-    axis_y = top + row_h * len(rows) + 14
-    for k in range(5):
-        x = label_w + width * k / 4
+    for i, r in enumerate(rows):
+        label = f"{r.compile_id} {r.component} · {r.code_name}" + (" · recompile" if r.is_recompile else "")
         parts.append(
-            f'<text x="{x:.1f}" y="{axis_y}" text-anchor="middle">{span * k / 4 / NS_PER_S:.2f} s</text>'
+            f'<g class="graph" data-component="{_esc(r.component)}" '
+            f'transform="translate(0,{rows_top + i * row_h})"><title>{_esc(_timeline_tip(r))}</title>'
+            f'<text x="0" y="12" font-size="12">{_esc(shorten(label, 44))}</text>'
+            f'<text x="100%" y="12" text-anchor="end" font-size="12">{r.total_s:.2f} s</text>'
+            + "".join(markup for _, markup in bars[i])
+            + "</g>"
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def report_fragment(
+def _header_line(records: Sequence[GraphRecord], meta: Mapping[str, Any]) -> str:
+    """compiletrace's and torch's versions, and what the compile caches did: the text
+    report's cache line (:func:`~compiletrace.reports._text.cache_line`), its state word
+    (cold, warm, mixed, none) in bold."""
+    parts = [f"compiletrace {_esc(meta.get('compiletrace_version') or __version__)}"]
+    if meta.get("torch_version"):
+        parts.append(f"torch {_esc(meta['torch_version'])}")
+    state = cache_state(records)
+    bold = f'cache: <strong class="cache-state">{state}</strong>'
+    parts.append(_esc(cache_line(records)).replace(f"cache: {state}", bold, 1))
+    return " · ".join(parts)
+
+
+def _filter_control(records: Sequence[GraphRecord]) -> str:
+    # Hidden until the page's script shows it: no control that does nothing.
+    comps = list(component_totals(records))
+    if len(comps) < 2:
+        return ""
+    options = "".join(f'<option value="{_esc(c)}">{_esc(c)}</option>' for c in comps)
+    return (
+        '<p class="ct-filter-line" hidden><label>Show the graphs of '
+        f'<select class="ct-filter"><option value="">every component</option>{options}</select>'
+        "</label> (timeline and per-graph tables)</p>"
+    )
+
+
+def _body(
     records: Sequence[GraphRecord],
+    warmup: Mapping[str, Any] | None,
+    meta: Mapping[str, Any] | None,
     *,
-    warmup: Mapping[str, Any] | None = None,
-    meta: Mapping[str, Any] | None = None,
+    title: str | None,
+    interactive: bool,
 ) -> str:
-    """The report's body (summary, chart, timeline, tables) as an HTML fragment with its
-    own scoped style: what a notebook cell shows for a run. ``warmup`` is a warm-up
-    result's ``to_dict()``."""
     meta = dict(meta or {})
     facts: list[tuple[str, str]] = []
-    for key in ("model", "backend", "mode", "compilation_mode", "device", "created", "torch_version"):
+    for key in ("model", "backend", "mode", "compilation_mode", "device", "created"):
         if meta.get(key) not in (None, ""):
             facts.append((key.replace("_", " "), str(meta[key])))
     facts.append(("graphs", str(len(records))))
@@ -228,26 +541,55 @@ def report_fragment(
         skipped = bool(warmup.get("skipped", False))
         duration = float(warmup.get("duration_s", 0.0))
         facts.append(("warm-up", "skipped (eager)" if skipped else f"{duration:.3f} s"))
-    dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_esc(v)}</dd>" for k, v in facts)
+    dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_breakable(v)}</dd>" for k, v in facts)
+    h1 = f"<h1>{_esc(title)}</h1>" if title is not None else ""
     return (
-        f'<div class="compiletrace-report"><style>{_CSS}</style>'
+        f'<header>{h1}<p class="meta">{_header_line(records, meta)}</p></header>'
         f'<p class="summary">{_esc(summary_line(records))}</p>'
         f"<dl>{dl}</dl>"
         "<h2>Compile time per component, by phase</h2>"
         f"{component_chart_svg(records)}"
         "<h2>Timeline of graphs</h2>"
+        f"{_filter_control(records) if interactive else ''}"
         f"{timeline_svg(records)}"
         "<h2>Per component</h2>"
-        + _table(COMPONENT_HEADERS, component_rows(records))
+        + _table(COMPONENT_HEADERS, component_rows(records), name="components")
         + "<h2>Per graph</h2>"
-        + registry_html_table(records)
+        + _graph_table(records)
         + (
-            "<h2>Backend phases per graph (seconds)</h2>" + _table(PHASE_HEADERS, phase_rows(records))
+            "<h2>Backend phases per graph (seconds)</h2>"
+            + _table(PHASE_HEADERS, phase_rows(costliest(records)[0]), name="phases", component_col=1)
             if any(r.phases for r in records)
             else ""
         )
-        + "</div>"
     )
+
+
+def report_fragment(
+    records: Sequence[GraphRecord],
+    *,
+    warmup: Mapping[str, Any] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> str:
+    """The report's body (versions and cache state, summary, chart, timeline, tables) as an
+    HTML fragment with its own scoped style and no script: what a notebook cell shows for a
+    run. ``warmup`` is a warm-up result's ``to_dict()``; ``meta`` a run's meta (model,
+    backend, versions, ...).
+
+    >>> fragment = report_fragment([], meta={"compiletrace_version": "0.1.0"})
+    >>> fragment.startswith('<div class="compiletrace-report">') and "<script" not in fragment
+    True
+    >>> 'compiletrace 0.1.0 · cache: <strong class="cache-state">none</strong>' in fragment
+    True
+    """
+    body = _body(records, warmup, meta, title=None, interactive=False)
+    return f'<div class="compiletrace-report"><style>{_CSS}</style>{body}</div>'
+
+
+_PAGE_CSS = """
+html { -webkit-text-size-adjust: 100%; }
+body { margin: 0; padding: 12px 16px; }
+"""
 
 
 def html_report(
@@ -257,19 +599,23 @@ def html_report(
     meta: Mapping[str, Any] | None = None,
     title: str = "compiletrace report",
 ) -> str:
-    """A complete, self-contained HTML page for a run (opens offline: no scripts, no fonts,
-    no external resources).
+    """A complete, self-contained HTML page for a run: it opens offline (no fonts, no
+    external resources, no request; one small inline script sorts the tables by any column
+    and shows the graphs of one component) and fits any width, from a phone's to a desktop's.
 
     >>> page = html_report([])
     >>> page.startswith("<!DOCTYPE html>") and "http" not in page.replace("http://www.w3.org/2000/svg", "")
     True
+    >>> page.count("<script>"), "src=" in page
+    (1, False)
     """
+    body = _body(records, warmup, meta, title=title, interactive=True)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{_esc(title)}</title></head><body>"
-        f'<div class="compiletrace-report"><h1>{_esc(title)}</h1></div>'
-        f"{report_fragment(records, warmup=warmup, meta=meta)}"
+        f"<title>{_esc(title)}</title><style>{_PAGE_CSS}{_CSS}</style></head><body>"
+        f'<div class="compiletrace-report">{body}</div>'
+        f"<script>{_SCRIPT}</script>"
         "</body></html>\n"
     )

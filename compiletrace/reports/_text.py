@@ -1,14 +1,38 @@
-"""Text views of a registry: the per-component / per-graph table and the one-line summary."""
+"""Text views of a registry or a run: a header (how the run was made, what the compile
+caches did), the per-component / per-graph tables costliest first with each one's share of
+the compile time, and the one-line summary."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from compiletrace._core.phases import PHASES
-from compiletrace._core.records import LANGUAGE_MODEL, NS_PER_S, GraphRecord, component_totals
+from compiletrace._core.records import (
+    LANGUAGE_MODEL,
+    NS_PER_S,
+    CacheOutcome,
+    GraphRecord,
+    component_totals,
+)
+from compiletrace._io.text import printable, shorten
 
-__all__ = ["log_summary", "render_table", "summary_line", "summary_table"]
+__all__ = [
+    "by_cost",
+    "cache_line",
+    "cache_state",
+    "component_order",
+    "eager_baseline_lines",
+    "header_lines",
+    "log_summary",
+    "render_table",
+    "share",
+    "summary_line",
+    "summary_table",
+    "totals_line",
+    "warmup_lines",
+]
 
 logger = logging.getLogger("compiletrace")
 
@@ -18,10 +42,18 @@ def summary_line(records: Sequence[GraphRecord]) -> str:
 
     The language model is always named; other components only when they compiled.
     """
-    totals = {LANGUAGE_MODEL: 0, **component_totals(records)}
-    overall = sum(totals.values()) / NS_PER_S
-    parts = ", ".join(f"{name}: {ns / NS_PER_S:.2f} s" for name, ns in totals.items())
-    return f"compilation took {overall:.2f} s ({parts})"
+    return totals_line({name: ns / NS_PER_S for name, ns in component_totals(records).items()})
+
+
+def totals_line(seconds_by_component: Mapping[str, float]) -> str:
+    """The one-line summary from seconds per component (a registry's exact running totals).
+
+    >>> totals_line({"encoder": 1.5})
+    'compilation took 1.50 s (language_model: 0.00 s, encoder: 1.50 s)'
+    """
+    totals = {LANGUAGE_MODEL: 0.0, **seconds_by_component}
+    parts = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in totals.items())
+    return f"compilation took {sum(totals.values()):.2f} s ({parts})"
 
 
 def log_summary(records: Sequence[GraphRecord]) -> str:
@@ -43,15 +75,18 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[
     -------  ----
     encoder  1.50
     """
-    widths = [len(h) for h in headers]
-    for row in rows:
+    # Names come from run files too: a control character never reaches the terminal raw.
+    head = [printable(h) for h in headers]
+    body = [[printable(c) for c in row] for row in rows]
+    widths = [len(h) for h in head]
+    for row in body:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
-    out = [line(headers), line(["-" * w for w in widths])]
-    out.extend(line(r) for r in rows)
+    out = [line(head), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in body)
     return out
 
 
@@ -82,11 +117,26 @@ def graph_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
             _fmt_s(r.backward_ns),
             _fmt_s(r.total_ns),
             r.cache_outcome.value,
-            r.status.value if r.error_type is None else f"{r.status.value} ({r.error_type})",
-            r.recompile_reason or "",
+            _status(r),
+            _reason(r),
         ]
         for r in records
     ]
+
+
+REASON_WIDTH = 60  # the table shows the failed guard; the full reason is in JSON, HTML, spans
+
+
+def _status(r: GraphRecord) -> str:
+    if r.error_type is not None:
+        return f"{r.status.value} ({r.error_type})"
+    return f"{r.status.value} (restarted)" if r.restart_reasons else r.status.value
+
+
+def _reason(r: GraphRecord) -> str:
+    if r.shared_with is not None:
+        return f"first graph of a frame {r.shared_with} compiled too"
+    return shorten(r.first_reason_line, REASON_WIDTH)
 
 
 COMPONENT_HEADERS = ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s")
@@ -111,15 +161,317 @@ def component_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
     return rows
 
 
-def summary_table(records: Sequence[GraphRecord]) -> str:
-    """A readable table per component, then per graph, then the one-line summary."""
-    lines = ["Per component"]
-    lines += render_table(COMPONENT_HEADERS, component_rows(records))
-    lines += ["", "Per graph"]
-    lines += render_table(GRAPH_HEADERS, graph_rows(records))
-    if any(r.phases for r in records):
-        lines += ["", "Backend phases per graph (seconds)"]
-        lines += render_table(PHASE_HEADERS, phase_rows(records))
+# Past this many graphs, views list the costliest and sum up the rest in one line: a server
+# that recompiles for days must not make a report of a hundred megabytes.
+GRAPH_ROW_LIMIT = 2_000
+
+
+def costliest(
+    records: Sequence[GraphRecord], limit: int = GRAPH_ROW_LIMIT
+) -> tuple[list[GraphRecord], list[GraphRecord]]:
+    """(shown, rest): every record when there are at most ``limit``; else the ``limit``
+    costliest (by total time), in record order, and the others.
+
+    >>> shown, rest = costliest([], 5)
+    >>> shown, rest
+    ([], [])
+    """
+    if len(records) <= limit:
+        return list(records), []
+    order = sorted(range(len(records)), key=lambda i: records[i].total_ns, reverse=True)
+    keep = set(order[:limit])
+    shown = [r for i, r in enumerate(records) if i in keep]
+    rest = [r for i, r in enumerate(records) if i not in keep]
+    return shown, rest
+
+
+def rest_line(rest: Sequence[GraphRecord]) -> str:
+    """The line that stands for the graphs a view leaves out."""
+    total = sum(r.total_ns for r in rest) / NS_PER_S
+    return (
+        f"... and {len(rest)} more graphs, {total:.3f} s in all "
+        f"(only the {GRAPH_ROW_LIMIT} costliest are listed)"
+    )
+
+
+def share(part_ns: int, total_ns: int) -> str:
+    """``part_ns`` as a whole percentage of ``total_ns``: "<1%" for a non-zero sliver that
+    would round to 0%, "-" when the total is zero.
+
+    >>> share(85, 100), share(1, 1000), share(0, 100), share(0, 0)
+    ('85%', '<1%', '0%', '-')
+    """
+    if total_ns <= 0:
+        return "-"
+    pct = 100 * part_ns / total_ns
+    return "<1%" if 0 < pct < 0.5 else f"{pct:.0f}%"
+
+
+def by_cost(records: Sequence[GraphRecord]) -> list[GraphRecord]:
+    """The records costliest first (total time: frame compile plus lazy backward); ties in
+    compile order (start time, then record order).
+
+    >>> from compiletrace._core.records import GraphRecord
+    >>> def rec(cid, start, end):
+    ...     return GraphRecord(cid, "encoder", "eager", "forward", 1, start, end, 0, 0, None)
+    >>> [r.compile_id for r in by_cost([rec("0/0", 0, 1), rec("1/0", 1, 9), rec("2/0", 9, 10)])]
+    ['1/0', '0/0', '2/0']
+    """
+    order = sorted(range(len(records)), key=lambda i: (-records[i].total_ns, records[i].start_unix_ns, i))
+    return [records[i] for i in order]
+
+
+def component_order(records: Sequence[GraphRecord]) -> list[str]:
+    """Component names costliest first (total time of their graphs); ties in compile order
+    (the component whose first graph started first).
+
+    >>> from compiletrace._core.records import GraphRecord
+    >>> def rec(component, start, end):
+    ...     return GraphRecord("0/0", component, "eager", "forward", 1, start, end, 0, 0, None)
+    >>> component_order([rec("encoder", 0, 85), rec("language_model", 85, 100)])
+    ['encoder', 'language_model']
+    """
+    totals = component_totals(records)
+    first: dict[str, tuple[int, int]] = {}
+    for i, r in enumerate(records):
+        first[r.component] = min(first.get(r.component, (r.start_unix_ns, i)), (r.start_unix_ns, i))
+    return sorted(totals, key=lambda name: (-totals[name], first[name]))
+
+
+def cache_state(records: Sequence[GraphRecord]) -> str:
+    """What the compile caches did for the run: "cold" (every graph missed), "warm" (every
+    graph hit), "none" (no graph consulted a cache, or none compiled), "mixed" otherwise.
+
+    >>> cache_state([])
+    'none'
+    """
+    outcomes = [r.cache_outcome for r in records]
+    if all(o is CacheOutcome.NONE for o in outcomes):
+        return "none"
+    if all(o is CacheOutcome.MISS for o in outcomes):
+        return "cold"
+    if all(o is CacheOutcome.HIT for o in outcomes):
+        return "warm"
+    return "mixed"
+
+
+def _graphs(n: int) -> str:
+    return f"{n} graph" if n == 1 else f"{n} graphs"
+
+
+def cache_line(records: Sequence[GraphRecord]) -> str:
+    """The cache state in words, with the graph counts behind it.
+
+    >>> cache_line([])
+    'cache: none (no graph compiled)'
+    """
+    state = cache_state(records)
+    n = len(records)
+    if n == 0:
+        return "cache: none (no graph compiled)"
+    if state == "none":
+        return f"cache: none ({_graphs(n)}, none consulted a compile cache)"
+    if state in ("cold", "warm"):
+        return f"cache: {state} ({_graphs(n)}, every one a {'miss' if state == 'cold' else 'hit'})"
+    counts = {o: sum(r.cache_outcome is o for r in records) for o in CacheOutcome}
+    parts = ", ".join(f"{counts[o]} {o.value}" for o in CacheOutcome if counts[o])
+    return f"cache: mixed ({parts})"
+
+
+def _meta_text(meta: Mapping[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    return None if value is None or value == "" else printable(value)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _artifacts_line(info: Any) -> str | None:
+    # ``meta["cache_artifacts"]`` as ``profile(cache_artifacts=...)`` records it; a run file
+    # may come from anywhere, so every field is optional here.
+    if not isinstance(info, Mapping):
+        return None
+    facts = []
+    size = _number(info.get("size_bytes"))
+    if size is not None:
+        facts.append(f"{size / 1e6:.2f} MB")
+    kinds = info.get("artifacts")
+    if isinstance(kinds, Mapping) and kinds:
+        facts.append(", ".join(f"{printable(n)} {printable(k)}" for k, n in sorted(kinds.items())))
+    checked = info.get("checked")
+    if isinstance(checked, bool):
+        facts.append("checked" if checked else "unchecked (--trust)")
+    seconds = _number(info.get("seconds"))
+    took = "" if seconds is None else f" in {seconds:.2f} s"
+    detail = f" ({'; '.join(facts)})" if facts else ""
+    return f"cache artifacts: loaded {printable(info.get('path', '?'))}{detail}{took}, before compiling"
+
+
+def header_lines(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None = None) -> list[str]:
+    """The lines above the tables: what ran and how (model, device, backend, mode,
+    compilation mode when not stock), the torch and compiletrace versions and the cache
+    state, and the cache artifacts loaded first, if any. Without ``meta`` (a registry
+    has none), the cache line alone.
+
+    >>> meta = {"model": "m:f", "device": "cpu", "backend": "eager", "mode": None,
+    ...         "compilation_mode": "stock", "torch_version": "2.13.0", "compiletrace_version": "0.1.0"}
+    >>> print("\\n".join(header_lines([], meta)))
+    model m:f on cpu: backend eager
+    torch 2.13.0, compiletrace 0.1.0; cache: none (no graph compiled)
+    """
+    if not meta:
+        return [cache_line(records)]
+    what = f"model {_meta_text(meta, 'model') or '?'}"
+    device = _meta_text(meta, "device")
+    if device is not None:
+        what += f" on {device}"
+    backend = _meta_text(meta, "backend") or "?"
+    how = [f"backend {backend}"]
+    mode = _meta_text(meta, "mode") or ("default" if backend == "inductor" else None)
+    if mode is not None:  # inductor's mode; other backends have none unless one was given
+        how.append(f"mode {mode}")
+    cmode = _meta_text(meta, "compilation_mode")
+    if cmode is not None and cmode != "stock":
+        how.append(f"compilation mode {cmode}")
+    versions = [
+        f"{name} {_meta_text(meta, key) or '?'}"
+        for name, key in (("torch", "torch_version"), ("compiletrace", "compiletrace_version"))
+    ]
+    lines = [f"{what}: {', '.join(how)}", f"{', '.join(versions)}; {cache_line(records)}"]
+    artifacts = _artifacts_line(meta.get("cache_artifacts"))
+    if artifacts is not None:
+        lines.append(artifacts)
+    return lines
+
+
+def eager_baseline_lines(meta: Mapping[str, Any]) -> list[str]:
+    """What a run in compilation mode none measured: one eager run of the model (the
+    request path), the baseline a compiled start-up is weighed against.
+
+    >>> eager_baseline_lines({"eager_run_s": 0.25})
+    ['nothing was compiled (compilation mode none)', 'eager run (the baseline): 0.250 s']
+    """
+    lines = ["nothing was compiled (compilation mode none)"]
+    seconds = _number(meta.get("eager_run_s"))
+    if seconds is None:
+        lines.append("eager run (the baseline): not recorded in this run")
+    else:
+        lines.append(f"eager run (the baseline): {seconds:.3f} s")
+    return lines
+
+
+def warmup_lines(warmup: Mapping[str, Any], compile_s: float | None = None) -> list[str]:
+    """The warm-up in words: how long it took and how much of it was compiling; when it
+    was skipped (compilation mode none), what it would have cost a compiled start-up:
+    ``compile_s`` seconds of compiling when a compiled run measured them, else unknown.
+
+    >>> warmup_lines({"skipped": False, "duration_s": 2.5, "by_component": {"encoder": 2.0}})
+    ['warm-up took 2.50 s (2.00 s of it compiling)']
+    >>> warmup_lines({"skipped": True}, compile_s=9.5)[1]
+    '  and run the model once: about 9.50 s of compiling, measured by a compiled run'
+    """
+    if not warmup.get("skipped", False):
+        duration = _number(warmup.get("duration_s")) or 0.0
+        by_component = warmup.get("by_component")
+        compiling = (
+            sum(v for v in by_component.values() if _number(v) is not None)
+            if isinstance(by_component, Mapping)
+            else 0.0
+        )
+        return [f"warm-up took {duration:.2f} s ({compiling:.2f} s of it compiling)"]
+    lines = ["warm-up skipped (compilation mode none): in a compiled start-up it would compile every graph"]
+    if compile_s is None:
+        lines.append("  and run the model once; that compile time is unknown without a compiled run")
+    else:
+        lines.append(
+            f"  and run the model once: about {compile_s:.2f} s of compiling, measured by a compiled run"
+        )
+    return lines
+
+
+# Columns a text table leaves out when no row has anything in them ("0.000", "-", empty):
+# ``backward s`` in inference, ``recompile reason`` without recompiles. JSON keeps them all.
+_DROPPABLE = frozenset({"dynamo s", "backend s", "backward s", "recompile reason", *PHASES})
+_BLANK = frozenset({"", "-", "0.000"})
+
+
+def _without_blank_columns(
+    headers: Sequence[str], rows: Sequence[Sequence[str]]
+) -> tuple[list[str], list[list[str]]]:
+    keep = [
+        i for i, h in enumerate(headers) if h not in _DROPPABLE or any(row[i] not in _BLANK for row in rows)
+    ]
+    return [headers[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def _with_share(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], shares: Sequence[str]
+) -> tuple[list[str], list[list[str]]]:
+    # The share goes right after the total it is a share of.
+    at = list(headers).index("total s") + 1
+    return (
+        [*headers[:at], "share", *headers[at:]],
+        [[*row[:at], s, *row[at:]] for row, s in zip(rows, shares, strict=True)],
+    )
+
+
+def _component_table(records: Sequence[GraphRecord]) -> list[str]:
+    totals = component_totals(records)
+    overall = sum(totals.values())
+    by_name = {row[0]: row for row in component_rows(records)}
+    names = component_order(records)
+    headers, rows = _with_share(
+        COMPONENT_HEADERS, [by_name[n] for n in names], [share(totals[n], overall) for n in names]
+    )
+    return render_table(*_without_blank_columns(headers, rows))
+
+
+def _graph_table(shown: Sequence[GraphRecord], overall_ns: int) -> list[str]:
+    headers, rows = _with_share(
+        GRAPH_HEADERS, graph_rows(shown), [share(r.total_ns, overall_ns) for r in shown]
+    )
+    return render_table(*_without_blank_columns(headers, rows))
+
+
+def _phase_table(shown: Sequence[GraphRecord]) -> list[str]:
+    headers, rows = _without_blank_columns(PHASE_HEADERS, phase_rows(shown))
+    if not rows or not any(h in PHASES for h in headers):
+        return []  # no graph spent measurable time in any phase: the table says nothing
+    return render_table(headers, rows)
+
+
+def summary_table(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None = None) -> str:
+    """The text report: the header (:func:`header_lines`), then per component and per graph,
+    costliest first, each with its share of the compile time (columns no row uses left
+    out), the backend phases, and last the one-line summary (:func:`summary_line`).
+
+    ``meta`` is a run's (``ProfileRun.meta``); in compilation mode none, where nothing
+    compiles, the eager baseline (:func:`eager_baseline_lines`) stands in for the tables
+    and the summary line.
+
+    >>> print(summary_table([]))
+    cache: none (no graph compiled)
+    <BLANKLINE>
+    no graph was compiled
+    <BLANKLINE>
+    compilation took 0.00 s (language_model: 0.00 s)
+    """
+    lines = [*header_lines(records, meta), ""]
+    if meta and meta.get("compilation_mode") == "none" and not records:
+        return "\n".join([*lines, *eager_baseline_lines(meta)])
+    if not records:
+        lines += ["no graph was compiled", "", summary_line(records)]
+        return "\n".join(lines)
+    shown, rest = costliest(records)
+    shown = by_cost(shown)
+    lines += ["Per component", *_component_table(records)]
+    lines += ["", "Per graph", *_graph_table(shown, sum(r.total_ns for r in records))]
+    if rest:
+        lines.append(rest_line(rest))
+    phases = _phase_table(shown)
+    if phases:
+        lines += ["", "Backend phases per graph (seconds)", *phases]
     lines += ["", summary_line(records)]
     return "\n".join(lines)
 

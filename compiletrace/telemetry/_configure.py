@@ -7,9 +7,10 @@ package); the rest of compiletrace uses the API alone.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from opentelemetry import metrics, trace
@@ -82,10 +83,11 @@ def configure(
     metrics_enabled: bool = True,
     export_timeout_s: float = 2.0,
     set_global: bool = True,
+    out: TextIO | None = None,
 ) -> Telemetry:
     """Set up the OpenTelemetry SDK and send compiletrace's spans and metrics to ``exporter``:
 
-    - "console": print spans (and metrics, periodically) to stdout;
+    - "console": print spans (and metrics, periodically) to ``out`` (default stdout);
     - "otlp": OTLP over HTTP/protobuf to ``endpoint`` (a base URL or its ``/v1/traces``
       URL; default from ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, else localhost:4318);
       needs ``pip install 'compiletrace[otlp]'``;
@@ -121,6 +123,8 @@ def configure(
         raise UsageError("exporter='file' needs path=, the file to append OTLP JSON lines to")
     if path is not None and name != "file":
         raise UsageError(f"path applies to exporter='file' only, got exporter={name!r}")
+    if out is not None and name != "console":
+        raise UsageError(f"out applies to exporter='console' only, got exporter={name!r}")
     if service_name is not None and not isinstance(service_name, str):
         raise ArgumentTypeError(f"service_name must be a str, got {type(service_name).__name__}")
     if not (isinstance(export_timeout_s, (int, float)) and export_timeout_s > 0):
@@ -169,9 +173,10 @@ def configure(
         processor = SimpleSpanProcessor(span_exporter)
         readers.append(metric_reader)
     elif name == "console":
-        processor = SimpleSpanProcessor(ConsoleSpanExporter())
+        stream = out if out is not None else sys.stdout
+        processor = SimpleSpanProcessor(ConsoleSpanExporter(out=stream))
         if metrics_enabled:
-            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter(out=stream)))
     elif name == "file":
         assert path is not None
         processor = BatchSpanProcessor(GuardedSpanExporter(OtlpJsonFileExporter(Path(path)), str(path)))
@@ -185,9 +190,9 @@ def configure(
                 PeriodicExportingMetricReader(metric_exp, export_timeout_millis=export_timeout_s * 1000)
             )
 
-    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     tracer_provider.add_span_processor(processor)
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+    meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
     if set_global:
         if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
             trace.set_tracer_provider(tracer_provider)

@@ -3,12 +3,13 @@ the "memory" exporter kept, and a flush and shutdown bounded in time."""
 
 from __future__ import annotations
 
+import atexit
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from compiletrace._io.errors import UsageError
-from compiletrace.telemetry import _providers
+from compiletrace.telemetry import _providers, _startup
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -41,6 +42,9 @@ class Telemetry:
         self.meter_provider = meter_provider
         self._memory = memory  # (InMemorySpanExporter, InMemoryMetricReader) for "memory"
         self._closed = False
+        # One exit hook per handle, gone once shut down (the providers register none: they
+        # are built with shutdown_on_exit=False, so a shut-down handle leaves nothing behind).
+        atexit.register(self.shutdown)
 
     def spans(self) -> tuple[ReadableSpan, ...]:
         """Finished spans so far (exporter "memory" only)."""
@@ -76,6 +80,9 @@ class Telemetry:
         if self._closed:
             return True
         self._closed = True
+        atexit.unregister(self.shutdown)
+        # An open start-up root recorded here ends (where its last phase did) and is exported.
+        _startup.end_startup_of(self.tracer_provider)
         if _providers.current_providers()[0] is self.tracer_provider:
             _providers.set_providers()
         timeout_ms = int(timeout_s * 1000)

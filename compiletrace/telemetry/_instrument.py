@@ -1,5 +1,5 @@
-"""``instrument``: put a function under a span; and the failure-proof span that
-``warm_up`` and ``instrument`` share (telemetry errors never reach the user's call)."""
+"""``instrument``: put a function under a span (and on the start-up timeline); and the
+failure-proof span that ``instrument`` uses (telemetry errors never reach the user's call)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,15 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from compiletrace._core.recorder import recording
 from compiletrace._core.records import qualified_type_name
+from compiletrace._core.timeline import SPAN
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.state import warn_once
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._propagation import parent_context
 
-__all__ = ["instrument", "user_span"]
+__all__ = ["instrument", "record_error", "user_span"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -28,6 +30,17 @@ R = TypeVar("R")
 
 def _telemetry_failed(exc: Exception) -> None:
     warn_once(f"telemetry failed and was skipped: {exc!r}")
+
+
+def record_error(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` as failed by the user's ``exc``: the exception event, status ERROR and
+    ``error.type``. A failure of telemetry itself is swallowed with one warning."""
+    try:
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.set_attribute("error.type", qualified_type_name(exc))
+    except Exception as tel_exc:
+        _telemetry_failed(tel_exc)
 
 
 @contextmanager
@@ -51,12 +64,7 @@ def user_span(
     try:
         yield span
     except BaseException as exc:
-        try:
-            span.record_exception(exc)
-            span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-            span.set_attribute("error.type", qualified_type_name(exc))
-        except Exception as tel_exc:
-            _telemetry_failed(tel_exc)
+        record_error(span, exc)
         raise
     finally:
         try:
@@ -94,14 +102,14 @@ def _decorate(
 
         @functools.wraps(func)
         async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-            with user_span(name, attrs, tracer_provider):
+            with recording(name, SPAN), user_span(name, attrs, tracer_provider):
                 return await async_func(*args, **kwargs)
 
         return cast(Callable[P, R], async_wrapper)
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with user_span(name, attrs, tracer_provider):
+        with recording(name, SPAN), user_span(name, attrs, tracer_provider):
             return func(*args, **kwargs)
 
     return wrapper
@@ -131,6 +139,8 @@ def instrument(
     semantic conventions and ``attributes``. An exception sets the span's status to ERROR
     and ``error.type``, and is re-raised unchanged. Spans go to ``tracer_provider`` if
     given, else to compiletrace's providers (:func:`set_providers`), else the global one.
+    Each call is also a phase of kind "span" on the start-up timeline (recorded in the
+    registry of the phase around it, else the process registry).
 
     >>> import compiletrace
     >>> @compiletrace.instrument(span_name="Load model", attributes={"model.size": "tiny"})

@@ -25,6 +25,7 @@ COMPILE_GRAPH = "Compile graph"
 DYNAMO_TRACING = "Dynamo tracing"
 BACKEND_COMPILE = "Backend compile"
 COMPILE_BACKWARD = "Compile backward"
+COMPILE_AFTER_WARMUP = "compile after warm-up"  # the span event on a compile after warm-up returned
 
 
 def record_attributes(record: GraphRecord) -> dict[str, Any]:
@@ -52,6 +53,8 @@ def record_attributes(record: GraphRecord) -> dict[str, Any]:
     if record.status is not CompileStatus.OK:
         attrs["compiletrace.status"] = record.status.value
         attrs["error.type"] = record.error_type or "unknown"
+    if record.after_warmup:
+        attrs["compiletrace.after_warmup"] = True
     return attrs
 
 
@@ -89,6 +92,9 @@ class CompileSpanObserver:
         )
         if record.status is not CompileStatus.OK:
             span.set_status(Status(StatusCode.ERROR, f"compile failed: {record.error_type}"))
+        if record.after_warmup:
+            # A serving latency spike: an event a trace viewer marks on the span.
+            span.add_event(COMPILE_AFTER_WARMUP, timestamp=record.start_unix_ns)
         child_ctx = trace.set_span_in_context(span, parent_ctx)
         backend_start = record.backend_start_unix_ns
         if record.dynamo_ns is not None:
@@ -113,11 +119,15 @@ class CompileSpanObserver:
             backend_span.end(end_time=backend_end)
         span.end(end_time=record.end_unix_ns)
 
-        metric_attrs = {"compiletrace.component": record.component}
+        metric_attrs: dict[str, Any] = {"compiletrace.component": record.component}
         if record.dynamo_ns is not None:
             ins.duration.record(record.dynamo_ns / NS_PER_S, {**metric_attrs, "compiletrace.phase": "dynamo"})
         ins.duration.record(record.backend_ns / NS_PER_S, {**metric_attrs, "compiletrace.phase": "backend"})
-        ins.graphs.add(1, metric_attrs)
+        # Compiles after warm-up count under their own attribute: alert on it, no new instrument.
+        graph_attrs = (
+            {**metric_attrs, "compiletrace.after_warmup": True} if record.after_warmup else metric_attrs
+        )
+        ins.graphs.add(1, graph_attrs)
         if record.is_recompile:
             ins.recompiles.add(1, metric_attrs)
 

@@ -1,0 +1,793 @@
+"""The doctor: from where the compile time went to why, and what to change.
+
+It reads plain records (live from a registry, or from a saved run on another machine) and
+gives :class:`Finding` s, most seconds at stake first. Each names what it saw in the run (the
+records, torch's failed guards and graph-break reasons, file:line, cache keys) and one
+concrete fix. Every input is recorded live by the tracker and saved with the run:
+
+- recompiles and their failed guards, grouped by kind (``recompiles``), and frames that hit
+  torch's recompile limit and now run eagerly (``recompile_limit``);
+- torch's graph-break records, with the user's line (``graph_break``);
+- structurally identical graphs compiled more than once (``repeated_graph``): a regional
+  compile candidate;
+- compile-cache misses with their keys (``cache_miss``), and hits that still compiled
+  (``expensive_hit``);
+- compiles after a warm-up returned (``compile_after_warmup``);
+- frames compiled by several components, sharing torch's recompile limit (``shared_frame``);
+- in a gathered multi-rank result, ranks whose graphs or cache outcomes differ (``rank_divergence``).
+
+>>> diagnose_records([])
+[]
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from compiletrace._app.analysis import compile_ns, find_expensive_hits
+from compiletrace._core.phases import KERNEL_COMPILE, OTHER
+from compiletrace._core.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._core.registry import Registry, get_registry
+from compiletrace._io.envelope import envelope
+
+__all__ = [
+    "DOCTOR_KIND",
+    "DOCTOR_SCHEMA_VERSION",
+    "Finding",
+    "FindingKind",
+    "GuardKind",
+    "classify_guard",
+    "diagnose",
+    "diagnose_ranks",
+    "diagnose_records",
+    "doctor_dict",
+]
+
+DOCTOR_KIND = "compiletrace.doctor"
+DOCTOR_SCHEMA_VERSION = 1
+
+MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
+RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break
+_RESUME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")
+
+
+class FindingKind(str, enum.Enum):
+    """What the doctor found."""
+
+    RECOMPILES = "recompiles"  # a frame compiled again because a guard failed
+    RECOMPILE_LIMIT = "recompile_limit"  # torch stopped recompiling a frame: it runs eagerly
+    GRAPH_BREAK = "graph_break"  # Dynamo split a frame (or gave up on it)
+    REPEATED_GRAPH = "repeated_graph"  # one structure compiled in several frames
+    CACHE_MISS = "cache_miss"  # graphs compiled afresh: the cache missed or was bypassed
+    EXPENSIVE_HIT = "expensive_hit"  # a cache hit that still compiled
+    COMPILE_AFTER_WARMUP = "compile_after_warmup"  # a latency spike while serving
+    SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
+    RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing to change, with the seconds at stake, the evidence and the fix.
+
+    >>> f = Finding("recompiles", "encoder", 1.5, "forward recompiled 3 times", "compile with dynamic=True")
+    >>> f.to_dict()["kind"], f.to_dict()["seconds"]
+    ('recompiles', 1.5)
+    """
+
+    kind: str  # a FindingKind value
+    component: str  # the component it concerns ("" for a whole job)
+    seconds: float  # compile seconds at stake: what the fix would save, or what the problem cost
+    title: str  # one line
+    fix: str  # what to change, concretely
+    location: str = ""  # file:line of the compiled code or of the break ("" if unknown)
+    evidence: Mapping[str, Any] = field(default_factory=dict)  # JSON-ready: records, guards, keys
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "component": self.component,
+            "seconds": self.seconds,
+            "title": self.title,
+            "location": self.location,
+            "evidence": dict(self.evidence),
+            "fix": self.fix,
+        }
+
+
+def doctor_dict(findings: Iterable[Finding]) -> dict[str, Any]:
+    """The JSON ``compiletrace doctor --json`` writes.
+
+    >>> doctor_dict([])
+    {'kind': 'compiletrace.doctor', 'schema_version': 1, 'findings': []}
+    """
+    return envelope(DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, {"findings": [f.to_dict() for f in findings]})
+
+
+# -- failed guards ---------------------------------------------------------------------------
+
+
+class GuardKind(str, enum.Enum):
+    """What a failed guard (torch's recompile reason) was about."""
+
+    SHAPE = "tensor shape/stride"
+    DTYPE_DEVICE = "dtype/device"
+    VALUE = "Python value or constant"
+    IDENTITY = "object identity"
+    GRAD_MODE = "grad mode"
+    BACKEND = "backend mismatch"
+    OTHER = "other"
+
+
+_GUARD_RULES: tuple[tuple[GuardKind, re.Pattern[str]], ...] = (
+    (GuardKind.BACKEND, re.compile(r"BACKEND_MATCH|different backend")),
+    (GuardKind.GRAD_MODE, re.compile(r"grad_mode|requires_grad mismatch")),
+    (GuardKind.SHAPE, re.compile(r"(size|stride|rank) mismatch|\.size\(\)|\.stride\(\)|storage_offset")),
+    (GuardKind.DTYPE_DEVICE, re.compile(r"dtype mismatch|device( index)? mismatch|dispatch key set")),
+    (GuardKind.IDENTITY, re.compile(r"___check_obj_id|___check_type_id|ID_MATCH|TYPE_MATCH")),
+    (GuardKind.VALUE, re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains")),
+)
+_ENTRY_PREFIX = re.compile(r"^\d+/\d+:\s*")  # torch prefixes the cache entry that failed: "0/1: "
+_SIZE_GUARD = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)")
+_VALUE_GUARD = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==")
+
+
+def guard_text(reason: str | None) -> str:
+    """The failed guard itself: torch's first reason line without its ``"0/1: "`` prefix.
+
+    >>> guard_text("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3\\nUser stack ...")
+    "tensor 'x' size mismatch at index 0. expected 2, actual 3"
+    """
+    lines = (reason or "").strip().splitlines()
+    return _ENTRY_PREFIX.sub("", lines[0]).strip() if lines else ""
+
+
+def classify_guard(reason: str | None) -> GuardKind:
+    """The kind of torch's recompile reason.
+
+    >>> classify_guard("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3").value
+    'tensor shape/stride'
+    >>> classify_guard("0/2: self.step == 2  # self.step += 1").value
+    'Python value or constant'
+    """
+    text = guard_text(reason)
+    for kind, pattern in _GUARD_RULES:
+        if pattern.search(text):
+            return kind
+    return GuardKind.OTHER
+
+
+def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
+    """The concrete change for a failed guard of ``kind`` (naming the tensor, dimension or
+    value from torch's reason where it gives them)."""
+    text = guard_text(reason)
+    if kind is GuardKind.SHAPE:
+        size = _SIZE_GUARD.search(text)
+        dims = f"{size[1]}, {size[2]}" if size else "t, dim"
+        return (
+            "compile with dynamic=True, or mark the changing dimension dynamic before the first call: "
+            f"torch._dynamo.mark_dynamic({dims})"
+        )
+    if kind is GuardKind.VALUE:
+        value = _VALUE_GUARD.match(text)
+        name = f"{value[1]} changes" if value else "a Python value changes"
+        return (
+            f"{name} between calls and torch bakes it into the graph as a constant: hold it in a tensor "
+            "(a registered buffer, or pass torch.tensor(value)) so it becomes a graph input"
+        )
+    if kind is GuardKind.IDENTITY:
+        return (
+            "pass the same object on every call (build modules and functions once, outside the "
+            "compiled call), or pass tensors instead of objects"
+        )
+    if kind is GuardKind.DTYPE_DEVICE:
+        return (
+            "cast inputs to one dtype and device before the compiled call, or compile one model "
+            "per dtype/device"
+        )
+    if kind is GuardKind.GRAD_MODE:
+        return (
+            "call the model under one grad mode (warm up under torch.no_grad() or torch.inference_mode() "
+            "if that is how it serves), and keep the inputs' requires_grad the same"
+        )
+    if kind is GuardKind.BACKEND:
+        return (
+            "create the backend once and reuse it for every call of this model: a new backend object "
+            "(compiletrace.compile or torch.compile called again) recompiles the same code"
+        )
+    return "make the guarded value the same on every call (TORCH_LOGS=recompiles prints every reason)"
+
+
+def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
+    """Failed guards by kind (most first), each with examples and its fix; and the fixes
+    joined, the commonest kind first."""
+    by_kind: dict[GuardKind, list[str]] = {}
+    for r in records:
+        by_kind.setdefault(classify_guard(r.recompile_reason), []).append(r.recompile_reason or "")
+    ordered = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))
+    guards = {
+        kind.value: {
+            "count": len(reasons),
+            "reasons": _unique(guard_text(r) or "(torch gave no reason)" for r in reasons),
+            "fix": guard_fix(kind, reasons[0]),
+        }
+        for kind, reasons in ordered
+    }
+    fix = "; or, for the ".join(
+        f"{kind.value} guards: {guard_fix(kind, reasons[0])}" if i else guard_fix(kind, reasons[0])
+        for i, (kind, reasons) in enumerate(ordered)
+    )
+    return guards, fix
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _s(records: Iterable[GraphRecord]) -> float:
+    return sum(r.total_ns for r in records) / NS_PER_S
+
+
+def _unique(items: Iterable[str], limit: int = MAX_EXAMPLES) -> list[str]:
+    return list(dict.fromkeys(items))[:limit]
+
+
+def _ids(records: Iterable[GraphRecord]) -> list[str]:
+    return [r.compile_id for r in records]
+
+
+def _frame(r: GraphRecord) -> tuple[str, str]:
+    """A frame's identity: its code name and where the code is (torch's frame number when
+    the location is unknown; those restart after ``torch._dynamo.reset()``)."""
+    return r.code_name, r.code_location or f"frame {r.compile_id.partition('/')[0]}"
+
+
+def root_code_name(code_name: str) -> str:
+    """The user's function behind Dynamo's resume functions.
+
+    >>> root_code_name("torch_dynamo_resume_in_torch_dynamo_resume_in_forward_at_12_at_15")
+    'forward'
+    """
+    while True:
+        match = _RESUME.match(code_name)
+        if match is None:
+            return code_name
+        code_name = match[1]
+
+
+def _group(records: Iterable[GraphRecord], key: Any) -> dict[Any, list[GraphRecord]]:
+    groups: dict[Any, list[GraphRecord]] = {}
+    for r in records:
+        groups.setdefault(key(r), []).append(r)
+    return groups
+
+
+# The user's function a record belongs to: (component, file, function name, first line). A
+# graph break turns its rest into resume functions, separate frames to torch; a fix to the
+# function is a fix to all of them, so findings about recompiles and breaks are per function.
+Owner = tuple[str, str, str, int]
+
+
+def owners(records: Sequence[GraphRecord]) -> list[Owner]:
+    """Each record's :data:`Owner`. A resume function starts inside its function: it goes to
+    the nearest function of that name above it in that file. Records without a location
+    (older runs) are their own, by torch's frame number."""
+    starts: dict[tuple[str, str, str], list[int]] = {}
+    for r in records:
+        if r.code_filename and not r.code_name.startswith(RESUME_PREFIX):
+            starts.setdefault((r.component, r.code_filename, r.code_name), []).append(r.code_firstlineno)
+    found: list[Owner] = []
+    for r in records:
+        if not r.code_filename:
+            found.append((r.component, f"frame {r.compile_id.partition('/')[0]}", r.code_name, 0))
+            continue
+        base = (r.component, r.code_filename, root_code_name(r.code_name))
+        above = [line for line in starts.get(base, ()) if line <= r.code_firstlineno]
+        found.append((*base, max(above) if above else r.code_firstlineno))
+    return found
+
+
+def _located(owner: Owner) -> str:
+    """file:line of an owner ("" when unknown)."""
+    _, filename, _, line = owner
+    return "" if filename.startswith("frame ") else f"{filename}:{line}"
+
+
+def _by_owner(
+    records: Sequence[GraphRecord], found: Sequence[Owner], keep: Any
+) -> dict[Owner, list[GraphRecord]]:
+    groups: dict[Owner, list[GraphRecord]] = {}
+    for r, owner in zip(records, found, strict=True):
+        if keep(r):
+            groups.setdefault(owner, []).append(r)
+    return groups
+
+
+def _frames_of(group: Sequence[GraphRecord]) -> list[str]:
+    return _unique((f"{name} ({where})" for name, where in map(_frame, group)), limit=len(group))
+
+
+# -- the findings, one function per kind ----------------------------------------------------
+
+
+def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
+    findings = []
+    recompiled = _by_owner(records, found, lambda r: r.is_recompile and not r.recompile_limit_hit)
+    for owner, group in recompiled.items():
+        guards, fix = _guards(group)
+        kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
+        findings.append(
+            Finding(
+                FindingKind.RECOMPILES.value,
+                owner[0],
+                _s(group),
+                f"{owner[2]} recompiled {len(group)} time{'s' if len(group) > 1 else ''}: {kinds}",
+                fix,
+                _located(owner),
+                {"compile_ids": _ids(group), "frames": _frames_of(group), "guards": guards},
+            )
+        )
+    return findings
+
+
+def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
+    findings = []
+    spent_by = _by_owner(records, found, lambda r: True)
+    for owner, refused in _by_owner(records, found, lambda r: r.recompile_limit_hit).items():
+        spent = spent_by[owner]
+        last = refused[-1]
+        limit = last.recompile_limit
+        kind = classify_guard(last.recompile_reason)
+        findings.append(
+            Finding(
+                FindingKind.RECOMPILE_LIMIT.value,
+                owner[0],
+                _s(spent),
+                f"{owner[2]} hit torch's recompile limit ({limit if limit is not None else '?'}) "
+                "and now runs eagerly, uncompiled",
+                f"{guard_fix(kind, last.recompile_reason)}; or, if every variant is needed, raise "
+                "torch._dynamo.config.recompile_limit",
+                _located(owner),
+                {
+                    "compile_ids": _ids(spent),
+                    "frames_refused": _frames_of(refused),
+                    "recompile_limit": limit,
+                    "last_guard": {"kind": kind.value, "reason": guard_text(last.recompile_reason)},
+                },
+            )
+        )
+    return findings
+
+
+_BREAK_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"`print`|logging|logger"),
+        "remove the print (or log call) from the compiled code, or let Dynamo move it out of the "
+        "graph: torch._dynamo.config.reorderable_logging_functions.add(print)",
+    ),
+    (
+        re.compile(r"Tensor\.item\(\)|capture_scalar_outputs"),
+        "set torch._dynamo.config.capture_scalar_outputs = True, or keep the value a tensor "
+        "instead of calling .item()",
+    ),
+    (
+        re.compile(r"graph_break\(\)|Call to `torch._dynamo.graph_break"),
+        "remove the torch._dynamo.graph_break() call",
+    ),
+    (
+        re.compile(r"[Dd]ata.dependent|generic_jump|jump"),
+        "branch on tensors with torch.where or torch.cond instead of a Python if on a tensor's value",
+    ),
+)
+_HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
+
+
+def break_fix(reason: str) -> str:
+    """The change that removes a graph break: a known cause's fix, else torch's own hint.
+
+    >>> break_fix("Unsupported Tensor.item() call with capture_scalar_outputs=False")[:43]
+    'set torch._dynamo.config.capture_scalar_out'
+    """
+    for pattern, fix in _BREAK_FIXES:
+        if pattern.search(reason):
+            return fix
+    hint = _HINT.search(reason)
+    return hint[1].strip() if hint else "rewrite the line so that Dynamo can trace it (see torch's reason)"
+
+
+def break_summary(reason: str) -> str:
+    """Torch's graph-break reason in one line: its first line, with its explanation when the
+    first line alone is vague.
+
+    >>> break_summary("Failed to trace builtin operator\\n  Explanation: cannot trace `print`\\nHint: x")
+    'Failed to trace builtin operator: cannot trace `print`'
+    """
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    if not lines:
+        return "(torch gave no reason)"
+    explanation = next((line for line in lines[1:] if line.startswith("Explanation:")), None)
+    if explanation is None:
+        return lines[0]
+    return f"{lines[0]}: {explanation.removeprefix('Explanation:').strip()}"
+
+
+def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
+    frames = _by_owner(records, found, lambda r: True)
+    breaks: dict[Owner, dict[tuple[str, str], dict[str, Any]]] = {}
+    for r, owner in zip(records, found, strict=True):
+        for b in r.graph_breaks:
+            where = b.location or r.code_location
+            seen = breaks.setdefault(owner, {}).setdefault((where, b.reason), {})
+            if not seen:
+                seen.update(
+                    location=where,
+                    reason=break_summary(b.reason),
+                    frame_skipped=b.frame_skipped,
+                    fix=break_fix(b.reason),
+                    seen_in=[],
+                )
+            seen["seen_in"].append(r.compile_id)
+    findings = []
+    for key, by_place in breaks.items():
+        component, _, root, _ = key
+        frame = frames[key]
+        items = list(by_place.values())
+        first = items[0]
+        graphs = sum(1 for g in frame if g.graph_node_count > 0)
+        pieces = len({g.code_name for g in frame if g.graph_node_count > 0})
+        fixes = list(dict.fromkeys(item["fix"] for item in items))
+        n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
+        if any(item["frame_skipped"] for item in items):
+            title = f"{root} runs eagerly: Dynamo gave up on the whole frame at {first['location'] or '?'}"
+            fixes.append(
+                "a break inside a loop or a context manager skips the whole frame: move the call out of "
+                "it, or compile the loop's body on its own"
+            )
+        else:
+            compiled = f" ({graphs} compiled, recompiles included)" if graphs != pieces else ""
+            title = f"{n} split {root} into {pieces} graphs{compiled}"
+        findings.append(
+            Finding(
+                FindingKind.GRAPH_BREAK.value,
+                component,
+                _s(frame),
+                f"{title}: {first['reason']}",
+                "; ".join(fixes),
+                first["location"],
+                {
+                    "breaks": items,
+                    "frame": f"{root} ({_located(key) or key[1]})",
+                    "graphs": graphs,
+                    "frame_compile_ids": _ids(frame),
+                },
+            )
+        )
+    return findings
+
+
+def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
+    hashed = [r for r in records if r.structure_hash and r.graph_node_count > 0]
+    findings = []
+    for (component, structure), group in _group(hashed, lambda r: (r.component, r.structure_hash)).items():
+        frames = _frames_of(group)
+        if len(frames) < 2:
+            continue  # one frame compiled again: a recompile, which that finding covers
+        repeats = group[1:]
+        findings.append(
+            Finding(
+                FindingKind.REPEATED_GRAPH.value,
+                component,
+                _s(repeats),
+                f"{len(group)} structurally identical graphs of {group[0].graph_node_count} nodes "
+                f"compiled in {len(frames)} frames: a regional-compile candidate",
+                "compile the repeated block on its own, once: torch.compile(block, backend=be) for each "
+                "block with one backend object be, so one compiled graph serves every block (and the "
+                "model around the blocks runs as it is, or is compiled separately)",
+                group[0].code_location,
+                {
+                    "structure_hash": structure,
+                    "compile_ids": _ids(group),
+                    "frames": frames[:MAX_EXAMPLES],
+                    "estimated_saving_s": _s(repeats),
+                },
+            )
+        )
+    return findings
+
+
+def _cache_keys(r: GraphRecord) -> dict[str, Any]:
+    keys = {c.tier: c.key for c in r.cache_lookups if c.key}
+    return keys or {"note": "torch announced no cache key for this graph (an older run or torch)"}
+
+
+def _cache_misses(records: Sequence[GraphRecord]) -> list[Finding]:
+    findings = []
+    consulted = [r for r in records if r.cache_outcome is not CacheOutcome.NONE]
+    for component, group in _group(consulted, lambda r: r.component).items():
+        missed = [r for r in group if r.cache_outcome in (CacheOutcome.MISS, CacheOutcome.BYPASS)]
+        if not missed:
+            continue
+        tiers = Counter(
+            tier
+            for r in missed
+            for tier, outcome in (("FX graph", r.fx_graph_cache), ("AOTAutograd", r.aot_autograd_cache))
+            if outcome in (CacheOutcome.MISS, CacheOutcome.BYPASS)
+        )
+        bypassed = [c for r in missed for c in r.cache_lookups if c.outcome == CacheOutcome.BYPASS.value]
+        cold = len(missed) == len(group)
+        if cold:
+            fix = (
+                "the cache was cold: fill it once and start from it, keeping TORCHINDUCTOR_CACHE_DIR on "
+                "persistent storage, or 'compiletrace cache save' here and --cache-artifacts where it starts"
+            )
+        else:
+            fix = (
+                "these graphs' keys changed while the others hit: a key changes with the graph, its input "
+                "shapes and dtypes, and torch's and inductor's versions and config; compare the keys below "
+                "with a warm run's and keep what feeds them fixed"
+            )
+        if bypassed:
+            fix += f"; inductor bypassed its cache ({bypassed[0].detail or 'no reason given'})"
+        findings.append(
+            Finding(
+                FindingKind.CACHE_MISS.value,
+                component,
+                sum(compile_ns(r) for r in missed) / NS_PER_S,
+                f"{len(missed)} of {len(group)} graphs compiled afresh: the compile cache "
+                + ", ".join(f"{tier} missed {n}" for tier, n in tiers.items())
+                + (" (a cold cache)" if cold else ""),
+                fix,
+                missed[0].code_location,
+                {
+                    "graphs": [
+                        {
+                            "compile_id": r.compile_id,
+                            "code_name": r.code_name,
+                            "fx_graph": r.fx_graph_cache.value,
+                            "aot_autograd": r.aot_autograd_cache.value,
+                            "keys": _cache_keys(r),
+                        }
+                        for r in missed[:MAX_EXAMPLES]
+                    ],
+                    "missed": len(missed),
+                    "consulted": len(group),
+                },
+            )
+        )
+    return findings
+
+
+_HIT_FIXES = {
+    KERNEL_COMPILE: (
+        "the graph hit but its kernels compiled again: carry the kernel caches with the graph cache "
+        "(the whole TORCHINDUCTOR_CACHE_DIR, or 'compiletrace cache save' and --cache-artifacts)"
+    ),
+    OTHER: (
+        "the time went elsewhere in the backend: the first graph of a process pays for importing the "
+        "compiler (import torch._inductor early, before timing matters)"
+    ),
+}
+_HIT_FIX = (
+    "lowering ran again despite the hit: one tier hit and the other missed; compare both tiers' keys "
+    "with the cold run's"
+)
+
+
+def _expensive_hits(records: Sequence[GraphRecord]) -> list[Finding]:
+    return [
+        Finding(
+            FindingKind.EXPENSIVE_HIT.value,
+            hit.record.component,
+            compile_ns(hit.record) / NS_PER_S,
+            hit.explanation(),
+            _HIT_FIXES.get(hit.dominant_phase, _HIT_FIX),
+            hit.record.code_location,
+            {
+                "compile_id": hit.record.compile_id,
+                "dominant_phase": hit.dominant_phase,
+                "dominant_s": hit.dominant_ns / NS_PER_S,
+                "keys": _cache_keys(hit.record),
+            },
+        )
+        for hit in find_expensive_hits(records)
+    ]
+
+
+def _after_warmup(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
+    findings = []
+    for owner, group in _by_owner(records, found, lambda r: r.after_warmup).items():
+        reasons = [r for r in group if r.recompile_reason]
+        guards, guard_fixes = _guards(reasons) if reasons else ({}, "")
+        fix = "warm up with every shape, dtype and mode serving sees, before serving"
+        if guard_fixes:
+            fix = f"{guard_fixes}; or {fix}"
+        findings.append(
+            Finding(
+                FindingKind.COMPILE_AFTER_WARMUP.value,
+                owner[0],
+                _s(group),
+                f"{owner[2]} compiled {len(group)} time{'s' if len(group) > 1 else ''} after warm-up "
+                "returned: a latency spike while serving",
+                fix + " (compiletrace.expect_no_compiles() makes a test fail on it)",
+                _located(owner),
+                {"compile_ids": _ids(group), "frames": _frames_of(group), "guards": guards},
+            )
+        )
+    return findings
+
+
+def _shared_frames(records: Sequence[GraphRecord]) -> list[Finding]:
+    findings = []
+    for (name, where), group in _group(records, _frame).items():
+        components = list(dict.fromkeys(r.component for r in group))
+        if len(components) < 2 or not any(r.shared_with for r in group):
+            continue
+        used = max(r.frame_attempt for r in group) + 1
+        limits = [r.recompile_limit for r in group if r.recompile_limit is not None]
+        limit = max(limits) if limits else None
+        later = [r for r in group if r.component != components[0]]
+        findings.append(
+            Finding(
+                FindingKind.SHARED_FRAME.value,
+                components[0],
+                _s(later),
+                f"{name} ({where}) is compiled by {' and '.join(components)}: they share torch's "
+                f"{limit if limit is not None else '?'} entries for it and have used {used}",
+                "compile below the shared wrapper (each component's inner module, not the function they "
+                "all call through), so each has its own frame; or raise torch._dynamo.config.recompile_limit",
+                group[0].code_location,
+                {
+                    "components": components,
+                    "entries_used": used,
+                    "recompile_limit": limit,
+                    "compile_ids": _ids(group),
+                },
+            )
+        )
+    return findings
+
+
+def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
+    """Every finding in ``records`` (a run's, in the order compiles finished), most seconds
+    at stake first.
+
+    >>> import compiletrace
+    >>> diagnose_records(compiletrace.Registry().records())
+    []
+    """
+    records = tuple(records)
+    found = owners(records)
+    findings = [
+        *_recompile_limits(records, found),
+        *_recompiles(records, found),
+        *_graph_breaks(records, found),
+        *_repeated_graphs(records),
+        *_cache_misses(records),
+        *_expensive_hits(records),
+        *_after_warmup(records, found),
+        *_shared_frames(records),
+    ]
+    return _ranked(findings)
+
+
+def _ranked(findings: list[Finding]) -> list[Finding]:
+    order = {kind.value: i for i, kind in enumerate(FindingKind)}
+    return sorted(findings, key=lambda f: (-f.seconds, order.get(f.kind, len(order))))
+
+
+def diagnose(registry: Registry | None = None) -> list[Finding]:
+    """The doctor's findings on a registry's records (the process registry by default): why
+    the compile time went where it went and what to change, most seconds at stake first.
+
+    >>> import torch, compiletrace
+    >>> reg = compiletrace.Registry()
+    >>> f = compiletrace.compile(lambda x: x * 2, backend="eager", dynamic=False, registry=reg)
+    >>> _ = f(torch.ones(2)), f(torch.ones(3))
+    >>> [(d.kind, list(d.evidence["guards"])) for d in compiletrace.diagnose(reg)]
+    [('recompiles', ['tensor shape/stride'])]
+    """
+    return diagnose_records((registry if registry is not None else get_registry()).records())
+
+
+# -- ranks -----------------------------------------------------------------------------------
+
+
+class RankView(Protocol):
+    """What the doctor reads of one rank's figures (``compiletrace.distributed.RankTimes``)."""
+
+    @property
+    def rank(self) -> int: ...
+    @property
+    def by_component(self) -> dict[str, float]: ...
+    @property
+    def graphs(self) -> int: ...
+    @property
+    def graph_cache(self) -> dict[str, str]: ...
+
+
+# When ranks disagree evenly, the slower outcome is the odd one out.
+_OUTCOME_COST = {"miss": 3, "bypass": 2, "none": 1, "hit": 0, "absent": 4}
+
+
+def diagnose_ranks(ranks: Sequence[RankView]) -> list[Finding]:
+    """Findings on a gathered multi-rank result: ranks whose graphs or cache outcomes differ
+    from the others', per component (``rank_divergence``).
+
+    >>> diagnose_ranks([])
+    []
+    """
+    if len(ranks) < 2:
+        return []
+    if not all(r.graph_cache for r in ranks):
+        return _graph_count_divergence(ranks)
+    keys = list(dict.fromkeys(k for r in ranks for k in r.graph_cache))
+    by_component: dict[str, list[tuple[str, dict[int, str]]]] = {}
+    for key in keys:
+        outcomes = {r.rank: r.graph_cache.get(key, "absent") for r in ranks}
+        if len(set(outcomes.values())) > 1:
+            by_component.setdefault(key.partition("/")[0], []).append((key, outcomes))
+    findings = []
+    for component, diverging in by_component.items():
+        odd: set[int] = set()
+        for _, outcomes in diverging:
+            counts = Counter(outcomes.values())
+            usual = max(counts, key=lambda o: (counts[o], -_OUTCOME_COST.get(o, 0)))
+            odd |= {rank for rank, o in outcomes.items() if o != usual}
+        seconds = [r.by_component.get(component, 0.0) for r in ranks]
+        absent = [key for key, outcomes in diverging if "absent" in outcomes.values()]
+        names = ", ".join(str(r) for r in sorted(odd))
+        fixes = []
+        if len(absent) < len(diverging):
+            fixes.append(
+                "give every rank the same warm cache: 'compiletrace cache save' once, then load it on every "
+                "rank (--cache-artifacts), or point every rank's TORCHINDUCTOR_CACHE_DIR at one filled cache"
+            )
+        if absent:
+            fixes.append(
+                "make every rank compile the same graphs: rank-dependent shapes, inputs or branches compile "
+                "graphs the others do not (pad to one shape, or mark the dimension dynamic)"
+            )
+        findings.append(
+            Finding(
+                FindingKind.RANK_DIVERGENCE.value,
+                component,
+                max(seconds) - min(seconds),
+                f"rank{'s' if len(odd) > 1 else ''} {names} diverge{'' if len(odd) > 1 else 's'} from the "
+                f"others on {len(diverging)} graph{'s' if len(diverging) > 1 else ''} of {component}",
+                "; and ".join(fixes),
+                "",
+                {
+                    "ranks": sorted(odd),
+                    "graphs": {key: {str(k): v for k, v in o.items()} for key, o in diverging[:MAX_EXAMPLES]},
+                    "graphs_diverging": len(diverging),
+                    "seconds_by_rank": {str(r.rank): r.by_component.get(component, 0.0) for r in ranks},
+                },
+            )
+        )
+    return _ranked(findings)
+
+
+def _graph_count_divergence(ranks: Sequence[RankView]) -> list[Finding]:
+    # Figures from a compiletrace that did not save each graph's outcome: counts only.
+    counts = Counter(r.graphs for r in ranks)
+    usual = counts.most_common(1)[0][0]
+    odd = sorted(r.rank for r in ranks if r.graphs != usual)
+    if not odd:
+        return []
+    totals = [sum(r.by_component.values()) for r in ranks]
+    return [
+        Finding(
+            FindingKind.RANK_DIVERGENCE.value,
+            "",
+            max(totals) - min(totals),
+            f"ranks {', '.join(map(str, odd))} compiled a different number of graphs than the others "
+            f"({usual})",
+            "make every rank compile the same graphs: rank-dependent shapes, inputs or branches compile "
+            "graphs the others do not",
+            "",
+            {"graphs_by_rank": {str(r.rank): r.graphs for r in ranks}, "ranks": odd},
+        )
+    ]

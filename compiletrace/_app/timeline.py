@@ -1,0 +1,301 @@
+"""``compiletrace.phase``: mark the phases of a start-up; and the timeline of this
+process's start-up, from its own start (:func:`startup_timeline`).
+
+A phase is recorded in a registry (as a :class:`~compiletrace._core.timeline.PhaseRecord`)
+and, when telemetry records, is an OpenTelemetry span under the start-up's root span (see
+``compiletrace.telemetry._startup``). Its cost with no SDK set up is the recorder's alone:
+OpenTelemetry is not even loaded for it (without it loaded, no SDK can have been set up).
+
+Layering: the data and the recorder are the core's (``_core.timeline``, ``_core.recorder``),
+so the registry and the views can use them without an application; this module joins them
+to telemetry and to the process's start time (read from ``/proc`` by ``_app.progress``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
+
+from compiletrace._app.progress import process_start_unix_s
+from compiletrace._core import recorder
+from compiletrace._core.records import NS_PER_S
+from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.timeline import (
+    ORIGIN_IMPORT,
+    ORIGIN_PROCESS,
+    PHASE,
+    PhaseRecord,
+    Timeline,
+    UnixClock,
+    build_timeline,
+    import_marks,
+    process_records,
+    unix_now_ns,
+)
+from compiletrace._io.errors import ArgumentTypeError
+from compiletrace._io.state import warn_once
+
+if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+__all__ = ["Phase", "open_startup_trace", "phase", "process_start_unix_ns", "startup_timeline"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class SpanLike(Protocol):
+    def set_attribute(self, key: str, value: Any) -> Any: ...
+
+
+class _NoSpan:
+    """What :attr:`Phase.span` gives when the phase has no span (nothing records)."""
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        pass
+
+
+_NO_SPAN = _NoSpan()
+_startup_module: ModuleType | None = None
+
+
+def _telemetry() -> Any:
+    """``compiletrace.telemetry._startup`` once OpenTelemetry is loaded, else None: until it
+    is, no SDK can have been set up, so a phase has no span to make and never loads it."""
+    global _startup_module
+    if _startup_module is None:
+        if "opentelemetry.trace" not in sys.modules:
+            return None
+        from compiletrace.telemetry import _startup
+
+        _startup_module = _startup
+    return _startup_module
+
+
+_process_start: tuple[int, int | None] | None = None  # (pid, its start in Unix ns)
+
+
+def process_start_unix_ns() -> int | None:
+    """When this process started (Unix ns), read from the OS once per process (a forked
+    child has its own); None where it cannot be read.
+
+    >>> started = process_start_unix_ns()
+    >>> started is None or started < unix_now_ns()
+    True
+    """
+    global _process_start
+    pid = os.getpid()
+    cached = _process_start
+    if cached is None or cached[0] != pid:
+        seconds = process_start_unix_s()
+        cached = (pid, None if seconds is None else round(seconds * NS_PER_S))
+        _process_start = cached
+    return cached[1]
+
+
+def _first_entries() -> tuple[int | None, tuple[PhaseRecord, ...]]:
+    started = process_start_unix_ns()
+    return started, process_records(started, thread=threading.main_thread().name, rank=recorder.rank())
+
+
+def _origin() -> tuple[int, Sequence[PhaseRecord]]:
+    # For the start-up root span: it starts when the process did, or at the import.
+    started, first = _first_entries()
+    return (started if started is not None else import_marks()[0]), first
+
+
+def startup_timeline(
+    registry: Registry | None = None,
+    *,
+    end_unix_ns: int | None = None,
+    extra_phases: Iterable[PhaseRecord] = (),
+) -> Timeline:
+    """The timeline of this process's start-up, from the process's own start (read from the
+    OS; where it cannot be, from ``import compiletrace``) to ``end_unix_ns`` (default: now).
+
+    Its first entries are the process's own (interpreter start, then torch's import and
+    compiletrace's, each timed), then the phases of ``registry`` (default: the process
+    registry) and ``extra_phases`` (phases another registry holds), with the compiles of
+    ``registry`` inside each; whatever no phase covers is "unattributed".
+
+    >>> tl = startup_timeline(Registry())
+    >>> tl.total_ns == sum(e.counted_ns for e in tl.top_level())
+    True
+    >>> [e.name for e in tl.entries if e.kind == "process"][-1]
+    'import compiletrace'
+    """
+    reg = registry if registry is not None else get_registry()
+    started, first = _first_entries()
+    start = started if started is not None else import_marks()[0]
+    end = unix_now_ns() if end_unix_ns is None else end_unix_ns
+    return build_timeline(
+        (*first, *reg.phase_records(), *extra_phases),
+        reg.records(),
+        start,
+        end,
+        origin=ORIGIN_PROCESS if started is not None else ORIGIN_IMPORT,
+    )
+
+
+def open_startup_trace() -> bool:
+    """Open the start-up's root span now, when telemetry records (``compiletrace profile``
+    does, so that all its phases nest under one); True if one is open."""
+    tel = _telemetry()
+    return tel is not None and bool(tel.open_startup_span(_origin))
+
+
+class Phase:
+    """A start-up phase, as :func:`phase` makes it: a context manager (``with`` and
+    ``async with``) and a decorator of functions (sync and async). Each run is timed,
+    recorded in a registry and, when telemetry records, is a span; runs on several threads
+    or tasks at once are each their own.
+
+    >>> import compiletrace
+    >>> reg = compiletrace.Registry()
+    >>> with compiletrace.phase("allocate caches", registry=reg) as p:
+    ...     p.name
+    'allocate caches'
+    """
+
+    __slots__ = ("_opens_root", "attributes", "clock", "kind", "name", "registry")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        registry: Registry | None = None,
+        clock: UnixClock | None = None,
+        kind: str = PHASE,
+        opens_root: bool = True,
+    ) -> None:
+        self.name = name
+        self.attributes = attributes
+        self.registry = registry
+        self.clock = clock
+        self.kind = kind
+        # Whether this phase may open the start-up's root span (a user's phases do;
+        # compiletrace's own, like the warm-up, join one that is open and open none).
+        self._opens_root = opens_root
+
+    def _open(self) -> None:
+        opened = recorder.begin(self.name, self.kind, self.registry, self.clock, owner=self)
+        tel = _telemetry()
+        if tel is not None:
+            opened.span = tel.start_phase_span(
+                self.name, self.attributes, opened.start_unix_ns, opens_root=self._opens_root, origin=_origin
+            )
+
+    def _close(self, error: BaseException | None) -> None:
+        opened = recorder.current_phase()
+        if opened is None or opened.owner is not self:
+            warn_once(
+                f"phase {self.name!r} ended in another thread or task than it began in; not recorded",
+                key="phase-out-of-context",
+            )
+            return
+        record = recorder.end(opened, error)
+        if opened.span is not None:
+            end_ns = record.end_unix_ns if record is not None else opened.clock()
+            _telemetry().end_phase_span(opened.span, end_ns, error)
+
+    def __enter__(self) -> Phase:
+        self._open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)
+
+    async def __aenter__(self) -> Phase:
+        self._open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(exc)
+
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
+        if not callable(func):
+            raise ArgumentTypeError(f"phase decorates a function, got {type(func).__name__}")
+        if inspect.iscoroutinefunction(func):
+            async_func = cast(Callable[P, Awaitable[Any]], func)
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+                with self:  # the phase spans the awaited call, not the coroutine's creation
+                    return await async_func(*args, **kwargs)
+
+            return cast(Callable[P, R], async_wrapper)
+
+        @functools.wraps(func)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            with self:
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    @property
+    def span(self) -> SpanLike:
+        """The span of this phase's run open in the current thread or task (set attributes
+        on it); a stand-in that does nothing when there is none."""
+        opened = recorder.current_phase()
+        if opened is not None and opened.owner is self and opened.span is not None:
+            return cast(SpanLike, opened.span.span)
+        return _NO_SPAN
+
+    def __repr__(self) -> str:
+        return f"<Phase {self.name!r}>"
+
+
+def phase(
+    name: str,
+    *,
+    attributes: Mapping[str, AttributeValue] | None = None,
+    registry: Registry | None = None,
+    clock: UnixClock | None = None,
+) -> Phase:
+    """Mark a phase of the start-up: loading weights, building the model, capturing CUDA
+    graphs, allocating caches, the first request. Use it as ``with``, ``async with`` or a
+    decorator (sync or async functions).
+
+    Each run is recorded (name, start, end, thread, rank, the phase it is nested in) in
+    ``registry``, else in the registry of the phase around it, else in the process
+    registry; the start-up timeline shows it, with the compile time inside it per
+    component. When OpenTelemetry records, it is also a span (with ``attributes``) under
+    the start-up's root span "Start-up" (which the first phase opens, from the process's
+    own start; see ``compiletrace.telemetry.end_startup``). Phases nest: one opened inside
+    another (same thread or task) is its child. ``clock`` (Unix nanoseconds) is for tests.
+    An exception leaving the phase is recorded (status "error") and re-raised unchanged.
+
+    >>> import compiletrace, time
+    >>> reg = compiletrace.Registry()
+    >>> with compiletrace.phase("load weights", registry=reg):
+    ...     time.sleep(0.01)
+    >>> @compiletrace.phase("first request", registry=reg)
+    ... def serve() -> str:
+    ...     return "ok"
+    >>> serve()
+    'ok'
+    >>> [(p.name, p.duration_s >= 0.01) for p in reg.phase_records()]
+    [('load weights', True), ('first request', False)]
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ArgumentTypeError(f"phase needs a non-empty name, got {name!r}")
+    if attributes is not None and not isinstance(attributes, Mapping):
+        raise ArgumentTypeError(
+            f"attributes must be a mapping of str to values, got {type(attributes).__name__}"
+        )
+    if registry is not None and not isinstance(registry, Registry):
+        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    if clock is not None and not callable(clock):
+        raise ArgumentTypeError(f"clock must be a callable returning Unix nanoseconds, got {clock!r}")
+    return Phase(name, attributes=dict(attributes) if attributes else None, registry=registry, clock=clock)

@@ -1,0 +1,461 @@
+"""Reading torch's cache-artifacts files without running any of them, and the digest
+that ``cache save`` writes beside them.
+
+A cache-artifacts file (the bytes ``torch.compiler.save_cache_artifacts()`` returns) is a
+binary container: a CRC32, a format version, then per kind ("inductor", "aot_autograd",
+...) a list of (key, content) entries. The container is plain data. The *contents* are
+pickles, which torch unpickles (some while it loads the file, the rest when a compile
+looks the entry up), and unpickling can run any code the pickle names.
+
+So this module reads the container byte by byte, and the pickles with
+:class:`RestrictedUnpickler`: every global a pickle names must be on the caller's
+allowlist (anything else is refused with :class:`RunFileError`), and even an admitted
+global resolves to an inert stand-in, so reading a file runs nothing from it, not even
+torch's own classes. It imports the standard library only.
+
+>>> data = pack_container({"autotune": [("ab/cd.best_config", b'{"x": 1}')]})
+>>> [(a.kind, a.key, a.content) for a in parse_container(data, "demo.cache")]
+[('autotune', 'ab/cd.best_config', b'{"x": 1}')]
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import hashlib
+import io
+import os
+import pickle
+import re
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from compiletrace._io.errors import RunFileError
+from compiletrace._io.files import write_text
+
+__all__ = [
+    "DIGEST_SUFFIX",
+    "FORMAT_VERSION",
+    "Digest",
+    "Global",
+    "PickleScan",
+    "RawArtifact",
+    "RestrictedUnpickler",
+    "digest_path",
+    "pack_container",
+    "parse_container",
+    "printable",
+    "read_digest",
+    "read_pickle",
+    "sha256_hex",
+    "standin_fields",
+    "standin_global",
+    "walk",
+    "write_digest",
+]
+
+Global = tuple[str, str]  # (module, qualified name), as a pickle names a class or function
+
+FORMAT_VERSION = 1  # torch.utils._appending_byte_serializer's _ENCODING_VERSION (torch 2.7 to 2.13)
+_CRC_SIZE = 4
+_U64 = 8
+_MAX_NESTED_DEPTH = 4  # a pickle inside a pickle inside ...: torch's artifacts have none
+
+
+def printable(text: str) -> str:
+    r"""``text`` safe to print: control characters (a terminal escape sequence in a key from
+    a crafted file, say) written as escapes.
+
+    >>> print(printable("ab\x1b[2Jc"))
+    ab\x1b[2Jc
+    """
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+# -- the container -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RawArtifact:
+    """One entry of the container: its kind, its key (torch names its cache files after
+    it) and its content (a pickle, or JSON for autotune entries)."""
+
+    kind: str
+    key: str
+    content: bytes = field(repr=False)
+
+
+class _Reader:
+    """Bounds-checked reads (torch's own reader slices past the end without noticing)."""
+
+    def __init__(self, data: bytes, source: str) -> None:
+        self.data = data
+        self.pos = _CRC_SIZE
+        self.source = source
+
+    def done(self) -> bool:
+        return self.pos == len(self.data)
+
+    def left(self) -> int:
+        return len(self.data) - self.pos
+
+    def _bad(self, what: str) -> RunFileError:
+        return RunFileError(f"{self.source} is not a torch cache-artifacts file ({what} at byte {self.pos})")
+
+    def u64(self, what: str) -> int:
+        if self.left() < _U64:
+            raise self._bad(f"truncated {what}")
+        value = int.from_bytes(self.data[self.pos : self.pos + _U64], "big")
+        self.pos += _U64
+        return value
+
+    def raw(self, what: str) -> bytes:
+        size = self.u64(f"{what} length")
+        if size > self.left():
+            raise self._bad(f"{what} of {size} bytes runs past the end")
+        value = self.data[self.pos : self.pos + size]
+        self.pos += size
+        return value
+
+    def text(self, what: str) -> str:
+        raw = self.raw(what)
+        try:
+            # Decoded exactly as torch decodes it, so the key checked is the key torch uses.
+            return base64.b64decode(raw).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise self._bad(f"{what} that is not base64 UTF-8 text") from None
+
+
+def parse_container(data: bytes, source: str) -> list[RawArtifact]:
+    """Every entry of a cache-artifacts file, in file order; parsing runs nothing.
+
+    Raises :class:`RunFileError` naming ``source`` for anything that is not exactly the
+    container torch writes: a bad checksum, another format version, a truncated entry.
+
+    >>> parse_container(b"not an artifact file", "junk.cache")
+    Traceback (most recent call last):
+      ...
+    compiletrace._io.errors.RunFileError: junk.cache is not a torch cache-artifacts file (its checksum ...
+    """
+    if len(data) < _CRC_SIZE + _U64:
+        raise RunFileError(f"{source} is not a torch cache-artifacts file (only {len(data)} bytes)")
+    crc = binascii.crc32(data[_CRC_SIZE:]).to_bytes(_CRC_SIZE, "big")
+    if data[:_CRC_SIZE] != crc:
+        raise RunFileError(
+            f"{source} is not a torch cache-artifacts file (its checksum does not match: "
+            "damaged, or some other file)"
+        )
+    reader = _Reader(data, source)
+    version = reader.u64("format version")
+    if version != FORMAT_VERSION:
+        raise RunFileError(
+            f"{source} is in cache-artifacts format version {version}; "
+            f"this compiletrace reads version {FORMAT_VERSION}"
+        )
+    artifacts: list[RawArtifact] = []
+    while not reader.done():
+        kind = reader.text("artifact kind")
+        shown = printable(kind)
+        count = reader.u64("artifact count")
+        if count * 2 * _U64 > reader.left():  # every entry takes two lengths at least
+            raise reader._bad(f"count of {count} {shown} artifacts that cannot fit")
+        for _ in range(count):
+            key = reader.text(f"{shown} key")
+            artifacts.append(RawArtifact(kind, key, reader.raw(f"{shown} content")))
+    return artifacts
+
+
+def pack_container(sections: Mapping[str, Sequence[tuple[str, bytes]]]) -> bytes:
+    """The container torch writes for ``{kind: [(key, content), ...]}`` (tests and tools).
+
+    >>> len(pack_container({}))
+    12
+    """
+    body = bytearray(FORMAT_VERSION.to_bytes(_U64, "big"))
+
+    def put(raw: bytes) -> None:
+        body.extend(len(raw).to_bytes(_U64, "big"))
+        body.extend(raw)
+
+    for kind, entries in sections.items():
+        put(base64.b64encode(kind.encode("utf-8")))
+        body.extend(len(entries).to_bytes(_U64, "big"))
+        for key, content in entries:
+            put(base64.b64encode(key.encode("utf-8")))
+            put(content)
+    return binascii.crc32(body).to_bytes(_CRC_SIZE, "big") + bytes(body)
+
+
+# -- the restricted reader -----------------------------------------------------------------
+
+
+class _Inert:
+    """Stands in for an admitted global: takes any arguments and any state, runs nothing,
+    and keeps them for the caller to look at."""
+
+    ct_global: ClassVar[Global] = ("", "")
+    ct_args: tuple[Any, ...]
+    ct_kwargs: dict[str, Any]
+    ct_state: Any
+    ct_items: list[Any]
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _Inert:
+        inst = object.__new__(cls)
+        inst.ct_args = args
+        inst.ct_kwargs = kwargs
+        inst.ct_state = None
+        inst.ct_items = []
+        return inst
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass  # __new__ kept the arguments
+
+    # What the unpickler may call on an object it built (BUILD, APPENDS, SETITEMS, ADDITEMS).
+    def __setstate__(self, state: Any) -> None:
+        self.ct_state = state
+
+    def append(self, item: Any) -> None:
+        self.ct_items.append(item)
+
+    def extend(self, items: Any) -> None:
+        self.ct_items.extend(items)
+
+    def add(self, item: Any) -> None:
+        self.ct_items.append(item)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.ct_items.append((key, value))
+
+    def __repr__(self) -> str:
+        module, name = self.ct_global
+        return f"<{module}.{name}>"
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Reads a pickle without running it: a global on ``allowed`` becomes an inert
+    stand-in (a subclass of ``_Inert`` that records its arguments and state); any other
+    global, and any persistent id, raises :class:`RunFileError` naming ``where`` and the
+    global. ``reasons`` gives a clearer message for globals refused on purpose.
+
+    >>> import pickle
+    >>> RestrictedUnpickler(pickle.dumps(print), set(), "x.cache").load()
+    Traceback (most recent call last):
+      ...
+    compiletrace._io.errors.RunFileError: x.cache refers to builtins.print, which is not ...
+    """
+
+    def __init__(
+        self,
+        data: bytes,
+        allowed: Collection[Global],
+        where: str,
+        reasons: Mapping[Global, str] | None = None,
+    ) -> None:
+        super().__init__(io.BytesIO(data))
+        self.where = where
+        self.allowed = allowed
+        self.reasons = reasons or {}
+        self.seen: collections.Counter[Global] = collections.Counter()
+        self._standins: dict[Global, type[_Inert]] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        # Never imports or looks anything up: the answer is a stand-in or a refusal.
+        ref = (module, name)
+        if ref not in self.allowed:
+            why = self.reasons.get(ref, "which is not one of the classes torch's cache artifacts are made of")
+            raise RunFileError(
+                f"{self.where} refers to {module}.{name}, {why}; unpickling it could run code "
+                "from the file, so compiletrace will not load it (--trust loads it anyway)"
+            )
+        self.seen[ref] += 1
+        standin = self._standins.get(ref)
+        if standin is None:
+            standin = type(name.rpartition(".")[2] or "standin", (_Inert,), {"ct_global": ref})
+            self._standins[ref] = standin
+        return standin
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise RunFileError(f"{self.where} holds a persistent reference, which cache artifacts never do")
+
+
+@dataclass(frozen=True)
+class PickleScan:
+    """What :func:`read_pickle` found: the object tree (stand-ins for admitted globals)
+    and how often each global was named, nested pickles included."""
+
+    root: Any
+    globals: collections.Counter[Global]
+
+
+def _looks_like_pickle(value: bytes | bytearray) -> bool:
+    return len(value) >= 2 and value[0] == pickle.PROTO[0] and 2 <= value[1] <= pickle.HIGHEST_PROTOCOL
+
+
+def read_pickle(
+    data: bytes,
+    allowed: Collection[Global],
+    where: str,
+    reasons: Mapping[Global, str] | None = None,
+    *,
+    _depth: int = 0,
+) -> PickleScan:
+    """Read ``data`` with :class:`RestrictedUnpickler`, then every pickle found in a bytes
+    value inside it the same way. Runs nothing; raises :class:`RunFileError` for a refused
+    global or a pickle that cannot be read.
+
+    >>> import collections, pickle
+    >>> scan = read_pickle(pickle.dumps(collections.Counter("aab")), {("collections", "Counter")}, "x")
+    >>> scan.globals
+    Counter({('collections', 'Counter'): 1})
+    """
+    reader = RestrictedUnpickler(data, allowed, where, reasons)
+    try:
+        root = reader.load()
+    except RunFileError:
+        raise
+    except Exception as exc:  # malformed or hostile bytes: whatever the unpickler raised
+        raise RunFileError(f"{where} is not a readable pickle ({type(exc).__name__}: {exc})") from None
+    found = collections.Counter(reader.seen)
+    for value in walk(root):
+        if isinstance(value, (bytes, bytearray)) and _looks_like_pickle(value):
+            if _depth >= _MAX_NESTED_DEPTH:
+                raise RunFileError(f"{where} nests pickles more than {_MAX_NESTED_DEPTH} deep")
+            inner = read_pickle(
+                bytes(value), allowed, f"{where} (a pickle inside it)", reasons, _depth=_depth + 1
+            )
+            found.update(inner.globals)
+    return PickleScan(root, found)
+
+
+def walk(root: Any) -> Iterator[Any]:
+    """Every object reachable from ``root`` through containers and stand-ins (arguments,
+    state, items), each once; iterative, so a deep or cyclic tree is fine."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        obj = todo.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        yield obj
+        if isinstance(obj, dict):
+            todo.extend(obj.keys())
+            todo.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            todo.extend(obj)
+        elif isinstance(obj, _Inert):
+            todo.extend((obj.ct_args, obj.ct_kwargs, obj.ct_state, obj.ct_items))
+
+
+def standin_fields(obj: Any) -> dict[str, Any]:
+    """The attributes a stand-in would have had: its BUILD state (a dict, or a
+    ``(dict, slots)`` pair) and its keyword arguments."""
+    if not isinstance(obj, _Inert):
+        return {}
+    fields: dict[str, Any] = dict(obj.ct_kwargs)
+    state = obj.ct_state
+    parts = state if isinstance(state, tuple) else (state,)
+    for part in parts:
+        if isinstance(part, dict):
+            fields.update({k: v for k, v in part.items() if isinstance(k, str)})
+    return fields
+
+
+def standin_global(obj: Any) -> Global | None:
+    """The global a stand-in instance stands for (None for anything else)."""
+    return obj.ct_global if isinstance(obj, _Inert) else None
+
+
+# -- the digest beside the file --------------------------------------------------------------
+
+DIGEST_SUFFIX = ".sha256"
+_DIGEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
+_META_LINE = re.compile(r"^# (torch|compiletrace) (\S+)$")
+
+
+@dataclass(frozen=True)
+class Digest:
+    """The sidecar ``PATH.sha256``: the SHA-256 of the artifacts file, and the torch and
+    compiletrace versions that saved it."""
+
+    sha256: str
+    torch_version: str | None = None
+    compiletrace_version: str | None = None
+
+
+def sha256_hex(data: bytes) -> str:
+    """The SHA-256 of ``data`` in hex, as ``sha256sum`` prints it.
+
+    >>> sha256_hex(b"")[:16]
+    'e3b0c44298fc1c14'
+    """
+    return hashlib.sha256(data).hexdigest()
+
+
+def digest_path(path: str | os.PathLike[str]) -> Path:
+    """Where the digest of ``path`` lives: beside it, with ``.sha256`` added.
+
+    >>> digest_path("out/demo.cache").as_posix()
+    'out/demo.cache.sha256'
+    """
+    p = Path(path)
+    return p.with_name(p.name + DIGEST_SUFFIX)
+
+
+def write_digest(
+    path: str | os.PathLike[str], data: bytes, *, torch_version: str, compiletrace_version: str
+) -> Path:
+    """Write ``PATH.sha256`` for the artifacts ``data`` saved at ``path`` (atomically),
+    in the format ``sha256sum -c`` reads (its ``#`` lines are comments). Returns its path.
+
+    >>> import os, tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.cache")
+    >>> print(write_digest(p, b"", torch_version="2.13.0", compiletrace_version="0.1.0").read_text(), end="")
+    # compiletrace cache artifacts; check with: sha256sum -c x.cache.sha256
+    # torch 2.13.0
+    # compiletrace 0.1.0
+    e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  x.cache
+    """
+    target = digest_path(path)
+    name = Path(path).name
+    text = (
+        f"# compiletrace cache artifacts; check with: sha256sum -c {target.name}\n"
+        f"# torch {torch_version}\n"
+        f"# compiletrace {compiletrace_version}\n"
+        f"{sha256_hex(data)}  {name}\n"
+    )
+    write_text(target, text)
+    return target
+
+
+def read_digest(path: str | os.PathLike[str]) -> Digest | None:
+    """The digest beside ``path``, or None when there is none. Raises
+    :class:`RunFileError` for one that cannot be read or is not in the format
+    :func:`write_digest` writes."""
+    target = digest_path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"cannot read the digest {str(target)!r}: {exc}") from None
+    meta: dict[str, str] = {}
+    digests: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            m = _META_LINE.match(line)
+            if m:
+                meta[m.group(1)] = m.group(2)
+            continue
+        m = _DIGEST_LINE.match(line)
+        if m is None:
+            raise RunFileError(f"{target} is not a digest file: {line[:60]!r} is not '<sha256>  <name>'")
+        digests.append(m.group(1))
+    if len(digests) != 1:
+        raise RunFileError(f"{target} must hold exactly one SHA-256 line, found {len(digests)}")
+    return Digest(digests[0], meta.get("torch"), meta.get("compiletrace"))

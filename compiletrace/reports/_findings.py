@@ -1,0 +1,141 @@
+"""The doctor's findings as text and as an HTML fragment.
+
+A view: it takes plain data (any object with the fields of
+:class:`compiletrace._app.doctor.Finding`, which it never imports) and reaches back into
+nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from compiletrace._io.text import printable, shorten
+
+__all__ = ["FindingView", "evidence_lines", "findings_html", "findings_text"]
+
+LINE_WIDTH = 160  # one evidence line, at most
+MAX_ITEMS = 3  # items of a list shown before "(+N more)"
+
+
+class FindingView(Protocol):
+    """What these views read of a finding."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def component(self) -> str: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def fix(self) -> str: ...
+    @property
+    def location(self) -> str: ...
+    @property
+    def evidence(self) -> Mapping[str, Any]: ...
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip().splitlines()[0] if value.strip() else '""'
+    if isinstance(value, (list, tuple)):
+        shown = "; ".join(_compact(v) for v in value[:MAX_ITEMS])
+        more = f" (+{len(value) - MAX_ITEMS} more)" if len(value) > MAX_ITEMS else ""
+        return shown + more
+    if isinstance(value, Mapping):
+        items = list(value.items())
+        shown = "; ".join(f"{k}: {_compact(v)}" for k, v in items[:MAX_ITEMS])
+        more = f" (+{len(items) - MAX_ITEMS} more)" if len(items) > MAX_ITEMS else ""
+        return shown + more
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return json.dumps(value)
+
+
+def evidence_lines(evidence: Mapping[str, Any], width: int = LINE_WIDTH) -> list[str]:
+    """One short line per evidence entry (lists and mappings shortened, first lines of
+    multi-line reasons only).
+
+    >>> evidence_lines({"compile_ids": ["0/1", "0/2", "0/3", "0/4"], "limit": 8})
+    ['compile_ids: 0/1; 0/2; 0/3 (+1 more)', 'limit: 8']
+    >>> evidence_lines({"guards": {"grad mode": {"count": 2, "fix": "one grad mode"}}})
+    ['guards:', '  grad mode: count: 2; fix: one grad mode']
+    """
+    lines = []
+    for key, value in evidence.items():
+        if isinstance(value, Mapping):
+            items = list(value.items())
+        elif isinstance(value, (list, tuple)):
+            items = [("-", v) for v in value]
+        else:
+            items = []
+        if items and all(isinstance(v, Mapping) for _, v in items):
+            # A list or table of records (breaks, guards by kind, graphs): one line each.
+            lines.append(f"{key}:")
+            lines.extend(f"  {k}: {_compact(v)}".replace("-: ", "- ") for k, v in items[:MAX_ITEMS])
+            if len(items) > MAX_ITEMS:
+                lines.append(f"  (+{len(items) - MAX_ITEMS} more)")
+        else:
+            lines.append(f"{key}: {_compact(value)}")
+    return [shorten(printable(line), width) for line in lines]
+
+
+def findings_text(findings: Sequence[FindingView], limit: int | None = None) -> str:
+    """The findings as text, in the order given (the doctor gives most seconds first), the
+    first ``limit`` of them when given.
+
+    >>> print(findings_text([]))
+    No findings: nothing here to change.
+    """
+    if not findings:
+        return "No findings: nothing here to change."
+    shown = findings if limit is None else findings[:limit]
+    lines = [f"Findings, most seconds at stake first ({len(findings)}):"]
+    for i, f in enumerate(shown, 1):
+        component = f" {printable(f.component)}" if f.component else ""
+        lines.append(f"{i}. [{f.kind}]{component} {f.seconds:.2f} s: {printable(f.title)}")
+        if f.location:
+            lines.append(f"   at {printable(f.location)}")
+        lines.extend(f"   {line}" for line in evidence_lines(f.evidence))
+        lines.append(f"   fix: {printable(f.fix)}")
+    rest = len(findings) - len(shown)
+    if rest > 0:
+        lines.append(f"... and {rest} more finding{'s' if rest > 1 else ''} ('compiletrace doctor RUN.json')")
+    return "\n".join(lines)
+
+
+def findings_html(findings: Sequence[FindingView]) -> str:
+    """The findings as an HTML fragment (a ``<section>`` holding a table; the evidence in
+    ``<details>``), every string escaped.
+
+    >>> findings_html([]).startswith('<section class="ct-findings">')
+    True
+    """
+    if not findings:
+        return (
+            '<section class="ct-findings"><h2>Findings</h2>'
+            "<p>No findings: nothing here to change.</p></section>"
+        )
+    rows = []
+    for f in findings:
+        where = f"<br><code>{html.escape(f.location)}</code>" if f.location else ""
+        evidence = "".join(f"<li>{html.escape(line)}</li>" for line in evidence_lines(f.evidence))
+        rows.append(
+            "<tr>"
+            f"<td>{html.escape(f.kind)}</td>"
+            f"<td>{html.escape(f.component)}</td>"
+            f'<td class="num">{f.seconds:.2f}</td>'
+            f"<td>{html.escape(f.title)}{where}"
+            f"<details><summary>evidence</summary><ul>{evidence}</ul></details></td>"
+            f"<td>{html.escape(f.fix)}</td>"
+            "</tr>"
+        )
+    return (
+        '<section class="ct-findings"><h2>Findings</h2>'
+        "<table><thead><tr><th>kind</th><th>component</th><th>seconds</th><th>what</th><th>fix</th></tr>"
+        f"</thead><tbody>{''.join(rows)}</tbody></table></section>"
+    )

@@ -1,0 +1,369 @@
+"""Cache-artifacts files from elsewhere: inspecting runs nothing, loading refuses what it
+cannot vouch for, ``--trust`` is the way past, and ``cache save``'s digest catches damage.
+
+The crafted files are harmless: their payload creates a marker file in tmp_path when
+unpickled, placed where torch unpickles while loading (an inductor entry), so a test sees
+whether anything ran. Building them needs no compile; one test module fixture saves real
+artifacts from one tiny inductor compile in a child process.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from compiletrace import cli
+from compiletrace._app.cache import (
+    check_cache_artifacts,
+    inspect_cache_artifacts,
+    load_cache_artifacts,
+)
+from compiletrace._app.profile import profile
+from compiletrace._core.torch_compat import CACHE_ARTIFACT_GLOBALS
+from compiletrace._io.artifacts import digest_path, pack_container, read_pickle, write_digest
+from compiletrace._io.errors import RunFileError
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = "tests.tiny_models:tiny"
+INDUCTOR_KEY = "fabcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrs"  # shaped like torch's keys
+
+
+class _Touch:
+    """Unpickling it creates ``path``: the harmless stand-in for code a file would run."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.touch, (self.path,))
+
+
+def _save(path: Path, sections: dict[str, list[tuple[str, bytes]]], *, digest: bool = True) -> Path:
+    data = pack_container(sections)
+    path.write_bytes(data)
+    if digest:
+        write_digest(path, data, torch_version=str(torch.__version__), compiletrace_version="test")
+    return path
+
+
+def _text(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    return pickle.BINUNICODE + len(raw).to_bytes(4, "little") + raw
+
+
+def _body(value: Any) -> bytes:
+    # Protocol 3: no framing, bytes as BINBYTES; drop its PROTO header and STOP.
+    return pickle.dumps(value, protocol=3)[2:-1]
+
+
+def _instance(module: str, name: str, state: dict[str, Any]) -> bytes:
+    """A pickle of an instance of ``module.name`` with ``state``, written opcode by opcode
+    (the class need not be importable here)."""
+    glob = _text(module) + _text(name) + pickle.STACK_GLOBAL
+    return (
+        pickle.PROTO
+        + b"\x04"
+        + glob
+        + pickle.EMPTY_TUPLE
+        + pickle.NEWOBJ
+        + _body(state)
+        + pickle.BUILD
+        + b"."
+    )
+
+
+def _call(module: str, name: str, args: tuple[Any, ...]) -> bytes:
+    """A pickle that calls ``module.name(*args)`` when unpickled."""
+    glob = _text(module) + _text(name) + pickle.STACK_GLOBAL
+    return pickle.PROTO + b"\x04" + glob + _body(args) + pickle.REDUCE + b"."
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    return tmp_path / "ran.marker"
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "c"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def crafted(tmp_path: Path, marker: Path) -> Path:
+    """An artifacts file with a valid digest whose inductor entry runs code when unpickled."""
+    return _save(tmp_path / "crafted.cache", {"inductor": [(INDUCTOR_KEY, pickle.dumps(_Touch(marker)))]})
+
+
+def _one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+# -- a crafted payload -----------------------------------------------------------------------
+
+
+def test_crafted_payload_is_refused_everywhere_and_never_runs(
+    crafted: Path,
+    marker: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(ROOT)
+    for argv in (
+        ["cache", "inspect", str(crafted)],
+        ["cache", "load", str(crafted)],
+        ["profile", MODEL, "--backend", "eager", "--cache-artifacts", str(crafted)],
+        # Refused before any child starts (a cold child would run first otherwise).
+        ["bench", "startup", MODEL, "--backend", "eager", "--num-iters-cold", "1", "--num-iters-warm", "0",
+         "--cache-artifacts", str(crafted)],
+    ):  # fmt: skip
+        assert cli.main(argv) == 2, argv
+        line = _one_line_error(capsys.readouterr().err)
+        assert str(crafted) in line and "pathlib.Path.touch" in line, line
+        assert "--trust" in line
+    with pytest.raises(RunFileError, match=r"pathlib\.Path\.touch"):
+        profile(MODEL, backend="eager", cache_artifacts=crafted)
+    assert not marker.exists()
+    assert not (cache_dir / "fxgraph").exists()  # nothing reached torch's caches
+
+
+def test_trust_hands_the_file_to_torch_which_runs_it(
+    tmp_path: Path, marker: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A payload torch's loader accepts: it reads ``_triton_bundle`` off what it unpickled.
+    payload = pickle.dumps(types.SimpleNamespace(_triton_bundle=None, ran=_Touch(marker)))
+    path = _save(tmp_path / "trusted.cache", {"inductor": [(INDUCTOR_KEY, payload)]}, digest=False)
+    assert cli.main(["cache", "load", str(path)]) == 2
+    assert "no digest" in capsys.readouterr().err
+    assert not marker.exists()
+
+    assert cli.main(["cache", "load", "--trust", str(path)]) == 0
+    assert "unchecked (--trust)" in capsys.readouterr().out
+    assert marker.exists()  # torch unpickled the entry while loading it: the file is code
+    assert list((cache_dir / "fxgraph").rglob("*"))  # and wrote it into its cache
+
+
+def test_refused_globals_name_their_reason_and_nested_pickles_are_read_the_same_way(
+    tmp_path: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # torch's own way of saving a backward graph: exec of source from the file.
+    graph = _call("torch.fx.graph_module", "reduce_graph_module", ({"code": "import os"}, ""))
+    path = _save(tmp_path / "backward.cache", {"aot_autograd": [("aabc", graph)]})
+    assert cli.main(["cache", "inspect", str(path)]) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert "torch.fx.graph_module.reduce_graph_module" in line and "rebuilds a graph module" in line
+
+    # An admitted class whose state carries a pickle: read with the same reader, not run.
+    inner = pickle.dumps(_Touch(marker))
+    outer = _instance("torch._inductor.output_code", "CompiledFxGraph", {"blob": inner})
+    path = _save(tmp_path / "nested.cache", {"inductor": [(INDUCTOR_KEY, outer)]})
+    with pytest.raises(RunFileError, match=r"a pickle inside it\) refers to pathlib\.Path\.touch"):
+        inspect_cache_artifacts(path)
+    with pytest.raises(RunFileError, match=r"pathlib\.Path\.touch"):
+        load_cache_artifacts(path)
+    assert not marker.exists()
+
+
+def test_unknown_kinds_and_persistent_ids_are_refused(tmp_path: Path) -> None:
+    path = _save(tmp_path / "pre.cache", {"precompile": [("k", pickle.dumps({}))]})
+    with pytest.raises(RunFileError, match="does not know 'precompile' artifacts"):
+        check_cache_artifacts(path)
+    assert check_cache_artifacts(path, trust=True).checked is False
+    persistent = pickle.PROTO + b"\x04" + _text("x") + pickle.BINPERSID + b"."
+    with pytest.raises(RunFileError, match="persistent reference"):
+        read_pickle(persistent, CACHE_ARTIFACT_GLOBALS["inductor"], "x.cache")
+
+
+# -- paths -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "why"),
+    [
+        ("autotune", "../../escape/x.best_config", "holds '..'"),
+        ("autotune", "/tmp/escape/x.best_config", "absolute path"),
+        ("inductor", "f/../../../escape", "holds '..'"),
+        ("inductor", "f..x", "'..' path part"),
+        ("aot_autograd", "a/b", "path separator"),
+        ("autotune", "ab/c\x00d", "NUL byte"),
+        ("inductor", "fab\x1b[2J", "control character"),
+    ],
+)
+def test_keys_that_leave_the_cache_directory_are_refused(
+    kind: str, key: str, why: str, tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    content = b'{"x": 1}' if kind == "autotune" else pickle.dumps({})
+    path = _save(tmp_path / "escape.cache", {kind: [(key, content)]})
+    for argv in (["cache", "inspect", str(path)], ["cache", "load", str(path)]):
+        assert cli.main(argv) == 2
+        line = _one_line_error(capsys.readouterr().err)
+        assert "outside the cache directory" in line and why in line, line
+    assert not (tmp_path / "escape").exists() and not Path("/tmp/escape/x.best_config").exists()
+
+
+def test_a_symlink_out_of_the_cache_directory_is_refused_on_load(tmp_path: Path, cache_dir: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    cache_dir.mkdir()
+    (cache_dir / "ab").symlink_to(outside)
+    path = _save(tmp_path / "link.cache", {"autotune": [("ab/x.best_config", b"{}")]})
+    inspect_cache_artifacts(path)  # the names are fine: inspect resolves nothing
+    with pytest.raises(RunFileError, match=r"resolves to .*outside"):
+        load_cache_artifacts(path)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_compiled_graph_whose_cache_key_leaves_the_cache_is_refused(tmp_path: Path) -> None:
+    graph = _instance("torch._inductor.output_code", "CompiledFxGraph", {"cache_key": "x/../../../../evil"})
+    path = _save(tmp_path / "key.cache", {"inductor": [(INDUCTOR_KEY, graph)]})
+    with pytest.raises(RunFileError, match=r"CompiledFxGraph\.cache_key .* outside the cache directory"):
+        inspect_cache_artifacts(path)
+
+
+# -- a harmless file, the digest, garbage -----------------------------------------------------
+
+
+def test_a_checked_file_loads_and_the_digest_guards_it(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _save(tmp_path / "tune.cache", {"autotune": [("ab/cd.best_config", b'{"XBLOCK": 8}')]})
+    info = inspect_cache_artifacts(path)
+    assert (info.artifacts, info.digest, info.torch_version) == (
+        {"autotune": 1},
+        "verified",
+        torch.__version__,
+    )
+    assert cli.main(["cache", "load", str(path)]) == 0
+    assert "checked against tune.cache.sha256" in capsys.readouterr().out
+    assert (cache_dir / "ab" / "cd.best_config").read_bytes() == b'{"XBLOCK": 8}'
+    if shutil.which("sha256sum"):  # the digest is in the format the standard tool checks
+        subprocess.run(["sha256sum", "--check", "--strict", digest_path(path).name], cwd=tmp_path, check=True)
+
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    for argv in (
+        ["cache", "inspect", str(path)],
+        ["cache", "load", str(path)],
+        ["cache", "load", "--trust", str(path)],
+    ):
+        assert cli.main(argv) == 2
+        assert "does not match its digest" in _one_line_error(capsys.readouterr().err)
+
+
+GARBAGE = b"\x80\x04garbage"
+
+
+def _overrun() -> bytes:
+    """A container with a valid checksum whose first key length runs past the end (torch
+    2.13's own reader loops on it forever)."""
+    kind = base64.b64encode(b"inductor")
+    body = (1).to_bytes(8, "big") + len(kind).to_bytes(8, "big") + kind + (1).to_bytes(8, "big")
+    body += (1000).to_bytes(8, "big") + b"=" * 20
+    return binascii.crc32(body).to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize(
+    ("data", "message", "container"),
+    [
+        (b"not an artifact file", "not a torch cache-artifacts file", False),
+        (b"", "not a torch cache-artifacts file", False),
+        (os.urandom(4096), "not a torch cache-artifacts file", False),
+        (
+            pack_container({"inductor": [(INDUCTOR_KEY, GARBAGE)]})[:-3],
+            "not a torch cache-artifacts file",
+            False,
+        ),
+        (_overrun(), "runs past the end", False),
+        (pack_container({"inductor": [(INDUCTOR_KEY, GARBAGE)]}), "not a readable pickle", True),
+        (pack_container({"autotune": [("ab/c.best_config", b"{nope")]}), "is not JSON", True),
+    ],
+)
+def test_garbage_is_one_line_and_exit_2(
+    data: bytes,
+    message: str,
+    container: bool,
+    tmp_path: Path,
+    cache_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "junk.cache"
+    path.write_bytes(data)
+    write_digest(path, data, torch_version="x", compiletrace_version="x")
+    argvs = [["cache", "inspect", str(path)], ["cache", "load", str(path)]]
+    if not container:  # even trusted, what is not a container never reaches torch's traceback
+        argvs.append(["cache", "load", "--trust", str(path)])
+    for argv in argvs:
+        assert cli.main(argv) == 2
+        assert message in _one_line_error(capsys.readouterr().err)
+
+
+# -- real artifacts from one tiny inductor compile --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Artifacts saved by ``cache save``'s own function after one tiny inductor compile, in
+    a child process with a private cache (nothing else this process compiled gets in)."""
+    work = tmp_path_factory.mktemp("real")
+    path = work / "real.cache"
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(work / "c")}
+    subprocess.run(
+        [sys.executable, "-m", "tests.portable_cache_child", "save", str(path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    return path
+
+
+@pytest.mark.inductor
+def test_real_artifacts_inspect_and_load(
+    real_artifacts: Path, tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert digest_path(real_artifacts).is_file()
+    info = inspect_cache_artifacts(real_artifacts)
+    assert info.artifacts.get("inductor", 0) >= 1 and info.artifacts.get("aot_autograd", 0) >= 1
+    assert (info.digest, info.torch_version) == ("verified", str(torch.__version__))
+    assert "torch._inductor.output_code.CompiledFxGraph" in info.globals
+    assert cli.main(["cache", "inspect", str(real_artifacts)]) == 0
+    out = capsys.readouterr().out
+    assert f"saved by: torch {torch.__version__}" in out and "nothing in the file was run" in out
+
+    loaded = load_cache_artifacts(real_artifacts)
+    assert loaded.checked and loaded.artifacts == info.artifacts
+    assert len(list((cache_dir / "fxgraph").rglob("*/*/*"))) >= 1  # fxgraph/<ab>/<key>/<entry>
+
+
+@pytest.mark.inductor
+def test_real_artifacts_with_one_byte_flipped_are_caught(
+    real_artifacts: Path, tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "flipped.cache"
+    shutil.copy(real_artifacts, path)
+    shutil.copy(digest_path(real_artifacts), digest_path(path))
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(RunFileError, match="does not match its digest"):
+        inspect_cache_artifacts(path)
+    assert cli.main(["cache", "load", str(path)]) == 2
+    assert "damaged or replaced" in _one_line_error(capsys.readouterr().err)
+    # Without its digest, torch's own checksum still catches it, on one line.
+    digest_path(path).unlink()
+    assert cli.main(["cache", "load", "--trust", str(path)]) == 2
+    assert "checksum does not match" in _one_line_error(capsys.readouterr().err)
+    assert not (cache_dir / "fxgraph").exists()
