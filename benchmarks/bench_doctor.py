@@ -7,8 +7,11 @@ Measures
    alternating, after ``torch._dynamo.reset()`` each time; per backend, the median of the
    on/off ratios of CPU time. "eager" is the worst case (the fastest compile, so the
    largest share);
-2. the capture's own cost per graph, timed directly on the built-in model's graphs
-   (structural hash per node, the graph-break and failure reads);
+2. the capture's own time inside those compiles: every capture call the tracker makes
+   (hash, graph-break and failure reads, the cache-lookup collector, the limit read) timed
+   in place during real compiles, as a share of the records' compile time. The ratios of
+   (1) cannot resolve a cost this small on a shared machine (compiles vary by +-20%); this
+   share can. And the pieces timed directly on the model's graphs (per graph, per node);
 3. diagnosing 10,000 synthetic records (median of repeats).
 
     python benchmarks/bench_doctor.py [--repeats 15] [--backends eager,aot_eager]
@@ -77,6 +80,71 @@ def bench_capture(backend: str, repeats: int) -> dict[str, float]:
         "on_s_median": statistics.median(on_s),
         "off_s_median": statistics.median(off_s),
     }
+
+
+CAPTURE_CALLS = (
+    "graph_structure_hash",
+    "graph_break_mark",
+    "graph_breaks_since",
+    "frame_failure",
+    "collect_cache_lookups",
+    "recompile_limit",
+)
+
+
+def bench_capture_share(backend: str, repeats: int) -> dict[str, float]:
+    """The capture calls timed where the tracker makes them, over ``repeats`` compiles."""
+    spent = [0]
+    originals = {name: getattr(tc, name) for name in CAPTURE_CALLS}
+
+    def timed(fn: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter_ns() - start
+
+        return call
+
+    class TimedContext:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __enter__(self) -> Any:
+            start = time.perf_counter_ns()
+            value = self.inner.__enter__()
+            spent[0] += time.perf_counter_ns() - start
+            return value
+
+        def __exit__(self, *exc: Any) -> Any:
+            start = time.perf_counter_ns()
+            result = self.inner.__exit__(*exc)
+            spent[0] += time.perf_counter_ns() - start
+            return result
+
+    shares = []
+    try:
+        for name in CAPTURE_CALLS:
+            setattr(tc, name, timed(originals[name]))
+        tc.collect_cache_lookups = lambda: TimedContext(originals["collect_cache_lookups"]())  # type: ignore[assignment]
+        for _ in range(repeats):
+            torch._dynamo.reset()
+            spent[0] = 0
+            demo = build_demo(config=CONFIG)
+            reg = Registry()
+            for path, name in demo.components.items():
+                compiled = compiletrace.compile(
+                    demo.model.get_submodule(path), component=name, backend=backend, registry=reg
+                )
+                setattr(demo.model, path, compiled)
+            with torch.no_grad():
+                demo.run()
+            shares.append(spent[0] / sum(r.total_ns for r in reg.records()))
+    finally:
+        for name, fn in originals.items():
+            setattr(tc, name, fn)
+    return {"share_median": statistics.median(shares), "share_max": max(shares)}
 
 
 def bench_capture_parts(repeats: int = 200) -> dict[str, float]:
@@ -176,6 +244,11 @@ def main() -> None:
         f"per node); graph-break and failure reads {parts['reads_us_per_frame']:.1f} us per frame"
     )
     for backend in args.backends.split(","):
+        share = bench_capture_share(backend, args.repeats)
+        print(
+            f"capture calls timed in place, {backend}: {100 * share['share_median']:.3f}% of compile time "
+            f"(median of {args.repeats} compiles; max {100 * share['share_max']:.3f}%)"
+        )
         res = bench_capture(backend, args.repeats)
         print(
             f"compile with capture / without, {backend}: ratio median {res['ratio_median']:.4f} "

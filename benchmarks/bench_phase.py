@@ -6,7 +6,10 @@ Each figure is the median, over R runs, of the mean time of N phases (entering a
 ``with compiletrace.phase("load weights", registry=reg):`` around nothing, the phase object
 made each time, as an application writes it; and a function decorated once and called N
 times). The loop's own cost (the same loop around ``contextlib.nullcontext()``) is printed
-too and not subtracted: the figures are what a phase adds, and a little more.
+too and not subtracted: the figures are what a phase adds, and a little more. This shared
+machine's speed varies from minute to minute, so a yardstick is measured in the same runs:
+building one frozen dataclass of eleven fields (what a phase record would cost as one). The
+variants are interleaved in every run, and each is also given as a median ratio to it.
 
 1. no SDK, OpenTelemetry not even loaded (what ``import compiletrace`` gives): the
    recorder alone, the start-up's usual case;
@@ -27,21 +30,29 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import compiletrace
 
 
-def _mean_us(loop: Callable[[int], None], iters: int, runs: int, reset: Callable[[], None]) -> float:
-    means = []
-    for _ in range(runs):
-        reset()
-        start = time.perf_counter_ns()
-        loop(iters)
-        means.append((time.perf_counter_ns() - start) / iters / 1000)
-    return statistics.median(means)
+@dataclass(frozen=True)
+class _Yardstick:
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+    f: int
+    g: int
+    h: int
+    i: int
+    j: int
+    k: int
 
 
-def measure(iters: int, runs: int) -> dict[str, float]:
+def measure(iters: int, runs: int) -> dict[str, tuple[float, float]]:
+    """Per variant: (median microseconds per iteration, median ratio to the yardstick), the
+    variants interleaved in every run so that they share the machine's speed of the moment."""
     reg = compiletrace.Registry()
 
     def with_block(n: int) -> None:
@@ -60,17 +71,35 @@ def measure(iters: int, runs: int) -> dict[str, float]:
             with contextlib.nullcontext():
                 pass
 
-    out = {"loop alone (nullcontext)": _mean_us(bare, iters, runs, reg.clear)}
-    out["with phase(...)"] = _mean_us(with_block, iters, runs, reg.clear)
-    out["@phase(...) call"] = _mean_us(call, iters, runs, reg.clear)
+    def yardstick(n: int) -> None:
+        for _ in range(n):
+            _Yardstick(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+
+    variants: dict[str, Callable[[int], None]] = {
+        "loop alone (nullcontext)": bare,
+        "yardstick (frozen dataclass)": yardstick,
+        "with phase(...)": with_block,
+        "@phase(...) call": call,
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(runs):
+        for name, loop in variants.items():
+            reg.clear()
+            start = time.perf_counter_ns()
+            loop(iters)
+            times[name].append((time.perf_counter_ns() - start) / iters / 1000)
     assert len(reg.phase_records()) == iters  # every phase recorded
-    return out
+    sticks = times["yardstick (frozen dataclass)"]
+    return {
+        name: (statistics.median(us), statistics.median(t / y for t, y in zip(us, sticks, strict=True)))
+        for name, us in times.items()
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iters", type=int, default=20_000)
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     gc.collect()
     gc.freeze()
@@ -89,11 +118,11 @@ def main() -> None:
         tel.clear()
     rows.append(("SDK + in-memory exporter (for scale)", sdk))
 
-    print(f"per phase, median of {args.runs} runs of {args.iters} phases (us)")
+    print(f"per phase, median of {args.runs} runs of {args.iters} phases: us, and x the yardstick")
     for label, figures in rows:
         print(label)
-        for what, us in figures.items():
-            print(f"  {what:28s} {us:7.2f}")
+        for what, (us, ratio) in figures.items():
+            print(f"  {what:28s} {us:7.2f} us  {ratio:5.2f} x")
 
 
 if __name__ == "__main__":

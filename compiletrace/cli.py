@@ -394,7 +394,7 @@ def _write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | Non
 def _profile(args: argparse.Namespace) -> int:
     from compiletrace._app.profile import profile
     from compiletrace._app.progress import Progress
-    from compiletrace._app.timeline import Phase, open_startup_trace, startup_timeline
+    from compiletrace._app.timeline import OwnPhase, open_startup_trace, startup_timeline
     from compiletrace._core.registry import Registry, get_registry
     from compiletrace.reports._timeline import timeline_text
 
@@ -435,7 +435,7 @@ def _profile(args: argparse.Namespace) -> int:
             trust=args.trust,
         )
         progress.close()
-        with Phase(REPORT_PHASE, registry=registry, opens_root=False):
+        with OwnPhase(REPORT_PHASE, registry=registry):
             _print_profile(run)
             if args.json:
                 run.save(args.json)
@@ -467,12 +467,25 @@ def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
 
 def _print_profile(run: ProfileRun) -> None:
     """The report in reading order: header, tables, summary line (``run.summary()``), then
-    the warm-up, then the notes (expensive cache hits)."""
+    the warm-up, then the notes (expensive cache hits) and the doctor's top findings."""
     from compiletrace.reports._text import warmup_lines
 
     print(run.summary())
     print("\n".join(warmup_lines(run.warmup.to_dict())))
     _print_expensive_hits(run)
+    _print_top_findings(run)
+
+
+TOP_FINDINGS = 3  # 'profile' shows the first few; 'compiletrace doctor RUN.json' shows all
+
+
+def _print_top_findings(run: ProfileRun) -> None:
+    from compiletrace.reports import findings_text
+
+    findings = run.diagnose()
+    if findings:
+        print()
+        print(findings_text(findings, limit=TOP_FINDINGS))
 
 
 def _print_expensive_hits(run: ProfileRun) -> None:

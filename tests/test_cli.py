@@ -185,7 +185,18 @@ def test_report_rejects_foreign_json(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["profile"], ["bench", "startup"], ["report"], ["cache", "save"], ["cache", "load"], ["compare"]],
+    [
+        [],
+        ["profile"],
+        ["bench", "startup"],
+        ["report"],
+        ["cache", "save"],
+        ["cache", "inspect"],
+        ["cache", "load"],
+        ["compare"],
+        ["doctor"],
+        ["env"],
+    ],
 )
 def test_help_is_quoted_in_the_reference(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*argv, "--help"]) == 0

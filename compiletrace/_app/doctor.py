@@ -41,11 +41,15 @@ __all__ = [
     "Finding",
     "FindingKind",
     "GuardKind",
+    "break_fix",
     "classify_guard",
     "diagnose",
     "diagnose_ranks",
     "diagnose_records",
     "doctor_dict",
+    "guard_fix",
+    "owners",
+    "root_code_name",
 ]
 
 DOCTOR_KIND = "compiletrace.doctor"
@@ -217,7 +221,7 @@ def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
         }
         for kind, reasons in ordered
     }
-    fix = "; or, for the ".join(
+    fix = "; and for the ".join(
         f"{kind.value} guards: {guard_fix(kind, reasons[0])}" if i else guard_fix(kind, reasons[0])
         for i, (kind, reasons) in enumerate(ordered)
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from compiletrace._app.timeline import Phase, startup_timeline
+from compiletrace._app.timeline import OwnPhase, startup_timeline
 from compiletrace._app.warmup import WarmupResult, warm_up
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
@@ -233,12 +233,25 @@ class ProfileRun:
         """The one-file HTML report (no network access needed to view it)."""
         from compiletrace.reports import html_report
 
-        return html_report(self.graph_records, warmup=self.warmup.to_dict(), meta=self.meta, title=title)
+        return html_report(
+            self.graph_records,
+            warmup=self.warmup.to_dict(),
+            meta=self.meta,
+            title=title,
+            findings=self.diagnose(),
+            timeline=self.timeline,
+        )
 
     def _repr_html_(self) -> str:
         from compiletrace.reports import report_fragment
 
-        return report_fragment(self.graph_records, warmup=self.warmup.to_dict(), meta=self.meta)
+        return report_fragment(
+            self.graph_records,
+            warmup=self.warmup.to_dict(),
+            meta=self.meta,
+            findings=self.diagnose(),
+            timeline=self.timeline,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -338,12 +351,12 @@ def profile(
     hooks = contextlib.ExitStack()
     with hooks:
         # compiletrace's own phases join an open start-up root span but open none.
-        with Phase(BUILD_PHASE, registry=reg, opens_root=False):
+        with OwnPhase(BUILD_PHASE, registry=reg):
             factory = load_factory(spec)
             built = _call_factory(factory, spec, device)
             wanted = dict(components) if components else dict(getattr(built, "components", {}) or {})
             resolved = _resolve_components(built.model, wanted)
-        with Phase(COMPILE_SETUP_PHASE, registry=reg, opens_root=False):
+        with OwnPhase(COMPILE_SETUP_PHASE, registry=reg):
             for path, name in resolved.items():
                 try:
                     target = built.model if path == ROOT else built.model.get_submodule(path)
@@ -370,7 +383,7 @@ def profile(
             from compiletrace._app.cache import load_cache_artifacts
 
             # Loaded into the compile caches before anything compiles (at the warm-up).
-            with Phase(ARTIFACTS_PHASE, registry=reg, opens_root=False):
+            with OwnPhase(ARTIFACTS_PHASE, registry=reg):
                 try:
                     loaded = load_cache_artifacts(cache_artifacts, trust=trust)
                 except OSError as exc:
@@ -390,7 +403,7 @@ def profile(
     if cmode is CompilationMode.NONE:
         # Nothing compiles and the warm-up is skipped: run the request path once, eagerly
         # (the progress hooks removed), for the baseline a compiled start-up is weighed against.
-        with Phase(EAGER_RUN_PHASE, registry=reg, opens_root=False):
+        with OwnPhase(EAGER_RUN_PHASE, registry=reg):
             eager_start = time.perf_counter()
             run_fn()
             eager_run_s = time.perf_counter() - eager_start

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
 from compiletrace._app.progress import process_start_unix_s
 from compiletrace._core import recorder
+from compiletrace._core.recorder import CURRENT as _CURRENT
 from compiletrace._core.records import NS_PER_S
 from compiletrace._core.registry import Registry, get_registry
 from compiletrace._core.timeline import (
@@ -44,7 +45,7 @@ from compiletrace._io.state import warn_once
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
 
-__all__ = ["Phase", "open_startup_trace", "phase", "process_start_unix_ns", "startup_timeline"]
+__all__ = ["OwnPhase", "open_startup_trace", "phase", "process_start_unix_ns", "startup_timeline"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -55,7 +56,7 @@ class SpanLike(Protocol):
 
 
 class _NoSpan:
-    """What :attr:`Phase.span` gives when the phase has no span (nothing records)."""
+    """What :attr:`phase.span` gives when the phase has no span (nothing records)."""
 
     def set_attribute(self, key: str, value: Any) -> None:
         pass
@@ -63,6 +64,7 @@ class _NoSpan:
 
 _NO_SPAN = _NoSpan()
 _startup_module: ModuleType | None = None
+_OTEL_TRACE = "opentelemetry.trace"
 
 
 def _telemetry() -> Any:
@@ -70,7 +72,7 @@ def _telemetry() -> Any:
     is, no SDK can have been set up, so a phase has no span to make and never loads it."""
     global _startup_module
     if _startup_module is None:
-        if "opentelemetry.trace" not in sys.modules:
+        if _OTEL_TRACE not in sys.modules:
             return None
         from compiletrace.telemetry import _startup
 
@@ -99,15 +101,20 @@ def process_start_unix_ns() -> int | None:
     return cached[1]
 
 
-def _first_entries() -> tuple[int | None, tuple[PhaseRecord, ...]]:
+def _first_entries() -> tuple[int, str, tuple[PhaseRecord, ...]]:
+    """(the start-up's start, where it comes from, the process's own first entries): the
+    process's start, or where that cannot be read, when ``import compiletrace`` began."""
     started = process_start_unix_ns()
-    return started, process_records(started, thread=threading.main_thread().name, rank=recorder.rank())
+    first = process_records(started, thread=threading.main_thread().name, rank=recorder.rank())
+    if started is None:
+        return import_marks()[0], ORIGIN_IMPORT, first
+    return started, ORIGIN_PROCESS, first
 
 
 def _origin() -> tuple[int, Sequence[PhaseRecord]]:
-    # For the start-up root span: it starts when the process did, or at the import.
-    started, first = _first_entries()
-    return (started if started is not None else import_marks()[0]), first
+    # For the start-up root span: it starts when the start-up did.
+    start, _, first = _first_entries()
+    return start, first
 
 
 def startup_timeline(
@@ -131,15 +138,10 @@ def startup_timeline(
     'import compiletrace'
     """
     reg = registry if registry is not None else get_registry()
-    started, first = _first_entries()
-    start = started if started is not None else import_marks()[0]
+    start, origin, first = _first_entries()
     end = unix_now_ns() if end_unix_ns is None else end_unix_ns
     return build_timeline(
-        (*first, *reg.phase_records(), *extra_phases),
-        reg.records(),
-        start,
-        end,
-        origin=ORIGIN_PROCESS if started is not None else ORIGIN_IMPORT,
+        (*first, *reg.phase_records(), *extra_phases), reg.records(), start, end, origin=origin
     )
 
 
@@ -150,20 +152,42 @@ def open_startup_trace() -> bool:
     return tel is not None and bool(tel.open_startup_span(_origin))
 
 
-class Phase:
-    """A start-up phase, as :func:`phase` makes it: a context manager (``with`` and
-    ``async with``) and a decorator of functions (sync and async). Each run is timed,
-    recorded in a registry and, when telemetry records, is a span; runs on several threads
-    or tasks at once are each their own.
+class phase:  # lower case: called like a function, as contextlib.closing is
+    """Mark a phase of the start-up: loading weights, building the model, capturing CUDA
+    graphs, allocating caches, the first request. Use it as ``with``, ``async with`` or a
+    decorator (sync or async functions).
 
-    >>> import compiletrace
+    Each run is recorded (name, start, end, thread, rank, the phase it is nested in) in
+    ``registry``, else in the registry of the phase around it, else in the process
+    registry; the start-up timeline shows it, with the compile time inside it per
+    component. When OpenTelemetry records, it is also a span (with ``attributes``) under
+    the start-up's root span "Start-up" (which the first phase opens, from the process's
+    own start; see ``compiletrace.telemetry.end_startup``). Phases nest: one opened inside
+    another (same thread or task) is its child; runs on several threads or tasks at once
+    are each their own. ``clock`` (Unix nanoseconds) is for tests. An exception leaving the
+    phase is recorded (status "error") and re-raised unchanged.
+
+    A class rather than a function returning one: ``with phase(...)`` pays for the call on
+    every use, and a phase must cost a few microseconds.
+
+    >>> import compiletrace, time
     >>> reg = compiletrace.Registry()
-    >>> with compiletrace.phase("allocate caches", registry=reg) as p:
-    ...     p.name
-    'allocate caches'
+    >>> with compiletrace.phase("load weights", registry=reg):
+    ...     time.sleep(0.01)
+    >>> @compiletrace.phase("first request", registry=reg)
+    ... def serve() -> str:
+    ...     return "ok"
+    >>> serve()
+    'ok'
+    >>> [(p.name, p.duration_s >= 0.01) for p in reg.phase_records()]
+    [('load weights', True), ('first request', False)]
     """
 
-    __slots__ = ("_opens_root", "attributes", "clock", "kind", "name", "registry")
+    __slots__ = ("attributes", "clock", "name", "registry")
+    kind = PHASE
+    # Whether this phase may open the start-up's root span: a user's phases do;
+    # compiletrace's own (OwnPhase: the warm-up, profile's steps) join one and open none.
+    opens_root = True
 
     def __init__(
         self,
@@ -172,56 +196,61 @@ class Phase:
         attributes: Mapping[str, AttributeValue] | None = None,
         registry: Registry | None = None,
         clock: UnixClock | None = None,
-        kind: str = PHASE,
-        opens_root: bool = True,
     ) -> None:
+        if not isinstance(name, str) or not name or name.isspace():
+            raise ArgumentTypeError(f"phase needs a non-empty name, got {name!r}")
+        if attributes is not None and not isinstance(attributes, Mapping):
+            raise ArgumentTypeError(
+                f"attributes must be a mapping of str to values, got {type(attributes).__name__}"
+            )
+        if registry is not None and not isinstance(registry, Registry):
+            raise ArgumentTypeError(
+                f"registry must be a compiletrace.Registry, got {type(registry).__name__}"
+            )
+        if clock is not None and not callable(clock):
+            raise ArgumentTypeError(f"clock must be a callable returning Unix nanoseconds, got {clock!r}")
         self.name = name
-        self.attributes = attributes
+        self.attributes = dict(attributes) if attributes else None
         self.registry = registry
         self.clock = clock
-        self.kind = kind
-        # Whether this phase may open the start-up's root span (a user's phases do;
-        # compiletrace's own, like the warm-up, join one that is open and open none).
-        self._opens_root = opens_root
 
-    def _open(self) -> None:
-        opened = recorder.begin(self.name, self.kind, self.registry, self.clock, owner=self)
-        tel = _telemetry()
-        if tel is not None:
-            opened.span = tel.start_phase_span(
-                self.name, self.attributes, opened.start_unix_ns, opens_root=self._opens_root, origin=_origin
-            )
+    def _start_span(self, start_unix_ns: int) -> Any:
+        return _telemetry().start_phase_span(
+            self.name, self.attributes, start_unix_ns, self.opens_root, _origin
+        )
 
-    def _close(self, error: BaseException | None) -> None:
-        opened = recorder.current_phase()
+    def __enter__(self) -> phase:
+        # Without OpenTelemetry loaded there is no span to make (no SDK can have been set
+        # up): not even a call to ask. Loaded, one question: does anything record?
+        tel = _startup_module
+        if tel is None and _OTEL_TRACE in sys.modules:
+            tel = _telemetry()
+        spans = self._start_span if tel is not None and tel.tracing_possible() else None
+        recorder.begin(self.name, self.kind, self.registry, self.clock, self, spans)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        opened = _CURRENT.get()
         if opened is None or opened.owner is not self:
             warn_once(
                 f"phase {self.name!r} ended in another thread or task than it began in; not recorded",
                 key="phase-out-of-context",
             )
             return
-        record = recorder.end(opened, error)
+        record = recorder.end(opened, exc)
         if opened.span is not None:
             end_ns = record.end_unix_ns if record is not None else opened.clock()
-            _telemetry().end_phase_span(opened.span, end_ns, error)
+            _telemetry().end_phase_span(opened.span, end_ns, exc)
 
-    def __enter__(self) -> Phase:
-        self._open()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._close(exc)
-
-    async def __aenter__(self) -> Phase:
-        self._open()
-        return self
+    async def __aenter__(self) -> phase:
+        return self.__enter__()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._close(exc)
+        self.__exit__(exc_type, exc, tb)
 
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
@@ -246,56 +275,24 @@ class Phase:
     @property
     def span(self) -> SpanLike:
         """The span of this phase's run open in the current thread or task (set attributes
-        on it); a stand-in that does nothing when there is none."""
-        opened = recorder.current_phase()
+        on it); a stand-in that does nothing when there is none.
+
+        >>> with phase("allocate caches", registry=Registry()) as p:
+        ...     p.span.set_attribute("cache.blocks", 1024)  # a no-op here: nothing records
+        """
+        opened = _CURRENT.get()
         if opened is not None and opened.owner is self and opened.span is not None:
             return cast(SpanLike, opened.span.span)
         return _NO_SPAN
 
     def __repr__(self) -> str:
-        return f"<Phase {self.name!r}>"
+        return f"<phase {self.name!r}>"
 
 
-def phase(
-    name: str,
-    *,
-    attributes: Mapping[str, AttributeValue] | None = None,
-    registry: Registry | None = None,
-    clock: UnixClock | None = None,
-) -> Phase:
-    """Mark a phase of the start-up: loading weights, building the model, capturing CUDA
-    graphs, allocating caches, the first request. Use it as ``with``, ``async with`` or a
-    decorator (sync or async functions).
+class OwnPhase(phase):
+    """A phase compiletrace marks itself (the warm-up, ``profile``'s steps): it joins an
+    open start-up root span but opens none, so a program that declares no phase keeps the
+    span tree it had."""
 
-    Each run is recorded (name, start, end, thread, rank, the phase it is nested in) in
-    ``registry``, else in the registry of the phase around it, else in the process
-    registry; the start-up timeline shows it, with the compile time inside it per
-    component. When OpenTelemetry records, it is also a span (with ``attributes``) under
-    the start-up's root span "Start-up" (which the first phase opens, from the process's
-    own start; see ``compiletrace.telemetry.end_startup``). Phases nest: one opened inside
-    another (same thread or task) is its child. ``clock`` (Unix nanoseconds) is for tests.
-    An exception leaving the phase is recorded (status "error") and re-raised unchanged.
-
-    >>> import compiletrace, time
-    >>> reg = compiletrace.Registry()
-    >>> with compiletrace.phase("load weights", registry=reg):
-    ...     time.sleep(0.01)
-    >>> @compiletrace.phase("first request", registry=reg)
-    ... def serve() -> str:
-    ...     return "ok"
-    >>> serve()
-    'ok'
-    >>> [(p.name, p.duration_s >= 0.01) for p in reg.phase_records()]
-    [('load weights', True), ('first request', False)]
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise ArgumentTypeError(f"phase needs a non-empty name, got {name!r}")
-    if attributes is not None and not isinstance(attributes, Mapping):
-        raise ArgumentTypeError(
-            f"attributes must be a mapping of str to values, got {type(attributes).__name__}"
-        )
-    if registry is not None and not isinstance(registry, Registry):
-        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
-    if clock is not None and not callable(clock):
-        raise ArgumentTypeError(f"clock must be a callable returning Unix nanoseconds, got {clock!r}")
-    return Phase(name, attributes=dict(attributes) if attributes else None, registry=registry, clock=clock)
+    __slots__ = ()
+    opens_root = False

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiletrace._app.timeline import Phase
+from compiletrace._app.timeline import OwnPhase
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord
 from compiletrace._core.registry import Registry, get_registry
@@ -127,7 +127,7 @@ def warm_up(
     # under it; an exception from run() is recorded and re-raised unchanged. The warm-up
     # joins an open start-up root span but opens none: a program that declares no phase
     # keeps the warm-up span as its root.
-    warm = Phase(warmup_span_name(device), attributes=attributes, registry=reg, opens_root=False)
+    warm = OwnPhase(warmup_span_name(device), attributes=attributes, registry=reg)
     with warm:
         span = warm.span
         if skipped:
@@ -191,7 +191,10 @@ class CompileWatch:
             what = "the lazy backward of " if backward else ""
             where = f" ({r.code_location})" if r.code_location else ""
             why = f": {r.first_reason_line}" if r.first_reason_line and not backward else ""
-            lines.append(f"{r.component} compiled {what}{r.code_name} {r.compile_id}{where}{why}")
+            if r.recompile_limit_hit:  # a refused compile: the frame runs eagerly from now on
+                lines.append(f"{r.component} hit torch's recompile limit on {r.code_name}{where}{why}")
+            else:
+                lines.append(f"{r.component} compiled {what}{r.code_name} {r.compile_id}{where}{why}")
         return "\n".join(lines)
 
 

@@ -23,62 +23,42 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from compiletrace._core.records import qualified_type_name
 from compiletrace._core.registry import Registry, get_registry
-from compiletrace._core.timeline import PHASE, SPAN, PhaseRecord, UnixClock, next_phase_id, unix_now_ns
+from compiletrace._core.timeline import PHASE, PHASE_IDS, SPAN, PhaseRecord, UnixClock, unix_now_ns
 from compiletrace._io.state import warn_once
 
-__all__ = ["OpenPhase", "begin", "current_phase", "end", "rank", "recording"]
+__all__ = ["CURRENT", "OpenPhase", "begin", "current_phase", "end", "rank", "recording"]
 
 
-class OpenPhase:
-    """A phase that has begun and not yet ended (what :func:`begin` returns)."""
+class OpenPhase(NamedTuple):
+    """A phase that has begun and not yet ended (what :func:`begin` returns). A named tuple,
+    made without argument parsing, and no context-variable token: a phase must cost a few
+    microseconds, and an object with a dozen attributes set one by one costs one alone."""
 
-    __slots__ = (
-        "clock",
-        "kind",
-        "name",
-        "owner",
-        "parent_id",
-        "phase_id",
-        "registry",
-        "span",
-        "start_unix_ns",
-        "thread",
-        "thread_id",
-        "token",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        registry: Registry,
-        clock: UnixClock,
-        parent_id: int | None,
-        owner: object,
-    ) -> None:
-        self.name = name
-        self.kind = kind
-        self.registry = registry
-        self.clock = clock
-        self.parent_id = parent_id
-        self.owner = owner  # the object that opened it (a Phase), to close the right one
-        self.phase_id = next_phase_id()
-        thread = threading.current_thread()
-        self.thread = thread.name
-        self.thread_id = thread.ident or 0
-        self.span: Any = None  # telemetry's handle on the phase's span, when one was started
-        self.token: contextvars.Token[OpenPhase | None] | None = None
-        self.start_unix_ns = clock()
+    owner: object  # what opened it (a Phase), so that it closes its own run
+    phase_id: int
+    name: str
+    kind: str
+    start_unix_ns: int
+    parent: OpenPhase | None  # the phase open around it when it began (restored at its end)
+    registry: Registry
+    clock: UnixClock
+    thread: threading.Thread
+    span: Any  # telemetry's handle on its span, or None
 
 
+_new = tuple.__new__  # skips a named tuple's argument parsing: half its cost, the same tuple
+_current_thread = threading.current_thread
 _CURRENT: contextvars.ContextVar[OpenPhase | None] = contextvars.ContextVar(
     "compiletrace_current_phase", default=None
 )
+
+
+CURRENT = _CURRENT  # for callers that read it on every phase: ``CURRENT.get()``, no call between
 
 
 def current_phase() -> OpenPhase | None:
@@ -86,13 +66,20 @@ def current_phase() -> OpenPhase | None:
     return _CURRENT.get()
 
 
+_rank: int | None = None
+
+
 def rank() -> int:
-    """This process's rank: the launcher's RANK (torchrun sets it), 0 without one; read as
-    text, not from torch.distributed (the recorder is torch-free)."""
-    try:
-        return max(0, int(os.environ.get("RANK", "0")))
-    except ValueError:
-        return 0
+    """This process's rank: the launcher's RANK (torchrun sets it before the process
+    starts), 0 without one. Read as text, not from torch.distributed (the recorder is
+    torch-free), and once: a lookup in the environment costs as much as a phase."""
+    global _rank
+    if _rank is None:
+        try:
+            _rank = max(0, int(os.environ.get("RANK", "0")))
+        except ValueError:
+            _rank = 0
+    return _rank
 
 
 def begin(
@@ -101,49 +88,60 @@ def begin(
     registry: Registry | None = None,
     clock: UnixClock | None = None,
     owner: object = None,
+    span: Callable[[int], Any] | None = None,
 ) -> OpenPhase:
-    """Open a phase now and make it the current one (the parent of phases opened inside it)."""
+    """Open a phase now and make it the current one (the parent of phases opened inside
+    it); ``span(start_unix_ns)``, if given, starts its span and returns the handle."""
     parent = _CURRENT.get()
     if registry is None:
         registry = parent.registry if parent is not None else get_registry()
-    opened = OpenPhase(
-        name,
-        kind,
-        registry,
-        clock if clock is not None else unix_now_ns,
-        None if parent is None else parent.phase_id,
-        owner,
+    if clock is None:
+        clock = unix_now_ns
+    start = clock()
+    opened: OpenPhase = _new(
+        OpenPhase,
+        (
+            owner,
+            next(PHASE_IDS),
+            name,
+            kind,
+            start,
+            parent,
+            registry,
+            clock,
+            _current_thread(),
+            None if span is None else span(start),
+        ),
     )
-    opened.token = _CURRENT.set(opened)
+    _CURRENT.set(opened)
     return opened
 
 
 def end(opened: OpenPhase, error: BaseException | None = None) -> PhaseRecord | None:
-    """Close ``opened`` now, store its record in its registry and return it (None if that
-    failed: a warning is given once, and the timed code is never disturbed)."""
+    """Close ``opened`` now (the phase around it becomes the current one again), store its
+    record in its registry and return it; None if that failed: a warning is given once, and
+    the timed code is never disturbed."""
     end_ns = opened.clock()
-    if opened.token is not None:
-        try:
-            _CURRENT.reset(opened.token)
-        except (ValueError, RuntimeError):
-            # Closed in another context than it opened in (out of order, or from another
-            # task): drop it from this context only if it is the current one.
-            if _CURRENT.get() is opened:
-                _CURRENT.set(None)
-        opened.token = None
+    parent = opened.parent
+    _CURRENT.set(parent)
     try:
-        record = PhaseRecord(
-            opened.name,
-            opened.start_unix_ns,
-            max(end_ns, opened.start_unix_ns),
-            opened.kind,
-            opened.thread,
-            opened.thread_id,
-            rank(),
-            opened.phase_id,
-            opened.parent_id,
-            "ok" if error is None else "error",
-            None if error is None else qualified_type_name(error),
+        thread = opened.thread
+        start = opened.start_unix_ns
+        record: PhaseRecord = _new(
+            PhaseRecord,
+            (
+                opened.name,
+                start,
+                end_ns if end_ns > start else start,
+                opened.kind,
+                thread.name,
+                thread.ident or 0,
+                _rank if _rank is not None else rank(),
+                opened.phase_id,
+                None if parent is None else parent.phase_id,
+                "ok" if error is None else "error",
+                None if error is None else qualified_type_name(error),
+            ),
         )
         opened.registry.add_phase(record)
     except Exception as exc:  # recording is a nicety: never break the user's code

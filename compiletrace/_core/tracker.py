@@ -467,7 +467,8 @@ class Tracker:
         if frame.failure is not None:
             breaks.append(frame.failure)
         with self._lock:
-            after_warmup = owner.registry in self._warmed
+            # A frame refused past the limit compiled nothing: its own finding, not a spike.
+            after_warmup = owner.registry in self._warmed and not frame.limit_hit
             components = self._frame_components.setdefault(_frame_id(frame.compile_id), [])
             # Torch counts any second compile of a frame as a recompile; for a component it is
             # one only when this component compiled the frame before (or nobody we saw did).

@@ -1,7 +1,9 @@
-"""Views of recorded compiles: text, HTML and the Chrome trace. They take plain data
-(records, dicts) and never reach back into torch or the tracker."""
+"""Views of recorded compiles: text, HTML, the Chrome trace, the doctor's findings and the
+start-up timeline. They take plain data (records, findings, timelines, dicts) and never
+reach back into torch or the tracker."""
 
 from compiletrace.reports._chrome import chrome_trace_dict, export_chrome_trace
+from compiletrace.reports._findings import findings_html, findings_text
 from compiletrace.reports._html import (
     component_chart_svg,
     html_report,
@@ -10,11 +12,14 @@ from compiletrace.reports._html import (
     timeline_svg,
 )
 from compiletrace.reports._text import log_summary, render_table, summary_line, summary_table, totals_line
+from compiletrace.reports._timeline import timeline_html, timeline_text
 
 __all__ = [
     "chrome_trace_dict",
     "component_chart_svg",
     "export_chrome_trace",
+    "findings_html",
+    "findings_text",
     "html_report",
     "log_summary",
     "registry_html_table",
@@ -22,6 +27,8 @@ __all__ = [
     "report_fragment",
     "summary_line",
     "summary_table",
+    "timeline_html",
     "timeline_svg",
+    "timeline_text",
     "totals_line",
 ]

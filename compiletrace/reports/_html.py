@@ -15,8 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
+from compiletrace._core.timeline import Timeline
 from compiletrace._io.text import shorten
 from compiletrace._version import __version__
+from compiletrace.reports._findings import FindingView, findings_html
 from compiletrace.reports._text import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
@@ -30,6 +32,7 @@ from compiletrace.reports._text import (
     rest_line,
     summary_line,
 )
+from compiletrace.reports._timeline import timeline_html
 
 __all__ = [
     "PHASE_COLORS",
@@ -529,6 +532,8 @@ def _body(
     *,
     title: str | None,
     interactive: bool,
+    findings: Sequence[FindingView] | None = None,
+    timeline: Timeline | None = None,
 ) -> str:
     meta = dict(meta or {})
     facts: list[tuple[str, str]] = []
@@ -547,7 +552,10 @@ def _body(
         f'<header>{h1}<p class="meta">{_header_line(records, meta)}</p></header>'
         f'<p class="summary">{_esc(summary_line(records))}</p>'
         f"<dl>{dl}</dl>"
-        "<h2>Compile time per component, by phase</h2>"
+        # Why, and what to change, before the where: most seconds at stake first.
+        + (findings_html(findings) if findings is not None else "")
+        + (timeline_html(timeline, records) if timeline is not None else "")
+        + "<h2>Compile time per component, by phase</h2>"
         f"{component_chart_svg(records)}"
         "<h2>Timeline of graphs</h2>"
         f"{_filter_control(records) if interactive else ''}"
@@ -570,6 +578,8 @@ def report_fragment(
     *,
     warmup: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
+    findings: Sequence[FindingView] | None = None,
+    timeline: Timeline | None = None,
 ) -> str:
     """The report's body (versions and cache state, summary, chart, timeline, tables) as an
     HTML fragment with its own scoped style and no script: what a notebook cell shows for a
@@ -582,7 +592,7 @@ def report_fragment(
     >>> 'compiletrace 0.1.0 · cache: <strong class="cache-state">none</strong>' in fragment
     True
     """
-    body = _body(records, warmup, meta, title=None, interactive=False)
+    body = _body(records, warmup, meta, title=None, interactive=False, findings=findings, timeline=timeline)
     return f'<div class="compiletrace-report"><style>{_CSS}</style>{body}</div>'
 
 
@@ -598,6 +608,8 @@ def html_report(
     warmup: Mapping[str, Any] | None = None,
     meta: Mapping[str, Any] | None = None,
     title: str = "compiletrace report",
+    findings: Sequence[FindingView] | None = None,
+    timeline: Timeline | None = None,
 ) -> str:
     """A complete, self-contained HTML page for a run: it opens offline (no fonts, no
     external resources, no request; one small inline script sorts the tables by any column
@@ -609,7 +621,7 @@ def html_report(
     >>> page.count("<script>"), "src=" in page
     (1, False)
     """
-    body = _body(records, warmup, meta, title=title, interactive=True)
+    body = _body(records, warmup, meta, title=title, interactive=True, findings=findings, timeline=timeline)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -73,7 +73,7 @@ def _rows(timeline: Timeline) -> list[_Row]:
             for comp, ns in e.compile:
                 compile[comp] = compile.get(comp, 0) + ns
         total = sum(e.duration_ns for e in folded)
-        label = f"unattributed: {len(folded)} short gap{'s' if len(folded) > 1 else ''} (each < 10 ms)"
+        label = f"unattributed ({len(folded)} gap{'s' if len(folded) > 1 else ''} < 10 ms)"
         rows.append(_Row(label, UNATTRIBUTED, 0, None, total, total, tuple(compile.items()), tuple(folded)))
     return rows
 
@@ -91,6 +91,8 @@ def _origin_words(timeline: Timeline) -> str:
 
 
 def _table(timeline: Timeline) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: an entry per row, the compile time of each component in it on a
+    row of its own under it ("compiling encoder"), the total last."""
     rows = _rows(timeline)
     total = timeline.total_ns
     overlaps = any(r.depth == 0 and r.counted_ns != r.seconds_ns for r in rows)
@@ -99,7 +101,7 @@ def _table(timeline: Timeline) -> tuple[list[str], list[list[str]]]:
     if overlaps:
         headers.append("counted s")  # its time no earlier phase covers: what adds up
     if compiles:
-        headers += ["compile s", "other s", "compile per component"]
+        headers += ["compile s", "other s"]
     body = []
     for r in rows:
         cells = [
@@ -111,18 +113,17 @@ def _table(timeline: Timeline) -> tuple[list[str], list[list[str]]]:
         if overlaps:
             cells.append(_s(r.counted_ns) if r.depth == 0 else "")
         if compiles:
-            cells += [
-                _s(r.compile_ns) if r.compile_ns else "",
-                _s(max(0, r.seconds_ns - r.compile_ns)) if r.compile_ns else "",
-                _by_component(r.compile),
-            ]
+            cells += [_s(r.compile_ns), _s(max(0, r.seconds_ns - r.compile_ns))] if r.compile_ns else ["", ""]
         body.append(cells)
+        for component, ns in r.compile if compiles else ():
+            if ns > 0:
+                sub = ["  " * (r.depth + 1) + f"compiling {component}", "", "", ""]
+                body.append([*sub, *([""] if overlaps else []), _s(ns), ""])
     closing = ["total", "", _s(total), share(total, total)]
     if overlaps:
         closing.append(_s(total))
     if compiles:
-        compile_total = sum(r.compile_ns for r in rows if r.depth == 0)
-        closing += [_s(compile_total), "", ""]
+        closing += ["", ""]
     body.append(closing)
     return headers, body
 

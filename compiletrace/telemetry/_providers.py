@@ -18,7 +18,7 @@ from opentelemetry import metrics, trace
 from compiletrace._io.state import STATE
 from compiletrace._version import __version__
 
-__all__ = ["Instruments", "instruments", "recording_possible", "set_providers"]
+__all__ = ["Instruments", "instruments", "recording_possible", "set_providers", "tracing_possible"]
 
 SCOPE = "compiletrace"
 
@@ -74,6 +74,39 @@ def recording_possible(
     tp, mp = current_providers(tracer_provider, meter_provider)
     no_traces = isinstance(tp, (trace.ProxyTracerProvider, trace.NoOpTracerProvider))
     return not (no_traces and _is_unset_meter_provider(mp))
+
+
+_NO_TRACES = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # no SDK: every span a no-op
+_UNREAD = object()
+_api_asked = False
+
+
+def tracing_possible(tracer_provider: trace.TracerProvider | None = None) -> bool:
+    """False while no SDK tracer provider is set: every span would be a no-op (the check a
+    phase makes: phases make spans, no metrics).
+
+    The global provider is read at a fraction of the API's cost: while none is set,
+    ``opentelemetry.trace.get_tracer_provider()`` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up
+    in the environment on every call (a microsecond or two: as much as the rest of a
+    phase). The first call here goes through the API (which loads a provider that variable
+    names); later ones read the API's own global, falling back to the API where it has none
+    (another OpenTelemetry release). The one private name of OpenTelemetry compiletrace reads.
+
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> tracing_possible(TracerProvider())
+    True
+    """
+    global _api_asked
+    tp = tracer_provider if tracer_provider is not None else STATE.tracer_provider
+    if tp is None:
+        if _api_asked:
+            tp = getattr(trace, "_TRACER_PROVIDER", _UNREAD)
+            if tp is None:
+                return False
+        if tp is None or tp is _UNREAD:
+            _api_asked = True
+            tp = trace.get_tracer_provider()
+    return not isinstance(tp, _NO_TRACES)
 
 
 class _PrivateRandomIds:

@@ -42,9 +42,11 @@ __all__ = [
     "end_startup_of",
     "open_startup_span",
     "start_phase_span",
+    "tracing_possible",
 ]
 
 STARTUP_SPAN = "Start-up"
+tracing_possible = _providers.tracing_possible  # what a phase asks before starting its span
 
 # What a root needs when it opens: (the process's start, Unix ns; its first entries).
 Origin = Callable[[], tuple[int, Sequence[PhaseRecord]]]
@@ -122,15 +124,12 @@ def start_phase_span(
     name: str,
     attributes: Mapping[str, AttributeValue] | None,
     start_unix_ns: int,
-    *,
     opens_root: bool,
     origin: Origin,
 ) -> PhaseSpan | None:
-    """Start a phase's span at ``start_unix_ns`` and make it current; None while nothing
-    records (no SDK provider: the cost of a phase stays the recorder's alone)."""
+    """Start a phase's span at ``start_unix_ns`` and make it current. The caller has asked
+    :func:`tracing_possible` first: without an SDK provider a phase makes no span at all."""
     try:
-        if not _providers.recording_possible():
-            return None
         tracer = _providers.tracer()
         current = otel_context.get_current()
         root = None
@@ -163,7 +162,7 @@ def end_phase_span(handle: PhaseSpan, end_unix_ns: int, error: BaseException | N
 def open_startup_span(origin: Origin) -> bool:
     """Open the start-up root now, if telemetry records and none is open; True if one is."""
     try:
-        if not _providers.recording_possible():
+        if not _providers.tracing_possible():
             return False
         return _root_for(_providers.tracer(), True, origin) is not None
     except Exception as exc:
