@@ -3,6 +3,7 @@ test, doctests included, are in the root conftest.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -80,3 +81,24 @@ def make_record(
     }
     values.update(fields)
     return GraphRecord(compile_id=compile_id, component=component, **values)
+
+
+_TEST_START = [0.0]
+
+
+@pytest.fixture(autouse=True)
+def _note_test_start() -> Iterator[None]:
+    # torch's own metrics outlive torch._dynamo.reset(): torch_rows() reads this test's only.
+    _TEST_START[0] = time.time()
+    yield
+
+
+def torch_rows(forward: bool = True) -> dict[str, Any]:
+    """This test's rows of torch's own per-compile metrics (the oracle), by compile id."""
+    from compiletrace._core import torch_compat as tc
+
+    return {
+        str(m.compile_id): m
+        for m in tc.compilation_metrics()
+        if bool(m.is_forward) is forward and (m.start_time or 0) >= _TEST_START[0]
+    }

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -29,8 +28,8 @@ import torch
 
 import compiletrace
 from compiletrace import CompileStatus, GraphRecord, Registry
-from compiletrace._core import torch_compat as tc
 from compiletrace._core.tracker import SHARED_FRAME_WARN_SHARE
+from tests.conftest import torch_rows
 
 transformers = pytest.importorskip("transformers")
 
@@ -215,25 +214,6 @@ def probe() -> Iterator[ComponentProbe]:
     handler.remove_start_callback(oracle.on_start)
 
 
-_TEST_START = [0.0]
-
-
-@pytest.fixture(autouse=True)
-def _test_start() -> Iterator[None]:
-    # torch's metrics outlive torch._dynamo.reset(): read only this test's rows.
-    _TEST_START[0] = time.time()
-    yield
-
-
-def _torch_rows(forward: bool) -> dict[str, Any]:
-    """This test's rows of torch's own per-compile metrics, by compile id."""
-    return {
-        str(m.compile_id): m
-        for m in tc.compilation_metrics()
-        if bool(m.is_forward) is forward and (m.start_time or 0) >= _TEST_START[0]
-    }
-
-
 def _close(recorded_ns: int, torch_ns: float) -> bool:
     return abs(recorded_ns - torch_ns) <= max(REL_TOL * torch_ns, ABS_TOL_NS)
 
@@ -246,7 +226,7 @@ def _frame_and_attempt(compile_id: str) -> tuple[str, int]:
 def assert_records_match_torch(reg: Registry, probe: ComponentProbe) -> tuple[GraphRecord, ...]:
     """Every record of ``reg`` against torch's own row for its frame (this test's rows)."""
     records = reg.records()
-    fwd, bwd = _torch_rows(forward=True), _torch_rows(forward=False)
+    fwd, bwd = torch_rows(forward=True), torch_rows(forward=False)
     assert records, "nothing was recorded"
     # One record per frame that produced a graph, and no frame twice.
     assert sorted(r.compile_id for r in records if r.graph_node_count) == sorted(

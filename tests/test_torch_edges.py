@@ -6,36 +6,15 @@ per-frame metrics are the oracle."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
 import compiletrace
-from compiletrace._core import torch_compat as tc
+from tests.conftest import torch_rows
 
 US = 1_000
-
-
-_TEST_START = [0.0]
-
-
-@pytest.fixture(autouse=True)
-def _test_start() -> Iterator[None]:
-    # torch's metrics outlive torch._dynamo.reset(): read only this test's rows.
-    _TEST_START[0] = time.time()
-    yield
-
-
-def _torch_rows(forward: bool) -> dict[str, Any]:
-    """This test's rows of torch's own per-compile metrics, by compile id."""
-    return {
-        str(m.compile_id): m
-        for m in tc.compilation_metrics()
-        if bool(m.is_forward) is forward and (m.start_time or 0) >= _TEST_START[0]
-    }
 
 
 def test_frame_time_is_torchs_own_figure_even_for_short_frames() -> None:
@@ -43,7 +22,7 @@ def test_frame_time_is_torchs_own_figure_even_for_short_frames() -> None:
     fn = compiletrace.compile(lambda x: torch.relu(x) + 1, backend="eager", registry=reg)
     fn(torch.ones(3))
     fn(torch.ones(5))  # a recompile: a short frame
-    rows = _torch_rows(forward=True)
+    rows = torch_rows(forward=True)
     assert len(reg) == 2
     for rec in reg.records():
         torch_ns = rows[rec.compile_id].entire_frame_compile_time_s * 1e9
@@ -73,7 +52,7 @@ def test_a_lazy_backward_during_another_threads_compile_is_not_lost() -> None:
         release.set()
         thread.join(60)
     (lm,) = [r for r in reg.records() if r.component == "language_model"]
-    (torch_bw,) = _torch_rows(forward=False).values()
+    (torch_bw,) = torch_rows(forward=False).values()
     assert lm.backward_ns > 0
     assert abs(lm.backward_ns - torch_bw.backward_cumulative_compile_time_us * US) <= 10 * US
     assert [r.component for r in reg.records()].count("vision") == 1
@@ -104,7 +83,7 @@ def test_dynamos_restart_is_a_success_with_its_reasons_not_an_error() -> None:
     out = fn(torch.ones(3), 2.5)
     assert torch.equal(out, torch.full((3,), 3.5))
     (rec,) = reg.records()
-    (row,) = _torch_rows(forward=True).values()
+    (row,) = torch_rows(forward=True).values()
     assert rec.status is compiletrace.CompileStatus.OK and rec.error_type is None
     assert row.restart_reasons, "this torch no longer restarts here: the test needs another trigger"
     assert rec.restart_reasons and rec.discarded_ns > 0

@@ -26,7 +26,7 @@ from compiletrace._app.progress import process_start_unix_s
 from compiletrace._core import recorder
 from compiletrace._core.recorder import CURRENT as _CURRENT
 from compiletrace._core.records import NS_PER_S
-from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.timeline import (
     ORIGIN_IMPORT,
     ORIGIN_PROCESS,
@@ -203,10 +203,7 @@ class phase:  # lower case: called like a function, as contextlib.closing is
             raise ArgumentTypeError(
                 f"attributes must be a mapping of str to values, got {type(attributes).__name__}"
             )
-        if registry is not None and not isinstance(registry, Registry):
-            raise ArgumentTypeError(
-                f"registry must be a compiletrace.Registry, got {type(registry).__name__}"
-            )
+        checked_registry(registry)
         if clock is not None and not callable(clock):
             raise ArgumentTypeError(f"clock must be a callable returning Unix nanoseconds, got {clock!r}")
         self.name = name

@@ -15,7 +15,7 @@ from typing import Any
 from compiletrace._app.timeline import OwnPhase
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord
-from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.tracker import Clock, get_tracker
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, UnexpectedCompileError, UsageError
@@ -111,8 +111,7 @@ def warm_up(
             f"compilation_mode must be a CompilationMode ({valid}), got {type(compilation_mode).__name__}"
         )
     cmode = CompilationMode.parse(compilation_mode)
-    if registry is not None and not isinstance(registry, Registry):
-        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    checked_registry(registry)
     reg = registry if registry is not None else get_registry()
     now = clock or time.perf_counter_ns
     device_name = str(getattr(device, "type", device))

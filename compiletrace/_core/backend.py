@@ -8,7 +8,7 @@ from typing import Any
 
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.records import LANGUAGE_MODEL
-from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.tracker import Tracker, get_tracker
 from compiletrace._io.errors import ArgumentTypeError, CompileOptionError, UsageError
 from compiletrace._io.state import STATE
@@ -104,10 +104,7 @@ class CompiletraceBackend:
             raise ArgumentTypeError(
                 f"options must be a mapping of option name to value, got {type(options).__name__}"
             )
-        if registry is not None and not isinstance(registry, Registry):
-            raise ArgumentTypeError(
-                f"registry must be a compiletrace.Registry, got {type(registry).__name__}"
-            )
+        checked_registry(registry)
         if mode is not None and mode != "default" and backend != INDUCTOR:
             raise UsageError(
                 f"mode={mode!r} applies to the inductor backend only, got backend={self.backend_name!r}; "

@@ -19,6 +19,7 @@ __all__ = [
     "RUN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "Registry",
+    "checked_registry",
     "compilation_times",
     "get_registry",
     "registry_dict",
@@ -209,6 +210,14 @@ class Registry:
             for item in f.items("phase_records"):
                 registry.add_phase(PhaseRecord.from_dict(item.data, item.source, item.where))
         return registry
+
+
+def checked_registry(registry: object) -> Registry | None:
+    """``registry`` itself when it is None or a :class:`Registry`; else the one clear error
+    every entry point that takes ``registry=`` gives."""
+    if registry is not None and not isinstance(registry, Registry):
+        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    return registry
 
 
 def registry_dict(records: Iterable[GraphRecord], phases: Iterable[PhaseRecord] = ()) -> dict[str, Any]:

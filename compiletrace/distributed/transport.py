@@ -7,8 +7,8 @@ import json
 import math
 from typing import Any
 
-from compiletrace._core.registry import Registry, get_registry
-from compiletrace._io.errors import ArgumentTypeError, GatherError, UsageError
+from compiletrace._core.registry import Registry, checked_registry, get_registry
+from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.text import first_line
 from compiletrace.distributed.results import GatherResult, RankTimes
 
@@ -99,8 +99,7 @@ def gather(
     >>> gather(compiletrace.Registry()).compilation_times
     (CompilationTimes(language_model=0.0, encoder=0.0),)
     """
-    if registry is not None and not isinstance(registry, Registry):
-        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    checked_registry(registry)
     reg = registry if registry is not None else get_registry()
     timeout_s = _timeout_s(timeout)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from compiletrace._core.phases import lay_out
 from compiletrace._core.records import NS_PER_S, GraphRecord
-from compiletrace._core.registry import Registry, get_registry
+from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.timeline import UNATTRIBUTED, Timeline, build_timeline
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.files import write_json
@@ -193,8 +193,7 @@ def export_chrome_trace(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-    if registry is not None and not isinstance(registry, Registry):
-        raise ArgumentTypeError(f"registry must be a compiletrace.Registry, got {type(registry).__name__}")
+    checked_registry(registry)
     reg = registry if registry is not None else get_registry()
     records = reg.records()
     phases = reg.phase_records()
