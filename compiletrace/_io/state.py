@@ -39,6 +39,10 @@ class ProcessState:
         self.tracer_provider: Any = None
         self.meter_provider: Any = None
         self.instruments: Any = None
+        # The open "Start-up" root span (see telemetry._startup) and whether its exit hook,
+        # which ends it before the providers flush, is registered.
+        self.startup_root: Any = None
+        self.startup_exit_hook = False
         self.warned: set[str] = set()  # causes already warned about
 
     def warn_once(self, message: str, *, key: str | None = None, stacklevel: int = 3) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -29,7 +28,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from compiletrace._core.timeline import PhaseRecord, unix_now_ns
-from compiletrace._io.state import warn_once
+from compiletrace._io.state import STATE, warn_once
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._instrument import record_error
 from compiletrace.telemetry._propagation import context_from_environ
@@ -70,12 +69,6 @@ class PhaseSpan(NamedTuple):
     root: _Root | None  # the start-up root it is a child of, if any
 
 
-# The open root, under its own lock: it is telemetry's, like the providers (one per process).
-_LOCK = threading.Lock()
-_root: _Root | None = None
-_exit_hook = False
-
-
 def _failed(exc: Exception) -> None:
     warn_once(f"telemetry failed and was skipped: {exc!r}")
 
@@ -100,23 +93,23 @@ def _open_root(tracer: trace.Tracer, provider: trace.TracerProvider, origin: Ori
 
 
 def _root_for(tracer: trace.Tracer, opens: bool, origin: Origin) -> _Root | None:
-    """The open root of the current providers; with ``opens``, opened if there is none."""
-    global _root, _exit_hook
+    """The open root of the current providers; with ``opens``, opened if there is none.
+    The root is process state: it lives in ``STATE``, under its lock."""
     provider = _providers.current_providers()[0]
-    with _LOCK:
-        root = _root
+    with STATE.lock:
+        root: _Root | None = STATE.startup_root
         if root is not None and root.provider is provider:
             return root
         if not opens:
             return None
         if root is not None:  # the providers changed: the old root ends with its last phase
             root.span.end(end_time=root.last_end_ns)
-        _root = root = _open_root(tracer, provider, origin)
-        if not _exit_hook:
+        STATE.startup_root = root = _open_root(tracer, provider, origin)
+        if not STATE.startup_exit_hook:
             # Registered after the SDK's own exit hook, so it runs first: the root is ended
             # before the providers flush at exit.
             atexit.register(_end_root)
-            _exit_hook = True
+            STATE.startup_exit_hook = True
         return root
 
 
@@ -171,12 +164,11 @@ def open_startup_span(origin: Origin) -> bool:
 
 
 def _end_root(end_unix_ns: int | None = None, provider: trace.TracerProvider | None = None) -> bool:
-    global _root
-    with _LOCK:
-        root = _root
+    with STATE.lock:
+        root: _Root | None = STATE.startup_root
         if root is None or (provider is not None and root.provider is not provider):
             return False
-        _root = None
+        STATE.startup_root = None
     try:
         end = root.last_end_ns if end_unix_ns is None else max(end_unix_ns, root.last_end_ns)
         root.span.end(end_time=end)
