@@ -95,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--chrome-trace", metavar="PATH", help="write a Chrome/Perfetto trace of the compiles")
     prof.add_argument("--html", metavar="PATH", help="write the self-contained HTML report")
     prof.add_argument(
+        "--trace-cost",
+        action="store_true",
+        help="time Dynamo's tracing of each user function (a tree per frame compile)",
+    )
+    prof.add_argument(
+        "--speedscope", metavar="PATH", help="with --trace-cost: write the tracing cost as speedscope JSON"
+    )
+    prof.add_argument(
+        "--collapsed",
+        metavar="PATH",
+        help="with --trace-cost: write the tracing cost as collapsed stacks (microseconds)",
+    )
+    prof.add_argument(
         "--cache-artifacts",
         metavar="PATH",
         help="load compile-cache artifacts saved by 'cache save' before compiling",
@@ -247,7 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="SCOPE",
-        help="gate on SCOPE: total, component, phase or graph; repeatable, or a comma-separated list "
+        help="gate on SCOPE: total, component, phase, graph or function (a traced function's Dynamo "
+        "time, runs with --trace-cost); repeatable, or a comma-separated list "
         "(default: total,component)",
     )
     compare.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -399,12 +413,24 @@ def _profile(args: argparse.Namespace) -> int:
     from compiletrace.reports._timeline import timeline_text
 
     command_start = unix_now_ns()
-    _outputs([(args.json, "--json"), (args.chrome_trace, "--chrome-trace"), (args.html, "--html")])
+    _outputs(
+        [
+            (args.json, "--json"),
+            (args.chrome_trace, "--chrome-trace"),
+            (args.html, "--html"),
+            (args.speedscope, "--speedscope"),
+            (args.collapsed, "--collapsed"),
+        ]
+    )
+    if (args.speedscope or args.collapsed) and not args.trace_cost:
+        raise UsageError("--speedscope and --collapsed export the tracing cost: add --trace-cost")
     components = _components(args)
     if args.trust and not args.cache_artifacts:
         raise UsageError("--trust applies to --cache-artifacts; there is no file to trust")
     if args.nproc < 1:
         raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
+    if args.nproc > 1 and args.trace_cost:
+        raise UsageError("--trace-cost records one process: use it with --nproc 1")
     if args.nproc > 1:
         return _profile_ranks(args)
     registry = Registry()
@@ -433,6 +459,7 @@ def _profile(args: argparse.Namespace) -> int:
             on_compile=(lambda name: progress.set(f"compiling {name}")) if compiling else None,
             cache_artifacts=args.cache_artifacts,
             trust=args.trust,
+            trace_cost=args.trace_cost,
         )
         progress.close()
         with OwnPhase(REPORT_PHASE, registry=registry):
@@ -441,6 +468,7 @@ def _profile(args: argparse.Namespace) -> int:
                 run.save(args.json)
                 print(f"wrote run to {args.json}")
             _write_outputs(run, args.html, args.chrome_trace)
+            _write_flame(run, args.speedscope, args.collapsed)
     # The command's own start-up, from its process's start to these last lines: the phases
     # of the run and of this command (any the model declared in the process registry too).
     mine = [p for p in get_registry().phase_records() if p.start_unix_ns >= command_start]
@@ -450,6 +478,17 @@ def _profile(args: argparse.Namespace) -> int:
     what = "imports, model building, " + ("compiling, warm-up" if compiling else "the eager run")
     _print_wall_time(what, timeline)
     return EXIT_OK
+
+
+def _write_flame(run: ProfileRun, speedscope: str | None, collapsed: str | None) -> None:
+    from compiletrace.reports import write_collapsed, write_speedscope
+
+    if speedscope:
+        write_speedscope(run.records(), speedscope)
+        print(f"wrote speedscope profile to {speedscope}")
+    if collapsed:
+        write_collapsed(run.records(), collapsed)
+        print(f"wrote collapsed stacks to {collapsed}")
 
 
 def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:

@@ -134,7 +134,7 @@ def test_bench_metrics_are_always_gated(tmp_path: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--gate", "phases"], "unknown gate phases; choose from total, component, phase, graph"),
+        (["--gate", "phases"], "unknown gate phases; choose from total, component, phase, graph, function"),
         (["--gate", ","], "no gate given"),
         (["--threshold", "nan"], "threshold must be a finite number >= 0"),
         (["--min-seconds", "inf"], "min-seconds must be a finite number >= 0"),
@@ -152,6 +152,6 @@ def test_bad_options_exit_2_with_one_line(
 def test_parse_gates() -> None:
     assert parse_gates(None) == DEFAULT_GATES == ("total", "component")
     assert parse_gates(["graph", "Phase, total"]) == ("total", "phase", "graph")
-    assert parse_gates("component,graph,phase,total") == GATES
+    assert parse_gates("component,graph,phase,total,function") == GATES
     with pytest.raises(UsageError, match="unknown gate bogus"):
         parse_gates(["total", "bogus"])

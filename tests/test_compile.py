@@ -167,10 +167,18 @@ def test_threads_never_cross_attribute_and_lose_nothing() -> None:
     expected_component = {"encoder_fn": "encoder", "language_model_fn": "language_model"}
     for r in records:
         assert r.component == expected_component[r.code_name], r
-    theirs = {cid for cid, m in torch_metrics().items() if m.co_name in expected_component}
-    assert {r.compile_id for r in records} == theirs
+    rows = torch_metrics()
+    theirs = {cid for cid, m in rows.items() if m.co_name in expected_component}
+    compiled = [r for r in records if not r.recompile_limit_hit]
+    assert {r.compile_id for r in compiled} == theirs
     # At least 3 shapes x 2 functions; torch may compile more under contention, each recorded once.
-    assert len(records) == len(theirs) >= 6
+    assert len(compiled) == len(theirs) >= 6
+    # Past torch's recompile limit (contention compiles duplicates) a frame runs eagerly: torch
+    # logs that attempt with no code name, compiletrace records it as the doctor's evidence.
+    latest = {str(m.compile_id): m for m in tc.compilation_metrics()}  # is_forward unset there
+    for r in records:
+        if r.recompile_limit_hit:
+            assert latest[r.compile_id].fail_type is not None and r.graph_node_count == 0
 
 
 def test_measuring_survives_dynamo_reset() -> None:

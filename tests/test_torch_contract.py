@@ -108,6 +108,9 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "recompile-limit check": lambda: monkeypatch.delattr(
             torch._dynamo.convert_frame, "exceeds_recompile_limit"
         ),
+        "inline timing": lambda: monkeypatch.setattr(
+            torch._dynamo.symbolic_convert.InliningInstructionTranslator, "inline_call", lambda *a: None
+        ),
     }
     assert set(removals) == {c.name for c in tc.capabilities()}, "a capability without a removal test"
     removals[name]()

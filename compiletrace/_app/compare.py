@@ -5,7 +5,8 @@ and by more than ``min_seconds``. A profile run is compared as a total (every gr
 compile time), then per component, per backend phase and per graph; graphs are matched
 across runs by component, code name and occurrence (compile ids can shift), and a graph
 only in the new run (a new graph break, a new recompile) slowed down too, while one only in
-the base run is reported as gone.
+the base run is reported as gone. Runs recorded with ``trace_cost`` are compared per traced
+function too (Dynamo's self time tracing it, per component; scope "function").
 
 Every change is shown; only those in the gated scopes are regressions (by default the total
 and each component: a run much faster overall does not fail because one phase moved).
@@ -22,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compiletrace._app.analysis import graph_keys
-from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
+from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals, top_self_times
 from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry
 from compiletrace._io.envelope import Fields, read_json_file
 from compiletrace._io.errors import RunFileError, UsageError
@@ -46,7 +47,13 @@ PROFILE = "profile"
 BENCH = "bench"
 TOTAL = "total"
 METRIC = "metric"  # a bench run's figures: always gated
-GATES = (TOTAL, "component", "phase", "graph")  # the scopes of a profile comparison, in table order
+GATES = (
+    TOTAL,
+    "component",
+    "phase",
+    "graph",
+    "function",
+)  # the scopes of a profile comparison, in table order
 DEFAULT_GATES = (TOTAL, "component")
 _BENCH_PREFIXES = ("cold", "warm", "portable")
 _BENCH_METRICS = ("startup_time", "compilation_time", "encoder_compilation_time", "artifact_load_time")
@@ -198,7 +205,9 @@ class Comparison:
         limits += f"{self.min_seconds:g} s"
         if self.base.kind == BENCH:
             return f"gate: every metric\n{limits}"
-        shown = [g for g in GATES if g not in self.gates]
+        # "function" rows exist only for runs recorded with trace_cost: named when there are some.
+        present = {c.scope for c in self.changes}
+        shown = [g for g in GATES if g not in self.gates and (g != "function" or g in present)]
         gate = f"gate: {', '.join(self.gates)}" + (f"; shown, not gated: {', '.join(shown)}" if shown else "")
         return f"{gate}\n{limits}" + (" (a new graph regresses too)" if "graph" in self.gates else "")
 
@@ -245,6 +254,16 @@ def _profile_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], fl
     return figs
 
 
+def _function_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], float]:
+    """Dynamo's self seconds tracing each user function, per component (trace_cost runs)."""
+    figs: dict[tuple[str, str], float] = {}
+    for comp in component_totals(records):
+        roots = [n for r in records if r.component == comp for n in r.trace_cost]
+        for name, location, ns, _ in top_self_times(roots, limit=None):
+            figs[("function", f"{comp}:{name} ({location})")] = ns / NS_PER_S
+    return figs
+
+
 def compare_runs(
     base: RunFile,
     new: RunFile,
@@ -285,6 +304,13 @@ def compare_runs(
         bf, nf = _profile_figures(base.records), _profile_figures(new.records)
         for fkey in [*bf, *(k for k in nf if k not in bf)]:
             add(fkey[0], fkey[1], bf.get(fkey), nf.get(fkey))
+        bfn, nfn = _function_figures(base.records), _function_figures(new.records)
+        for fkey in [*bfn, *(k for k in nfn if k not in bfn)]:
+            b_s, n_s = bfn.get(fkey), nfn.get(fkey)
+            # A function in one run only was traced in one only (not news); ones too cheap to
+            # matter stay out of the table.
+            if b_s is not None and n_s is not None and max(b_s, n_s) >= min_seconds:
+                add(fkey[0], fkey[1], b_s, n_s)
         bg = dict(graph_keys(base.records))
         ng = dict(graph_keys(new.records))
         for gkey in [*bg, *(k for k in ng if k not in bg)]:

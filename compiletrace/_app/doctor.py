@@ -14,7 +14,9 @@ concrete fix. Every input is recorded live by the tracker and saved with the run
   (``expensive_hit``);
 - compiles after a warm-up returned (``compile_after_warmup``);
 - frames compiled by several components, sharing torch's recompile limit (``shared_frame``);
-- in a gathered multi-rank result, ranks whose graphs or cache outcomes differ (``rank_divergence``).
+- in a gathered multi-rank result, ranks whose graphs or cache outcomes differ (``rank_divergence``);
+- in runs recorded with ``trace_cost``, the user function Dynamo spent most time tracing,
+  per component (``costly_trace``).
 
 >>> diagnose_records([])
 []
@@ -31,7 +33,7 @@ from typing import Any, Protocol
 
 from compiletrace._app.analysis import compile_ns, find_expensive_hits
 from compiletrace._core.phases import KERNEL_COMPILE, OTHER
-from compiletrace._core.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._core.records import NS_PER_S, TRACE_OTHER, CacheOutcome, GraphRecord, TraceNode, walk_trace
 from compiletrace._core.registry import Registry, get_registry
 from compiletrace._io.envelope import envelope
 
@@ -72,6 +74,7 @@ class FindingKind(str, enum.Enum):
     COMPILE_AFTER_WARMUP = "compile_after_warmup"  # a latency spike while serving
     SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
     RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
+    COSTLY_TRACE = "costly_trace"  # one user function holds much of a component's Dynamo time
 
 
 @dataclass(frozen=True)
@@ -654,6 +657,83 @@ def _shared_frames(records: Sequence[GraphRecord]) -> list[Finding]:
     return findings
 
 
+# A traced function is a finding when it holds this much of its component's Dynamo time.
+COSTLY_TRACE_SHARE = 0.25
+COSTLY_TRACE_MIN_S = 0.1
+REPEATED_CALLS = 4  # a function traced this many times or more is a repeated block
+UNROLLED_SELF_SHARE = 0.7  # most of its time in its own bytecode: a loop Dynamo unrolls
+
+
+def _function_costs(roots: Sequence[TraceNode]) -> dict[tuple[str, str], list[int]]:
+    """(name, location) -> [total ns, self ns, calls] of every function below the frames'
+    own (a call nested in a call of the same function counted once)."""
+    costs: dict[tuple[str, str], list[int]] = {}
+    for path in walk_trace(roots):
+        node = path[-1]
+        key = (node.name, node.location)
+        if len(path) == 1 or any((p.name, p.location) == key for p in path[:-1]):
+            continue  # the frame's own function (it cannot be hoisted), or recursion
+        entry = costs.setdefault(key, [0, 0, 0])
+        entry[0] += node.total_ns
+        entry[1] += node.self_ns
+        entry[2] += node.calls
+    return costs
+
+
+def _costly_trace_fix(total: int, self_ns: int, calls: int) -> str:
+    if calls >= REPEATED_CALLS:
+        return (
+            f"Dynamo traces it {calls} times: compile the repeated block regionally (torch.compile "
+            "each block, so one compiled block is reused), or hoist it out of the compiled region"
+        )
+    if self_ns >= UNROLLED_SELF_SHARE * total:
+        return (
+            "most of it is its own bytecode, typically a Python loop Dynamo unrolls: vectorise or "
+            "simplify the loop, hoist it out of the compiled region (precompute it), or mark it "
+            "torch.compiler.disable if it need not be in the graph"
+        )
+    return (
+        "hoist it out of the compiled region (precompute its result), or mark it "
+        "torch.compiler.disable if it need not be in the graph"
+    )
+
+
+def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
+    findings = []
+    components = dict.fromkeys(r.component for r in records if r.trace_cost)
+    for component in components:
+        group = [r for r in records if r.component == component and r.trace_cost]
+        roots = [n for r in group for n in r.trace_cost]
+        dynamo = sum(n.total_ns for n in roots)
+        costs = _function_costs([n for n in roots if n.name != TRACE_OTHER])
+        if not costs or not dynamo:
+            continue
+        (name, location), (total, self_ns, calls) = max(costs.items(), key=lambda kv: kv[1][0])
+        if total < COSTLY_TRACE_SHARE * dynamo or total < COSTLY_TRACE_MIN_S * NS_PER_S:
+            continue
+        share = total / dynamo
+        findings.append(
+            Finding(
+                FindingKind.COSTLY_TRACE.value,
+                component,
+                total / NS_PER_S,
+                f"Dynamo spent {total / NS_PER_S:.2f} s ({share:.0%} of {component}'s Dynamo time) "
+                f"tracing {name}",
+                _costly_trace_fix(total, self_ns, calls),
+                location,
+                {
+                    "function": name,
+                    "total_s": total / NS_PER_S,
+                    "self_s": self_ns / NS_PER_S,
+                    "calls": calls,
+                    "share": round(share, 4),
+                    "compile_ids": _ids(group),
+                },
+            )
+        )
+    return findings
+
+
 def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
     """Every finding in ``records`` (a run's, in the order compiles finished), most seconds
     at stake first.
@@ -673,6 +753,7 @@ def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
         *_expensive_hits(records),
         *_after_warmup(records, found),
         *_shared_frames(records),
+        *_costly_traces(records),
     ]
     return _ranked(findings)
 

@@ -321,6 +321,7 @@ def profile(
     on_compile: Callable[[str], None] | None = None,
     cache_artifacts: str | os.PathLike[str] | None = None,
     trust: bool = False,
+    trace_cost: bool = False,
 ) -> ProfileRun:
     """Build the model a MODEL spec names (the built-in demo by default), compile each of
     its components through compiletrace, run the guarded warm-up, and return the run.
@@ -332,6 +333,9 @@ def profile(
     first and refused (:class:`~compiletrace.RunFileError`) when compiletrace cannot vouch
     for it; ``trust=True`` loads it unchecked (see
     :func:`compiletrace._app.cache.load_cache_artifacts`: an artifacts file is code).
+    ``trace_cost=True`` records Dynamo's tracing time per user function in each record
+    (``GraphRecord.trace_cost``; shown by ``summary()``, exported by
+    ``compiletrace.reports.write_speedscope``).
     Raises :class:`UsageError` for bad input, before anything compiles.
 
     Building the model (with the factory's module imported), the compile set-up (wrapping
@@ -367,6 +371,7 @@ def profile(
                         mode=mode,
                         registry=reg,
                         compilation_mode=cmode,
+                        trace_cost=trace_cost,
                     )
                 except (TypeError, ValueError) as exc:
                     raise UsageError(str(exc).splitlines()[0]) from exc

@@ -93,8 +93,14 @@ class CompiletraceBackend:
         dynamic: bool | None = None,
         registry: Registry | None = None,
         tracker: Tracker | None = None,
+        trace_cost: bool = False,
     ) -> None:
         self.component = validate_component(component)
+        if not isinstance(trace_cost, bool):
+            raise ArgumentTypeError(f"trace_cost must be True or False, got {type(trace_cost).__name__}")
+        # Time Dynamo's tracing per user function for this backend's frames (GraphRecord.trace_cost);
+        # off, with one warning, on a torch whose tracer is not where it was.
+        self.trace_cost = trace_cost and tc.install_trace_cost_hook()
         self.backend_name = validate_backend(backend)
         if mode is not None and not isinstance(mode, str):
             raise ArgumentTypeError(
@@ -190,6 +196,7 @@ def backend(
     options: Mapping[str, Any] | None = None,
     dynamic: bool | None = None,
     registry: Registry | None = None,
+    trace_cost: bool = False,
 ) -> CompiletraceBackend:
     """A compiletrace backend to pass to ``torch.compile`` yourself.
 
@@ -203,7 +210,13 @@ def backend(
     """
     get_tracker()  # install the compile callbacks before the first compile
     return CompiletraceBackend(
-        component, backend=backend, mode=mode, options=options, dynamic=dynamic, registry=registry
+        component,
+        backend=backend,
+        mode=mode,
+        options=options,
+        dynamic=dynamic,
+        registry=registry,
+        trace_cost=trace_cost,
     )
 
 

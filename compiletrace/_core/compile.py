@@ -68,6 +68,7 @@ def compile(
     fullgraph: bool = False,
     registry: Registry | None = None,
     compilation_mode: CompilationMode | str = CompilationMode.STOCK_TORCH_COMPILE,
+    trace_cost: bool = False,
 ) -> _Model:
     """Compile ``model`` like ``torch.compile`` and record every graph's compile time under
     a component: ``component`` if given, else "encoder" when ``is_encoder``, else
@@ -76,6 +77,8 @@ def compile(
     Returns what ``torch.compile`` returns (an ``OptimizedModule`` for a module, a
     compiled function for a function). With ``compilation_mode=CompilationMode.NONE`` the
     model is returned unchanged, so one setting switches an application to eager.
+    ``trace_cost=True`` also records, per frame, the Dynamo time spent tracing each of the
+    user's functions (``GraphRecord.trace_cost``; see ``compiletrace.reports.top_functions_lines``).
 
     >>> import torch, compiletrace
     >>> reg = compiletrace.Registry()
@@ -93,7 +96,13 @@ def compile(
         raise ArgumentTypeError(f"dynamic must be None or a bool, got {type(dynamic).__name__}")
     cmode = CompilationMode.parse(compilation_mode)
     be = CompiletraceBackend(
-        name, backend=backend, mode=mode, options=options, dynamic=dynamic, registry=registry
+        name,
+        backend=backend,
+        mode=mode,
+        options=options,
+        dynamic=dynamic,
+        registry=registry,
+        trace_cost=trace_cost,
     )
     if cmode is CompilationMode.NONE:
         return model

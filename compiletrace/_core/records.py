@@ -18,14 +18,18 @@ from compiletrace._io.errors import RunFileError
 __all__ = [
     "ENCODER",
     "LANGUAGE_MODEL",
+    "TRACE_OTHER",
     "CacheLookup",
     "CacheOutcome",
     "CompilationTimes",
     "CompileStatus",
     "GraphBreak",
     "GraphRecord",
+    "TraceNode",
     "component_totals",
     "ordered_components",
+    "top_self_times",
+    "walk_trace",
 ]
 
 NS_PER_S = 1_000_000_000
@@ -95,6 +99,99 @@ class CacheLookup(NamedTuple):
     outcome: str  # "hit", "miss" or "bypass" (a CacheOutcome value)
     key: str  # torch's cache key ("" where torch gave none, e.g. a bypass)
     detail: str = ""  # why the cache was bypassed, where torch says
+
+
+# The root beside a frame's function in its tracing-cost tree: Dynamo time not spent tracing.
+TRACE_OTHER = "(other: guards, bytecode, bookkeeping)"
+
+
+class TraceNode(NamedTuple):
+    """One user function in a frame's tracing-cost tree: the time Dynamo spent tracing it
+    (``total_ns``, its inlined callees included), merged over its ``calls`` from one caller.
+    torch's and Python's own functions are folded into the user function that called them.
+
+    >>> leaf = TraceNode("helper", "m.py", 3, 700, 2)
+    >>> TraceNode("forward", "m.py", 9, 1000, 1, (leaf,)).self_ns
+    300
+    """
+
+    name: str  # qualified function name ("Block.forward"), or OTHER for the unattributed rest
+    filename: str
+    lineno: int
+    total_ns: int
+    calls: int
+    children: tuple[TraceNode, ...] = ()
+
+    @property
+    def self_ns(self) -> int:
+        return max(self.total_ns - sum(c.total_ns for c in self.children), 0)
+
+    @property
+    def location(self) -> str:
+        return f"{self.filename}:{self.lineno}" if self.filename else ""
+
+    def to_json(self) -> list[Any]:
+        """The compact form saved in run files: ``[name, file, line, total_ns, calls, [children]]``."""
+        return [
+            self.name,
+            self.filename,
+            self.lineno,
+            self.total_ns,
+            self.calls,
+            [c.to_json() for c in self.children],
+        ]
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "record", where: str = "trace_cost") -> TraceNode:
+        """Read :meth:`to_json`'s form back, checking each field."""
+        ok = (
+            isinstance(data, list)
+            and len(data) == 6
+            and isinstance(data[0], str)
+            and isinstance(data[1], str)
+            and all(type(v) is int and v >= 0 for v in data[2:5])
+            and isinstance(data[5], list)
+        )
+        if not ok:
+            raise RunFileError(
+                f"{source}: {where} should be [name, file, line, total_ns, calls, [children]], "
+                f"got {data!r:.80}"
+            )
+        children = tuple(cls.from_json(c, source, f"{where}/{data[0]}") for c in data[5])
+        return cls(data[0], data[1], data[2], data[3], data[4], children)
+
+
+def walk_trace(
+    roots: Iterable[TraceNode], prefix: tuple[TraceNode, ...] = ()
+) -> Iterable[tuple[TraceNode, ...]]:
+    """Every node of a tracing-cost tree as its path from the root, depth first.
+
+    >>> [len(p) for p in walk_trace([TraceNode("f", "", 0, 1, 1, (TraceNode("g", "", 0, 1, 1),))])]
+    [1, 2]
+    """
+    for node in roots:
+        path = (*prefix, node)
+        yield path
+        yield from walk_trace(node.children, path)
+
+
+def top_self_times(roots: Iterable[TraceNode], limit: int | None = 10) -> list[tuple[str, str, int, int]]:
+    """Functions by the Dynamo time spent tracing their own bytecode, summed over the tree:
+    ``(name, location, self_ns, calls)``, costliest first (the OTHER node left out).
+
+    >>> top_self_times([TraceNode("f", "m.py", 1, 10, 1, (TraceNode("g", "m.py", 5, 8, 4),))])
+    [('g', 'm.py:5', 8, 4), ('f', 'm.py:1', 2, 1)]
+    """
+    totals: dict[tuple[str, str], list[int]] = {}
+    for path in walk_trace(roots):
+        node = path[-1]
+        if node.name == TRACE_OTHER:
+            continue
+        entry = totals.setdefault((node.name, node.location), [0, 0])
+        entry[0] += node.self_ns
+        entry[1] += node.calls
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1][0])[:limit]
+    return [(name, loc, ns, calls) for (name, loc), (ns, calls) in ranked]
 
 
 class CompilationTimes(NamedTuple):
@@ -168,6 +265,9 @@ class GraphRecord:
     after_warmup: bool = False  # compiled after warm_up returned: a latency spike in serving
     recompile_limit: int | None = None  # torch's recompile_limit when this frame compiled
     recompile_limit_hit: bool = False  # torch refused to compile past its limit: the frame runs eagerly
+    # Dynamo's time per user function (opt-in, trace_cost=True): the frame's function, then
+    # an OTHER node for guards and bookkeeping; the roots' totals add up to dynamo_ns.
+    trace_cost: tuple[TraceNode, ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -234,6 +334,7 @@ class GraphRecord:
         data["restart_reasons"] = list(self.restart_reasons)
         data["graph_breaks"] = [b._asdict() for b in self.graph_breaks]
         data["cache_lookups"] = [c._asdict() for c in self.cache_lookups]
+        data["trace_cost"] = [n.to_json() for n in self.trace_cost]
         return data
 
     @classmethod
@@ -300,6 +401,7 @@ class GraphRecord:
             after_warmup=f.boolean("after_warmup", False),
             recompile_limit=f.integer("recompile_limit", None, optional=True, minimum=0),
             recompile_limit_hit=f.boolean("recompile_limit_hit", False),
+            trace_cost=_trace_cost(f),
         )
 
 
@@ -308,6 +410,15 @@ _REQUIRED = frozenset(
     {"compile_id", "component", "backend", "code_name", "graph_node_count", "start_unix_ns", "end_unix_ns"}
     | {"dynamo_ns", "backend_ns"}
 )
+
+
+def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:
+    value = f.data.get("trace_cost", [])  # older files lack it
+    if not isinstance(value, list):
+        raise f.fail("trace_cost", "a list", value)
+    return tuple(
+        TraceNode.from_json(n, f.source, f"{f.where}.trace_cost" if f.where else "trace_cost") for n in value
+    )
 
 
 def _objects(f: Fields, key: str) -> list[Fields]:

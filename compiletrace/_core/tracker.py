@@ -46,6 +46,7 @@ from compiletrace._core.records import (
     qualified_type_name,
 )
 from compiletrace._core.registry import Registry
+from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._io.state import STATE, warn_once
 from compiletrace._io.text import first_line
 
@@ -130,6 +131,7 @@ class _OpenFrame:
     structure: list[str] = field(default_factory=list)  # structural hash of each graph kept
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
+    trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
 
 
 @dataclass
@@ -241,6 +243,11 @@ class Tracker:
             opened.filename, opened.first_line = frame.filename, frame.first_line
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
+        if owner is not None and getattr(owner, "trace_cost", False):
+            opened.trace = TraceCollector(self._clock)
+            tc.set_trace_collector(opened.trace)
+        elif tc.trace_collector() is not None:
+            tc.set_trace_collector(None)  # a stale one, from a frame whose end went unseen
         self._state.frames.append(opened)
 
     def on_recompile_limit(
@@ -304,6 +311,8 @@ class Tracker:
         if trigger != tc.TRIGGER_DYNAMO:
             return
         frame = self._pop_open_frame(compile_id)
+        if frame is not None:
+            _stop_tracing_cost(frame)
         if frame is None or frame.owner is None:
             return  # an unmatched end (callbacks registered mid-compile), or not our backend's
         if self.bounds_from_regions:
@@ -405,6 +414,8 @@ class Tracker:
             finally:
                 end = self._clock()
                 wall_end = time.time_ns()
+                if frame.trace is not None:
+                    frame.trace.exclude(end - start)  # the backend's time is not Dynamo's
                 if restarted:
                     frame.discarded_ns += end - start
                 else:
@@ -458,7 +469,9 @@ class Tracker:
     def _finish_frame(self, frame: _OpenFrame, end_ns: int, dynamo_known: bool = True) -> None:
         owner = frame.owner
         assert owner is not None
+        _stop_tracing_cost(frame)
         frame_ns = end_ns - frame.start_ns
+        dynamo_ns = max(frame_ns - frame.backend_ns - frame.discarded_ns, 0) if dynamo_known else None
         rank, world_size = _rank_and_world_size()
         attempt = _attempt(frame.compile_id)
         breaks: list[GraphBreak] = []
@@ -486,7 +499,7 @@ class Tracker:
             graph_node_count=frame.node_count,
             start_unix_ns=self.to_unix_ns(frame.start_ns),
             end_unix_ns=self.to_unix_ns(end_ns),
-            dynamo_ns=max(frame_ns - frame.backend_ns - frame.discarded_ns, 0) if dynamo_known else None,
+            dynamo_ns=dynamo_ns,
             backend_ns=frame.backend_ns,
             backend_start_unix_ns=(
                 None if frame.backend_start_ns is None else self.to_unix_ns(frame.backend_start_ns)
@@ -512,6 +525,7 @@ class Tracker:
             after_warmup=after_warmup,
             recompile_limit=tc.recompile_limit(),
             recompile_limit_hit=frame.limit_hit,
+            trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
         )
         made = _Made(owner.registry, owner.registry.add(record))
         with self._lock:
@@ -606,6 +620,11 @@ class Tracker:
     def open_frames(self) -> int:
         """Frames open on this thread, their end not yet seen (0 between compiles)."""
         return len(self._state.frames) + len(self._state.ending)
+
+
+def _stop_tracing_cost(frame: _OpenFrame) -> None:
+    if frame.trace is not None and tc.trace_collector() is frame.trace:
+        tc.set_trace_collector(None)
 
 
 def _rank_and_world_size() -> tuple[int, int]:

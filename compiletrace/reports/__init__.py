@@ -4,19 +4,30 @@ reach back into torch or the tracker."""
 
 from compiletrace.reports._chrome import chrome_trace_dict, export_chrome_trace
 from compiletrace.reports._findings import findings_html, findings_text
+from compiletrace.reports._flame import (
+    collapsed_stacks,
+    component_trees,
+    speedscope_dict,
+    top_functions_lines,
+    write_collapsed,
+    write_speedscope,
+)
 from compiletrace.reports._html import (
     component_chart_svg,
     html_report,
     registry_html_table,
     report_fragment,
     timeline_svg,
+    trace_cost_svg,
 )
 from compiletrace.reports._text import log_summary, render_table, summary_line, summary_table, totals_line
 from compiletrace.reports._timeline import timeline_html, timeline_text
 
 __all__ = [
     "chrome_trace_dict",
+    "collapsed_stacks",
     "component_chart_svg",
+    "component_trees",
     "export_chrome_trace",
     "findings_html",
     "findings_text",
@@ -25,10 +36,15 @@ __all__ = [
     "registry_html_table",
     "render_table",
     "report_fragment",
+    "speedscope_dict",
     "summary_line",
     "summary_table",
     "timeline_html",
     "timeline_svg",
     "timeline_text",
+    "top_functions_lines",
     "totals_line",
+    "trace_cost_svg",
+    "write_collapsed",
+    "write_speedscope",
 ]

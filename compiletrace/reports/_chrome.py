@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from compiletrace._core.phases import lay_out
-from compiletrace._core.records import NS_PER_S, GraphRecord
+from compiletrace._core.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode
 from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.timeline import UNATTRIBUTED, Timeline, build_timeline
 from compiletrace._io.errors import ArgumentTypeError
@@ -78,6 +78,45 @@ _STARTUP = "start-up"  # the phases' track
 _Event = tuple[str, str, int, int, dict[str, Any]]
 
 
+# Functions traced in less than this are left out of the trace (the JSON keeps them).
+MIN_TRACE_EVENT_NS = 10_000
+
+
+def _trace_cost_events(r: GraphRecord, start: int, end: int) -> list[_Event]:
+    """The frame's tracing-cost tree as nested events inside its "Dynamo tracing" block:
+    calls laid end to end in the order of their cost (Dynamo's time is spread over the whole
+    frame, guards after the backend included, so the layout is scaled to fit the block;
+    ``args`` carry the exact seconds)."""
+    roots = [n for n in r.trace_cost if n.name != TRACE_OTHER]
+    traced = sum(n.total_ns for n in roots)
+    if not traced or end <= start:
+        return []
+    scale = min(1.0, (end - start) / traced)
+    out: list[_Event] = []
+
+    def emit(node: TraceNode, at: int) -> None:
+        width = int(node.total_ns * scale)
+        args = {
+            "compile_id": r.compile_id,
+            "location": node.location,
+            "total_s": node.total_ns / NS_PER_S,
+            "self_s": node.self_ns / NS_PER_S,
+            "calls": node.calls,
+        }
+        out.append((node.name, "dynamo_function", at, at + width, args))
+        child_at = at
+        for child in node.children:
+            if child.total_ns >= MIN_TRACE_EVENT_NS:
+                emit(child, child_at)
+            child_at += int(child.total_ns * scale)
+
+    at = start
+    for root in roots:
+        emit(root, at)
+        at += int(root.total_ns * scale)
+    return out
+
+
 def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None = None) -> dict[str, Any]:
     """Trace Event Format for ``records``: a dict ready for ``json.dump``.
 
@@ -102,6 +141,7 @@ def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None 
         if r.dynamo_ns is not None:
             dyn_end = r.end_unix_ns if backend_start is None else backend_start
             frame.append(("Dynamo tracing", "dynamo", r.start_unix_ns, dyn_end, small))
+            frame.extend(_trace_cost_events(r, r.start_unix_ns, dyn_end))
         if backend_start is not None:
             be_start = max(backend_start, r.start_unix_ns)
             be_end = min(backend_start + r.backend_ns, r.end_unix_ns)

@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals
+from compiletrace._core.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode, component_totals
 from compiletrace._core.timeline import Timeline
 from compiletrace._io.text import shorten
 from compiletrace._version import __version__
 from compiletrace.reports._findings import FindingView, findings_html
+from compiletrace.reports._flame import component_trees
 from compiletrace.reports._text import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
@@ -499,6 +500,62 @@ def timeline_svg(records: Sequence[GraphRecord]) -> str:
     return "".join(parts)
 
 
+ICICLE_ROW = 18  # px per depth level
+ICICLE_MAX_DEPTH = 16
+ICICLE_MIN_SHARE = 0.002  # nodes narrower than this share of the component are left out
+
+
+def trace_cost_svg(records: Sequence[GraphRecord]) -> str:
+    """An icicle chart per component of Dynamo's tracing time per user function (records
+    with ``trace_cost``): each function as wide as its total time, its callees below it;
+    names and seconds in the labels and each box's ``<title>``. Empty without trace cost.
+
+    >>> trace_cost_svg([])
+    ''
+    """
+    return "".join(_icicle(component, roots) for component, roots in component_trees(records).items())
+
+
+def _icicle(component: str, roots: Sequence[TraceNode]) -> str:
+    total = sum(n.total_ns for n in roots)
+    if not total:
+        return ""
+    boxes: list[str] = []
+    depth_seen = 0
+
+    def box(node: TraceNode, x: float, depth: int) -> None:
+        nonlocal depth_seen
+        if depth >= ICICLE_MAX_DEPTH or node.total_ns < ICICLE_MIN_SHARE * total:
+            return
+        depth_seen = max(depth_seen, depth + 1)
+        width = 100 * node.total_ns / total
+        y = depth * ICICLE_ROW
+        tip = (
+            f"{node.name} ({node.location or 'Dynamo'}): {node.total_ns / NS_PER_S:.3f} s total, "
+            f"{node.self_ns / NS_PER_S:.3f} s self, {node.calls} call(s)"
+        )
+        label = f"{node.name} {node.total_ns / NS_PER_S:.3f} s"
+        fill = "#bbb" if node.name == TRACE_OTHER else "#e8a33d"
+        boxes.append(
+            f'<g><title>{_esc(tip)}</title><rect x="{x:.3f}%" y="{y}" width="{width:.3f}%" '
+            f'height="{ICICLE_ROW - 1}" fill="{fill}" stroke="#fff"/>'
+            f'<svg x="{x:.3f}%" y="{y}" width="{width:.3f}%" height="{ICICLE_ROW}">'
+            f'<text x="3" y="13" font-size="11">{_esc(label)}</text></svg></g>'
+        )
+        child_x = x  # callees laid out left to right under their caller, costliest first
+        for child in node.children:
+            box(child, child_x, depth + 1)
+            child_x += 100 * child.total_ns / total
+
+    x = 0.0
+    for root in roots:
+        box(root, x, 0)
+        x += 100 * root.total_ns / total
+    title = f"Dynamo tracing per function: {component}, {total / NS_PER_S:.3f} s"
+    svg = _svg_open("compiletrace-icicle", depth_seen * ICICLE_ROW, title) + "".join(boxes) + "</svg>"
+    return f"<h3>{_esc(component)}</h3>{svg}"
+
+
 def _header_line(records: Sequence[GraphRecord], meta: Mapping[str, Any]) -> str:
     """compiletrace's and torch's versions, and what the compile caches did: the text
     report's cache line (:func:`~compiletrace.reports._text.cache_line`), its state word
@@ -564,6 +621,11 @@ def _body(
         + _table(COMPONENT_HEADERS, component_rows(records), name="components")
         + "<h2>Per graph</h2>"
         + _graph_table(records)
+        + (
+            "<h2>Dynamo tracing per function</h2>" + trace_cost_svg(records)
+            if any(r.trace_cost for r in records)
+            else ""
+        )
         + (
             "<h2>Backend phases per graph (seconds)</h2>"
             + _table(PHASE_HEADERS, phase_rows(costliest(records)[0]), name="phases", component_col=1)

@@ -17,6 +17,7 @@ from compiletrace._core.records import (
     component_totals,
 )
 from compiletrace._io.text import printable, shorten
+from compiletrace.reports._flame import top_functions_lines
 
 __all__ = [
     "by_cost",
@@ -444,7 +445,8 @@ def _phase_table(shown: Sequence[GraphRecord]) -> list[str]:
 def summary_table(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None = None) -> str:
     """The text report: the header (:func:`header_lines`), then per component and per graph,
     costliest first, each with its share of the compile time (columns no row uses left
-    out), the backend phases, and last the one-line summary (:func:`summary_line`).
+    out), the backend phases, the functions Dynamo spent most time tracing (when recorded
+    with ``trace_cost``), and last the one-line summary (:func:`summary_line`).
 
     ``meta`` is a run's (``ProfileRun.meta``); in compilation mode none, where nothing
     compiles, the eager baseline (:func:`eager_baseline_lines`) stands in for the tables
@@ -472,6 +474,9 @@ def summary_table(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None
     phases = _phase_table(shown)
     if phases:
         lines += ["", "Backend phases per graph (seconds)", *phases]
+    functions = top_functions_lines(records)
+    if functions:
+        lines += ["", *functions]
     lines += ["", summary_line(records)]
     return "\n".join(lines)
 

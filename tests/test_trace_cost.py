@@ -1,0 +1,295 @@
+"""Dynamo's tracing cost per user function (``trace_cost``): the tree, its JSON, its views."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import compiletrace
+from compiletrace import GraphRecord, RunFileError, cli
+from compiletrace._app.profile import ProfileRun
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.records import TRACE_OTHER, TraceNode, top_self_times, walk_trace
+from compiletrace._core.trace_cost import TraceCollector
+from compiletrace.reports import (
+    collapsed_stacks,
+    speedscope_dict,
+    summary_table,
+    write_collapsed,
+    write_speedscope,
+)
+from tests.conftest import FakeClock, make_record
+from tests.test_compare import save_run
+
+UNROLLED = 600  # iterations Dynamo unrolls in the planted hotspot
+
+
+def planted_hotspot(x: torch.Tensor) -> torch.Tensor:
+    """A Python loop Dynamo unrolls UNROLLED times: most of the frame's tracing."""
+    for i in range(UNROLLED):
+        x = x + i
+    return x
+
+
+class Layers(torch.nn.Module):
+    """Ordinary layers around the hotspot."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(planted_hotspot(self.a(x))))
+
+
+HOTSPOT_LINE = inspect.getsourcelines(planted_hotspot)[1]
+
+
+def _compile_hotspot(trace_cost: bool = True) -> list[GraphRecord]:
+    reg = compiletrace.Registry()
+    model = compiletrace.compile(
+        Layers(), component="encoder", backend="eager", registry=reg, trace_cost=trace_cost
+    )
+    model(torch.randn(2, 4))
+    return reg.records()
+
+
+def test_the_collector_merges_calls_and_leaves_the_backend_out(fake_clock: FakeClock) -> None:
+    c = TraceCollector(fake_clock)
+    c.enter("forward", "m.py", 1)
+    for _ in range(2):
+        c.enter("helper", "m.py", 9)
+        fake_clock.advance(30)
+        c.leave()
+    fake_clock.advance(50)
+    c.exclude(50)  # a backend call inside the frame's tracing
+    fake_clock.advance(10)
+    c.leave()
+    forward, other = c.tree(dynamo_ns=100)
+    assert (forward.name, forward.total_ns, forward.self_ns, forward.calls) == ("forward", 70, 10, 1)
+    (helper,) = forward.children
+    assert (helper.total_ns, helper.calls, helper.location) == (60, 2, "m.py:9")
+    assert (other.name, other.total_ns) == (TRACE_OTHER, 30)
+
+
+def test_the_tree_round_trips_through_the_run_json_and_is_checked() -> None:
+    tree = (
+        TraceNode("f", "m.py", 1, 10, 1, (TraceNode("g", "m.py", 5, 8, 4),)),
+        TraceNode(TRACE_OTHER, "", 0, 2, 1),
+    )
+    record = make_record(trace_cost=tree)
+    data = json.loads(json.dumps(record.to_dict()))
+    assert data["trace_cost"][0] == ["f", "m.py", 1, 10, 1, [["g", "m.py", 5, 8, 4, []]]]
+    assert GraphRecord.from_dict(data) == record
+    data["trace_cost"][0][5][0][3] = -1
+    with pytest.raises(RunFileError, match="trace_cost"):
+        GraphRecord.from_dict(data)
+    del data["trace_cost"]  # an older file
+    assert GraphRecord.from_dict(data).trace_cost == ()
+    assert top_self_times(tree) == [("g", "m.py:5", 8, 4), ("f", "m.py:1", 2, 1)]
+
+
+def test_the_planted_hotspot_holds_the_tracing_time_under_its_component() -> None:
+    (record,) = _compile_hotspot()
+    assert record.component == "encoder" and record.dynamo_ns
+    roots = record.trace_cost
+    assert [r.name for r in roots] == ["Layers.forward", TRACE_OTHER]
+    # The roots add up to the record's Dynamo time (the other node takes the rest).
+    assert abs(sum(r.total_ns for r in roots) - record.dynamo_ns) <= 0.05 * record.dynamo_ns
+    # ... and the tracing is measured, not filled in: the rest (guards, bookkeeping) is small.
+    assert roots[0].total_ns <= 1.05 * record.dynamo_ns and roots[1].total_ns <= 0.2 * record.dynamo_ns
+    (hotspot,) = [p[-1] for p in walk_trace(roots) if p[-1].name == "planted_hotspot"]
+    assert hotspot.location == f"{__file__}:{HOTSPOT_LINE}"
+    assert hotspot.total_ns >= 0.7 * record.dynamo_ns
+    assert top_self_times(roots, 1)[0][:2] == ("planted_hotspot", hotspot.location)
+    # torch's own functions (nn.Linear.forward, Module.__call__) fold into the user's.
+    torch_dir = os.path.dirname(torch.__file__)
+    assert not [p for p in walk_trace(roots) if p[-1].filename.startswith(torch_dir)]
+
+
+def test_off_it_records_nothing_and_leaves_no_collector() -> None:
+    (record,) = _compile_hotspot(trace_cost=False)
+    assert record.trace_cost == ()
+    assert record.to_dict()["trace_cost"] == []
+    assert tc.trace_collector() is None
+
+
+def test_without_the_torch_internal_a_compile_records_no_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._dynamo.symbolic_convert import InliningInstructionTranslator
+
+    monkeypatch.setattr(InliningInstructionTranslator, "inline_call", lambda *a, **k: None)
+    with pytest.warns(RuntimeWarning, match="lacks inline timing: records will lack trace_cost"):
+        backend = compiletrace.backend("encoder", backend="eager", trace_cost=True)
+    assert backend.trace_cost is False
+    assert torch.compile(lambda x: x + 1, backend=backend)(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert not [c for c in tc.capabilities() if c.name == "inline timing" and c.available]
+
+
+def test_text_report_names_the_top_functions_with_file_and_line() -> None:
+    records = _compile_hotspot()
+    text = summary_table(records)
+    assert "Dynamo tracing per function" in text
+    assert f"planted_hotspot ({__file__}:{HOTSPOT_LINE})" in text
+    assert "Dynamo tracing per function" not in summary_table([make_record()])
+
+
+def _tree_records() -> list[GraphRecord]:
+    leaf = TraceNode("helper", "m.py", 9, 6000, 3)
+    root = TraceNode("Model.forward", "m.py", 1, 10000, 1, (leaf,))
+    return [
+        make_record("0/0", "encoder", trace_cost=(root, TraceNode(TRACE_OTHER, "", 0, 2000, 1))),
+        make_record("1/0", "language_model", trace_cost=(root,)),
+    ]
+
+
+def test_speedscope_export_parses_back_with_the_required_structure(tmp_path: Path) -> None:
+    path = tmp_path / "trace.speedscope.json"
+    write_speedscope(_tree_records(), path)
+    data = json.loads(path.read_text())
+    assert data["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = data["shared"]["frames"]
+    assert all(isinstance(f["name"], str) for f in frames)
+    assert {p["name"] for p in data["profiles"]} == {"encoder", "language_model"}
+    for profile in data["profiles"]:
+        assert profile["type"] == "evented" and profile["unit"] == "nanoseconds"
+        assert profile["startValue"] == 0 and profile["endValue"] >= profile["startValue"]
+        # Every open is closed, in order, with times that never go back.
+        stack: list[int] = []
+        last = 0
+        for event in profile["events"]:
+            assert 0 <= event["frame"] < len(frames) and event["at"] >= last
+            last = event["at"]
+            if event["type"] == "O":
+                stack.append(event["frame"])
+            else:
+                assert event["type"] == "C" and stack.pop() == event["frame"]
+        assert not stack and last == profile["endValue"]
+    encoder = next(p for p in data["profiles"] if p["name"] == "encoder")
+    assert encoder["endValue"] == 12000
+    assert speedscope_dict([make_record()])["profiles"] == []
+
+
+def test_collapsed_stacks_parse_back_to_self_microseconds(tmp_path: Path) -> None:
+    path = tmp_path / "trace.collapsed"
+    write_collapsed(_tree_records(), path)
+    parsed = {}
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        parsed[tuple(stack.split(";"))] = int(n)
+    assert parsed[("encoder", "Model.forward (m.py:1)", "helper (m.py:9)")] == 6
+    assert parsed[("encoder", "Model.forward (m.py:1)")] == 4
+    assert parsed[("encoder", TRACE_OTHER)] == 2
+    assert sum(v for k, v in parsed.items() if k[0] == "encoder") == 12
+    assert collapsed_stacks([]) == ""
+
+
+def test_cli_profile_exports_the_tracing_cost(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = {k: tmp_path / k for k in ("run.json", "s.json", "c.txt")}
+    argv = ["profile", "--backend", "eager", "--trace-cost", "--json", str(out["run.json"])]
+    assert cli.main([*argv, "--speedscope", str(out["s.json"]), "--collapsed", str(out["c.txt"])]) == 0
+    assert "Dynamo tracing per function" in capsys.readouterr().out
+    run = ProfileRun.load(out["run.json"])
+    assert all(r.trace_cost for r in run.records())
+    assert json.loads(out["s.json"].read_text())["profiles"]
+    assert out["c.txt"].read_text().strip()
+
+
+def test_cli_export_without_trace_cost_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["profile", "--backend", "eager", "--speedscope", str(tmp_path / "s.json")]) == 2
+    assert "--trace-cost" in capsys.readouterr().err
+
+
+def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> None:
+    from compiletrace._app.doctor import FindingKind, diagnose_records
+
+    records = _compile_hotspot()
+    (finding,) = [f for f in diagnose_records(records) if f.kind == FindingKind.COSTLY_TRACE.value]
+    assert finding.component == "encoder"
+    assert finding.evidence["function"] == "planted_hotspot"
+    assert finding.location == f"{__file__}:{HOTSPOT_LINE}"
+    assert "loop Dynamo unrolls" in finding.fix
+    # A block traced many times gets the regional-compile fix.
+    block = TraceNode("Block.forward", "m.py", 3, S_NS // 2, 8, (TraceNode("attn", "m.py", 9, S_NS // 4, 8),))
+    rec = make_record(trace_cost=(TraceNode("Model.forward", "m.py", 1, S_NS, 1, (block,)),))
+    (repeated,) = diagnose_records([rec])
+    assert repeated.evidence["function"] == "Block.forward" and "regionally" in repeated.fix
+    assert not [f for f in diagnose_records([make_record()]) if f.kind == FindingKind.COSTLY_TRACE.value]
+
+
+S_NS = 1_000_000_000
+
+
+def test_chrome_trace_nests_the_tree_under_dynamo_tracing() -> None:
+    from compiletrace.reports import chrome_trace_dict
+
+    (record,) = _compile_hotspot()
+    events = [e for e in chrome_trace_dict([record])["traceEvents"] if e["ph"] == "X"]
+    (dynamo,) = [e for e in events if e["name"] == "Dynamo tracing"]
+    functions = [e for e in events if e["cat"] == "dynamo_function"]
+    assert [e["name"] for e in functions][:2] == ["Layers.forward", "planted_hotspot"]
+    for e in functions:
+        assert dynamo["ts"] <= e["ts"] and e["ts"] + e["dur"] <= dynamo["ts"] + dynamo["dur"] + 1
+    assert functions[1]["args"]["location"].endswith(f":{HOTSPOT_LINE}")
+
+
+def test_html_report_draws_an_icicle_per_component() -> None:
+    from compiletrace.reports import html_report
+
+    page = html_report(_tree_records())
+    assert "Dynamo tracing per function" in page
+    assert page.count('class="compiletrace-icicle"') == 2
+    assert "<title>helper (m.py:9): 0.000 s total" in page
+    assert "Dynamo tracing per function" not in html_report([make_record()])
+
+
+def test_compare_names_functions_whose_tracing_grew(tmp_path: Path) -> None:
+    from compiletrace._app.compare import compare_runs, load_run_file
+
+    def run(helper_ns: int) -> Path:
+        root = TraceNode(
+            "Model.forward",
+            "m.py",
+            1,
+            helper_ns + S_NS // 10,
+            1,
+            (TraceNode("helper", "m.py", 9, helper_ns, 3),),
+        )
+        path = tmp_path / f"{helper_ns}.json"
+        return save_run(path, [make_record(frame_ns=root.total_ns + 1, backend_ns=0, trace_cost=(root,))])
+
+    base, new = load_run_file(run(S_NS // 5)), load_run_file(run(S_NS))
+    shown = compare_runs(base, new)
+    (grew,) = [c for c in shown.changes if c.scope == "function" and c.slower]
+    assert grew.name == "encoder:helper (m.py:9)" and not grew.gated  # shown, not gated by default
+    assert not [c for c in shown.regressions if c.scope == "function"]
+    assert shown.rule().startswith("gate: total, component; shown, not gated: phase, graph, function")
+    gated = compare_runs(base, new, gates="function")
+    assert [c.name for c in gated.regressions] == ["encoder:helper (m.py:9)"]
+
+
+@pytest.mark.real_model
+def test_a_transformers_model_names_its_own_modules() -> None:
+    pytest.importorskip("transformers")
+    from tests.test_real_models import llama, token_ids
+
+    reg = compiletrace.Registry()
+    model = compiletrace.compile(llama(), backend="eager", registry=reg, trace_cost=True)
+    with torch.no_grad():
+        model(token_ids(0, 8))
+    names = {
+        (p[-1].name, os.path.basename(p[-1].filename))
+        for r in reg.records()
+        for p in walk_trace(r.trace_cost)
+    }
+    for wanted in ("LlamaAttention.forward", "LlamaMLP.forward", "LlamaModel.forward"):
+        assert (wanted, "modeling_llama.py") in names, sorted(names)
+    assert any(n == "LlamaRotaryEmbedding.forward" for n, _ in names)
+    for r in reg.records():
+        assert r.dynamo_ns is not None
+        assert abs(sum(n.total_ns for n in r.trace_cost) - r.dynamo_ns) <= 0.05 * r.dynamo_ns
