@@ -771,7 +771,6 @@ class _TraceSink(threading.local):
 
 
 _trace_sink = _TraceSink()
-_trace_lock = threading.Lock()
 _user_files: dict[str, bool] = {}  # file -> whether its functions get nodes of their own
 
 
@@ -828,7 +827,7 @@ def install_trace_cost_hook() -> bool:
     classmethod that traces one inlined call's body), into the thread's collector. Installed
     once; with no collector a hook costs one attribute check. Returns False (records then
     have no ``trace_cost``, with one warning) when either is not where it was."""
-    with _trace_lock:
+    with STATE.lock:  # installed once per process, as the callbacks are
         try:
             from torch._dynamo.symbolic_convert import InliningInstructionTranslator, InstructionTranslator
 
