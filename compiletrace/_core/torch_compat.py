@@ -409,6 +409,18 @@ class _RegionSink(threading.local):
 _region_sink = _RegionSink()
 
 
+def _event_logger_method(name: str) -> tuple[Any, Any] | None:
+    """Torch's chromium event logger and its method ``name`` (to tee), or None when this
+    torch does not have them where they were."""
+    try:
+        from torch._dynamo.utils import get_chromium_event_logger
+
+        event_logger = get_chromium_event_logger()
+        return event_logger, getattr(event_logger, name)
+    except Exception:
+        return None
+
+
 def install_region_hook(listener: RegionListener | None = None) -> bool:
     """Tee every region torch's ``dynamo_timed`` closes into the collector active on the
     calling thread, if any, and the frame and lazy-backward regions to ``listener``.
@@ -417,13 +429,10 @@ def install_region_hook(listener: RegionListener | None = None) -> bool:
     if listener is not None:
         with STATE.lock:
             STATE.region_listener = listener
-    try:
-        from torch._dynamo.utils import get_chromium_event_logger
-
-        event_logger = get_chromium_event_logger()
-        original = event_logger.log_event_end
-    except Exception:
+    found = _event_logger_method("log_event_end")
+    if found is None:
         return False
+    event_logger, original = found
     if getattr(original, "_compiletrace_patched", False):
         STATE.region_hook_installed = True
         return True
@@ -591,13 +600,10 @@ def install_cache_lookup_hook() -> bool:
     """Tee torch's cache-lookup events (``fx_graph_cache_miss`` and the like, carrying the
     key) into the collector active on the calling thread, if any. Returns False when
     torch's event logger is not where it was (records then lack cache keys)."""
-    try:
-        from torch._dynamo.utils import get_chromium_event_logger
-
-        event_logger = get_chromium_event_logger()
-        original = event_logger.log_instant_event
-    except Exception:
+    found = _event_logger_method("log_instant_event")
+    if found is None:
         return False
+    event_logger, original = found
     if getattr(original, "_compiletrace_patched", False):
         return True
 
