@@ -235,6 +235,127 @@ def test_a_compiled_graph_whose_cache_key_leaves_the_cache_is_refused(tmp_path: 
         inspect_cache_artifacts(path)
 
 
+# -- what torch does with an allowed class's fields -------------------------------------------
+
+
+def _graph(**fields: Any) -> Any:
+    """A real CompiledFxGraph holding only ``fields`` (pickled by torch's own class)."""
+    from torch._inductor.output_code import CompiledFxGraph
+
+    graph = CompiledFxGraph.__new__(CompiledFxGraph)
+    graph.__dict__.update(compiled_fn_runner=None, **fields)
+    return graph
+
+
+def _boxed(**attributes: Any) -> Any:
+    """A real BoxedBool given attributes it does not have: a duck-typed stand-in."""
+    from torch._inductor.utils import BoxedBool
+
+    box = BoxedBool(True)
+    box.__dict__.update(attributes)
+    return box
+
+
+def test_a_triton_bundle_of_duck_typed_stand_ins_writes_nowhere(
+    tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The critical one: allowed classes only (TritonBundle, BoxedBool posing as Triton's
+    kernel-artifact classes), and torch, unpacking the bundle while it loads the file,
+    writes the payload at whatever absolute path ``filename`` names."""
+    from torch._inductor.triton_bundler import TritonBundle
+
+    target = tmp_path / "outside" / "evil.pth"
+    target.parent.mkdir()
+    artifact = _boxed(filename=str(target), payload=b"import os\n")
+    kernels = _boxed(kernel_hash="../../moved", device=0, artifacts=[artifact])
+    payload = pickle.dumps(_graph(_triton_bundle=TritonBundle([kernels], [])), protocol=4)
+    path = _save(tmp_path / "evil.cache", {"inductor": [(INDUCTOR_KEY, payload)]})
+    for argv in (["cache", "inspect", str(path)], ["cache", "load", str(path)]):
+        assert cli.main(argv) == 2, argv
+        line = _one_line_error(capsys.readouterr().err)
+        assert "TritonBundle object has entries in kernel_artifacts" in line, line
+    assert not target.exists()
+    assert not (cache_dir / "fxgraph").exists()
+
+    # Each guard alone stops it: the stand-in's attributes are not a BoxedBool's ...
+    boxed_only = pickle.dumps(_graph(inputs_to_check=[kernels]), protocol=4)
+    path = _save(tmp_path / "boxed.cache", {"inductor": [(INDUCTOR_KEY, boxed_only)]})
+    with pytest.raises(RunFileError, match=r"BoxedBool object sets attributes its class does not have \(art"):
+        inspect_cache_artifacts(path)
+    # ... and a bundle's kernel list must be empty even when made of allowed classes.
+    from torch.utils._ordered_set import OrderedSet
+
+    listed = pickle.dumps(_graph(_triton_bundle=TritonBundle([OrderedSet()], [])), protocol=4)
+    path = _save(tmp_path / "listed.cache", {"inductor": [(INDUCTOR_KEY, listed)]})
+    with pytest.raises(RunFileError, match="has entries in kernel_artifacts"):
+        inspect_cache_artifacts(path)
+
+    # The attack is real: trusted, torch 2.13 unpacks the bundle while loading and writes
+    # outside the cache (later releases unpack it at the first lookup of that key instead).
+    load_cache_artifacts(_save(tmp_path / "evil2.cache", {"inductor": [(INDUCTOR_KEY, payload)]}), trust=True)
+    assert target.exists() == torch.__version__.startswith("2.13")
+
+
+def _two_builds(module: str, name: str, first: dict[str, Any], second: dict[str, Any]) -> bytes:
+    glob = _text(module) + _text(name) + pickle.STACK_GLOBAL
+    return (
+        pickle.PROTO + b"\x04" + glob + pickle.EMPTY_TUPLE + pickle.NEWOBJ
+        + _body(first) + pickle.BUILD + _body(second) + pickle.BUILD + b"."
+    )  # fmt: skip
+
+
+def test_a_second_build_cannot_hide_what_the_first_one_set(tmp_path: Path) -> None:
+    # Unpickling applies both BUILDs: the absolute cache_key of the first one survives.
+    data = _two_builds(
+        "torch._inductor.output_code", "CompiledFxGraph", {"cache_key": "/tmp/evil"}, {"source_code": ""}
+    )
+    path = _save(tmp_path / "two.cache", {"inductor": [(INDUCTOR_KEY, data)]})
+    with pytest.raises(RunFileError, match=r"CompiledFxGraph object is built 2 times"):
+        inspect_cache_artifacts(path)
+    from compiletrace._io.artifacts import standin_fields
+
+    scan = read_pickle(data, CACHE_ARTIFACT_GLOBALS["inductor"], "x")
+    assert standin_fields(scan.root) == {"cache_key": "/tmp/evil", "source_code": ""}
+
+
+@pytest.mark.parametrize(
+    ("expression", "why"),
+    [
+        ("__import__('os').system('id')", "calls what an expression returns"),
+        ("torch.ops.aten.sin(1)", "calls torch.ops.aten.sin"),
+        ("math.__loader__", "names math.__loader__"),
+        ("L['t0'].__class__", "names an attribute"),
+        ("L['__builtins__']", "subscripts something other than"),
+        ("[x for x in ()]", "uses ListComp"),
+        ("(lambda: 0)()", "calls what an expression returns"),
+        ("9 ** 9 ** 9", "raises to something other than a small constant"),
+        ("L['t0'] == 'a'", "holds the literal 'a'"),
+        ("max(L['t0'], key=print)", "passes keywords"),
+        ("2 <=", "not a Python expression"),
+    ],
+)
+def test_guard_expressions_torch_evaluates_are_only_the_ones_torch_writes(
+    expression: str, why: str, tmp_path: Path
+) -> None:
+    graph = pickle.dumps(_graph(guards_expr=expression), protocol=4)
+    path = _save(tmp_path / "guards.cache", {"inductor": [(INDUCTOR_KEY, graph)]})
+    with pytest.raises(RunFileError, match="has a guards_expr torch would evaluate") as caught:
+        inspect_cache_artifacts(path)
+    assert why in str(caught.value)
+
+
+def test_guard_expressions_of_the_shapes_torch_writes_pass(tmp_path: Path) -> None:
+    written = [
+        "2 <= L['t0'] and L['t0'] <= 4096",
+        "(L['t1'] % 8) == 0 and L['t0'] != 1",
+        "math.floor(L['t0'] / 2) <= max(L['t1'], 3) and torch.sym_float(L['t0']) < math.inf",
+        "L['t0'] >= (-1 << 63) and abs(-L['t0']) <= 2 ** 10",
+    ]
+    for i, expression in enumerate(written):
+        graph = pickle.dumps(_graph(guards_expr=expression, cache_key=INDUCTOR_KEY), protocol=4)
+        inspect_cache_artifacts(_save(tmp_path / f"ok{i}.cache", {"inductor": [(INDUCTOR_KEY, graph)]}))
+
+
 # -- a harmless file, the digest, garbage -----------------------------------------------------
 
 

@@ -35,9 +35,15 @@ from typing import Any
 import torch
 
 from compiletrace._core.torch_compat import (
+    CACHE_ARTIFACT_FIELD_USES,
     CACHE_ARTIFACT_GLOBALS,
     CACHE_ARTIFACT_JSON_KINDS,
+    GUARD_ARGUMENT,
+    GUARD_CALLS,
+    GUARD_CONSTANTS,
     REFUSED_ARTIFACT_GLOBALS,
+    FieldUse,
+    cache_artifact_class_shape,
     cache_artifact_location,
     cache_artifact_object_paths,
     inductor_cache_dir,
@@ -48,6 +54,7 @@ from compiletrace._io.artifacts import (
     Global,
     RawArtifact,
     digest_path,
+    expression_problem,
     parse_container,
     printable,
     read_digest,
@@ -55,6 +62,7 @@ from compiletrace._io.artifacts import (
     sha256_hex,
     standin_fields,
     standin_global,
+    standin_shape_problem,
     walk,
     write_digest,
 )
@@ -351,12 +359,68 @@ def _check_artifacts(
             continue
         scan = read_pickle(raw.content, CACHE_ARTIFACT_GLOBALS[raw.kind], where, REFUSED_ARTIFACT_GLOBALS)
         found.update(scan.globals)
-        for obj in walk(scan.root):
-            cls = standin_global(obj)
-            if cls is not None:
-                for name, value, obj_parts in cache_artifact_object_paths(cls, standin_fields(obj)):
-                    _check_path(where, f"its {cls[1]}.{name} {value!r}", value, obj_parts, cache_dir)
+        for root in scan.roots:
+            for obj in walk(root):
+                cls = standin_global(obj)
+                if cls is not None:
+                    _check_object(where, cls, obj, cache_dir)
     return found
+
+
+def _refuse(where: str, cls: Global, problem: str) -> RunFileError:
+    return RunFileError(
+        f"{where}: its {cls[0]}.{cls[1]} object {problem}, which no artifact torch writes does; "
+        "compiletrace will not load it (--trust loads it anyway)"
+    )
+
+
+def _check_object(where: str, cls: Global, obj: Any, cache_dir: str | None) -> None:
+    """One object of an allowed class: its shape must be one the installed torch's class
+    has (no stand-in carrying another class's attributes), and every field torch acts on
+    (CACHE_ARTIFACT_FIELD_USES) must hold what torch itself writes there."""
+    problem = standin_shape_problem(obj)
+    if problem is not None:
+        raise _refuse(where, cls, problem)
+    shape = cache_artifact_class_shape(cls)
+    if shape is None:
+        raise _refuse(where, cls, "names a class this torch does not have")
+    if len(obj.ct_args) > shape.max_args:
+        raise _refuse(where, cls, f"is made with {len(obj.ct_args)} arguments, more than it takes")
+    if obj.ct_items and not shape.items:
+        raise _refuse(where, cls, "is filled with items, though it is no container")
+    fields = standin_fields(obj)
+    unknown = sorted(set(fields) - (shape.attributes or frozenset()))
+    if unknown:
+        shown = ", ".join(printable(str(name)) for name in unknown[:5])
+        raise _refuse(where, cls, f"sets attributes its class does not have ({shown})")
+    for (use_cls, name), use in CACHE_ARTIFACT_FIELD_USES.items():
+        if use_cls != cls or name not in fields:
+            continue
+        value = fields[name]
+        if use is FieldUse.GUARD_EXPRESSION and value is not None:
+            bad = (
+                expression_problem(
+                    value, arguments=GUARD_ARGUMENT, calls=GUARD_CALLS, constants=GUARD_CONSTANTS
+                )
+                if isinstance(value, str)
+                else "is not text"
+            )
+            if bad is not None:
+                raise _refuse(where, cls, f"has a {name} torch would evaluate, and {bad}")
+        elif use is FieldUse.MUST_BE_EMPTY and not _is_empty(value):
+            raise _refuse(where, cls, f"has entries in {name} ({use.value})")
+        elif use is FieldUse.CODE and not isinstance(value, str):
+            raise _refuse(where, cls, f"has a {name} that is not text")
+        elif use is FieldUse.FILE_NAME and not isinstance(value, (str, tuple)):
+            raise _refuse(where, cls, f"has a {name} that is not a name")
+    for name, value, obj_parts in cache_artifact_object_paths(cls, fields):
+        _check_path(where, f"its {cls[1]}.{name} {value!r}", value, obj_parts, cache_dir)
+
+
+def _is_empty(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return not value
+    return standin_global(value) is not None and not value.ct_items and not value.ct_args
 
 
 _DRIVE = re.compile(r"^[A-Za-z]:")

@@ -48,6 +48,7 @@ What is used, and why:
 
 from __future__ import annotations
 
+import enum
 import functools
 import hashlib
 import os
@@ -67,18 +68,25 @@ from compiletrace._io.state import STATE, warn_once
 
 __all__ = [
     "BACKWARD_REGION",
+    "CACHE_ARTIFACT_FIELD_USES",
     "CACHE_ARTIFACT_GLOBALS",
     "CACHE_ARTIFACT_JSON_KINDS",
     "FRAME_REGION",
+    "GUARD_ARGUMENT",
+    "GUARD_CALLS",
+    "GUARD_CONSTANTS",
     "REFUSED_ARTIFACT_GLOBALS",
     "TRIGGER_DYNAMO",
     "TRIGGER_LAZY_BACKWARD",
+    "ArtifactClassShape",
     "CacheCounts",
     "Capability",
     "CompileEventCallback",
     "CompilingFrame",
+    "FieldUse",
     "RecompileLimitListener",
     "backend_failure_type",
+    "cache_artifact_class_shape",
     "cache_artifact_location",
     "cache_artifact_object_paths",
     "cache_counts",
@@ -1098,6 +1106,187 @@ REFUSED_ARTIFACT_GLOBALS: dict[tuple[str, str], str] = {
         "backward graphs this way)"
     ),
 }
+
+
+# What torch *does* with the fields of the classes above, beyond keeping them as data: each
+# field it turns into a path, a directory, an expression it evaluates, or code it runs, or
+# must find empty because what it would hold is not on the list. compiletrace._app.cache
+# checks every one of them (the "use"), so an allowed class cannot carry a hostile value
+# into any of these. A field absent here is data torch only keeps, compares or prints.
+class FieldUse(enum.Enum):
+    FILE_NAME = "a file name torch joins under the cache directory"
+    GUARD_EXPRESSION = "a Python expression torch evaluates (eval) when a compile looks the entry up"
+    CODE = "source code torch writes and imports when a compile hits the entry"
+    MUST_BE_EMPTY = "a list whose entries torch would unpack into files and directories"
+
+
+_OUTPUT_CODE = ("torch._inductor.output_code", "CompiledFxGraph")
+_TRITON_BUNDLE = ("torch._inductor.triton_bundler", "TritonBundle")
+CACHE_ARTIFACT_FIELD_USES: dict[tuple[tuple[str, str], str], FieldUse] = {
+    # CompiledFxGraph.write_to_disk: get_path(cache_key, "py") -> <cache>/<key[1:3]>/<key>.py
+    (_OUTPUT_CODE, "cache_key"): FieldUse.FILE_NAME,
+    # GuardedCache.iterate_over_candidates -> ShapeEnv.evaluate_guards_expression -> eval
+    (_OUTPUT_CODE, "guards_expr"): FieldUse.GUARD_EXPRESSION,
+    # after_deserialization writes it to the .py above and PyCodeCache imports it
+    (_OUTPUT_CODE, "source_code"): FieldUse.CODE,
+    # TritonBundler.read_and_emit: os.path.join(triton dir, kernel_hash), then each
+    # artifact's filename under it (the Triton kernel classes are not on the list: CPU only)
+    (_TRITON_BUNDLE, "kernel_artifacts"): FieldUse.MUST_BE_EMPTY,
+    # TritonBundler.load_autotuners rebuilds kernels from them
+    (_TRITON_BUNDLE, "static_autotuners"): FieldUse.MUST_BE_EMPTY,
+    # FxGraphCacheLoadable.load: FxGraphCache.load_with_key(fx_graph_cache_info[0]) ->
+    # <cache>/fxgraph/<key[1:3]>/<key>
+    ((f"{_AOT}.aot_autograd_result", "CompiledForward"), "fx_graph_cache_info"): FieldUse.FILE_NAME,
+    ((f"{_AOT}.aot_autograd_result", "CompiledBackward"), "fx_graph_cache_info"): FieldUse.FILE_NAME,
+    # AOTAutogradResult.wrap_post_compile / AOTAutogradCache lookups evaluate it as above
+    ((f"{_AOT}.aot_autograd_result", "AOTAutogradResult"), "guards_expr"): FieldUse.GUARD_EXPRESSION,
+}
+
+# The guard expressions torch writes (ShapeEnv.produce_guards_expression with the Python
+# printer of torch.utils._sympy.printers): arguments L['t0'], L['t1'], ..., these calls
+# and constants, and operators. It evaluates them with the globals of SYMPY_INTERP, which
+# hold the modules ``torch`` and ``math``, so any other name or attribute could reach any
+# code: the check admits these and nothing else.
+GUARD_ARGUMENT = re.compile(r"t[0-9]{1,6}")
+GUARD_CALLS = frozenset(
+    {
+        "IsNonOverlappingAndDenseIndicator",
+        "cast_symbool_to_symint_guardless",
+        "abs",
+        "max",
+        "min",
+        "round",
+        "torch.sym_float",
+        "torch._sym_sqrt",
+        *(
+            f"math.{name}"
+            for name in ("floor", "ceil", "trunc", "cos", "cosh", "acos", "sin", "sinh", "asin", "tan")
+        ),
+        *(f"math.{name}" for name in ("tanh", "atan", "log2")),
+    }
+)
+GUARD_CONSTANTS = frozenset({"math.inf", "math.nan"})
+
+
+@dataclass(frozen=True)
+class ArtifactClassShape:
+    """What an object of an allowed global may look like in a pickle, read off the class
+    the installed torch defines (not written down by hand, so it moves with torch)."""
+
+    attributes: frozenset[str] | None  # names its state may set; None: it takes no state
+    max_args: int  # positional arguments a REDUCE or NEWOBJ may pass it
+    items: bool  # it is a container that APPENDS / SETITEMS may fill
+
+
+_CONTAINERS = frozenset(
+    {
+        ("builtins", "list"),
+        ("collections", "Counter"),
+        ("collections", "OrderedDict"),
+        ("collections", "defaultdict"),
+        ("torch.utils._ordered_set", "OrderedSet"),
+    }
+)
+
+
+def _resolve_global(ref: tuple[str, str]) -> Any:
+    """The object ``module.name`` names in the installed torch (imports torch's or the
+    standard library's own module, never anything from a file), or None."""
+    import importlib
+
+    module, name = ref
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    return obj
+
+
+def _attributes_assigned_in(klass: type) -> set[str]:
+    """The attributes a class's own methods set on ``self`` (``self.x = ...``,
+    ``object.__setattr__(self, "x", ...)``), read from its source: what ``__post_init__``
+    or ``__init__`` adds beyond the declared fields."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+    except (OSError, TypeError, SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                found.add(node.attr)
+        elif isinstance(node, ast.Call) and len(node.args) >= 2:
+            func = node.func
+            is_setattr = (isinstance(func, ast.Name) and func.id == "setattr") or (
+                isinstance(func, ast.Attribute) and func.attr == "__setattr__"
+            )
+            target, name = node.args[0], node.args[1]
+            if (
+                is_setattr
+                and isinstance(target, ast.Name)
+                and target.id == "self"
+                and isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+            ):
+                found.add(name.value)
+    return found
+
+
+@functools.cache
+def cache_artifact_class_shape(ref: tuple[str, str]) -> ArtifactClassShape | None:
+    """The shape objects of the allowed global ``ref`` take in a pickle, derived from the
+    installed torch's own class: a dataclass's fields, a class's annotated and slotted
+    attributes, a function's parameters. None when this torch has no such global (an
+    artifact naming it cannot be checked, so it is refused).
+
+    >>> cache_artifact_class_shape(("torch._inductor.utils", "BoxedBool")).attributes
+    frozenset({'value'})
+    >>> cache_artifact_class_shape(("collections", "Counter")).items
+    True
+    """
+    import dataclasses
+    import inspect
+
+    obj = _resolve_global(ref)
+    if obj is None:
+        return None
+    if ref in _CONTAINERS:
+        return ArtifactClassShape(None, 1, True)
+    if isinstance(obj, type) and issubclass(obj, enum.Enum):
+        return ArtifactClassShape(None, 1, False)
+    if isinstance(obj, type):
+        names: set[str] = set()
+        for klass in obj.__mro__:
+            if klass is object:
+                continue
+            names.update(inspect.get_annotations(klass))
+            slots = klass.__dict__.get("__slots__", ())
+            names.update((slots,) if isinstance(slots, str) else slots)
+            names.update(_attributes_assigned_in(klass))
+            # a cached_property keeps its value in the instance dict, under its own name
+            names.update(k for k, v in klass.__dict__.items() if isinstance(v, functools.cached_property))
+        if dataclasses.is_dataclass(obj):
+            names.update(f.name for f in dataclasses.fields(obj))
+        try:
+            params = inspect.signature(obj).parameters.values()
+            max_args = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        except (TypeError, ValueError):
+            max_args = len(names)
+        return ArtifactClassShape(frozenset(n for n in names if not n.startswith("__")), max_args, False)
+    if callable(obj):  # a function torch calls with arguments from the file
+        try:
+            params = inspect.signature(obj).parameters.values()
+            max_args = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+        except (TypeError, ValueError):
+            max_args = 0
+        return ArtifactClassShape(None, max_args, False)
+    return ArtifactClassShape(None, 0, False)  # a constant (a memory format, say)
 
 
 def cache_artifact_location(kind: str, key: str) -> tuple[str, ...] | None:

@@ -20,6 +20,7 @@ torch's own classes. It imports the standard library only.
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import collections
@@ -45,6 +46,7 @@ __all__ = [
     "RawArtifact",
     "RestrictedUnpickler",
     "digest_path",
+    "expression_problem",
     "pack_container",
     "parse_container",
     "printable",
@@ -53,6 +55,7 @@ __all__ = [
     "sha256_hex",
     "standin_fields",
     "standin_global",
+    "standin_shape_problem",
     "walk",
     "write_digest",
 ]
@@ -199,14 +202,14 @@ class _Inert:
     ct_global: ClassVar[Global] = ("", "")
     ct_args: tuple[Any, ...]
     ct_kwargs: dict[str, Any]
-    ct_state: Any
+    ct_states: list[Any]  # every BUILD, in order: unpickling applies them all, not just the last
     ct_items: list[Any]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> _Inert:
         inst = object.__new__(cls)
         inst.ct_args = args
         inst.ct_kwargs = kwargs
-        inst.ct_state = None
+        inst.ct_states = []
         inst.ct_items = []
         return inst
 
@@ -215,7 +218,7 @@ class _Inert:
 
     # What the unpickler may call on an object it built (BUILD, APPENDS, SETITEMS, ADDITEMS).
     def __setstate__(self, state: Any) -> None:
-        self.ct_state = state
+        self.ct_states.append(state)
 
     def append(self, item: Any) -> None:
         self.ct_items.append(item)
@@ -283,11 +286,13 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 @dataclass(frozen=True)
 class PickleScan:
-    """What :func:`read_pickle` found: the object tree (stand-ins for admitted globals)
-    and how often each global was named, nested pickles included."""
+    """What :func:`read_pickle` found: the object tree (stand-ins for admitted globals),
+    how often each global was named, and the roots of every pickle read (this one first,
+    then the ones nested inside it), so a check can walk them all."""
 
     root: Any
     globals: collections.Counter[Global]
+    roots: tuple[Any, ...] = ()
 
 
 def _looks_like_pickle(value: bytes | bytearray) -> bool:
@@ -319,6 +324,7 @@ def read_pickle(
     except Exception as exc:  # malformed or hostile bytes: whatever the unpickler raised
         raise RunFileError(f"{where} is not a readable pickle ({type(exc).__name__}: {exc})") from None
     found = collections.Counter(reader.seen)
+    roots = [root]
     for value in walk(root):
         if isinstance(value, (bytes, bytearray)) and _looks_like_pickle(value):
             if _depth >= _MAX_NESTED_DEPTH:
@@ -327,7 +333,8 @@ def read_pickle(
                 bytes(value), allowed, f"{where} (a pickle inside it)", reasons, _depth=_depth + 1
             )
             found.update(inner.globals)
-    return PickleScan(root, found)
+            roots.extend(inner.roots)
+    return PickleScan(root, found, tuple(roots))
 
 
 def walk(root: Any) -> Iterator[Any]:
@@ -347,26 +354,155 @@ def walk(root: Any) -> Iterator[Any]:
         elif isinstance(obj, (list, tuple, set, frozenset)):
             todo.extend(obj)
         elif isinstance(obj, _Inert):
-            todo.extend((obj.ct_args, obj.ct_kwargs, obj.ct_state, obj.ct_items))
+            todo.extend((obj.ct_args, obj.ct_kwargs, obj.ct_states, obj.ct_items))
 
 
 def standin_fields(obj: Any) -> dict[str, Any]:
-    """The attributes a stand-in would have had: its BUILD state (a dict, or a
-    ``(dict, slots)`` pair) and its keyword arguments."""
+    """The attributes a stand-in would have had once unpickled: its keyword arguments, then
+    every BUILD state (a dict, or a ``(dict, slots)`` pair) applied in order, as pickle
+    applies them. Keys that are not strings are kept as they are (a shape check refuses
+    them).
+    """
     if not isinstance(obj, _Inert):
         return {}
-    fields: dict[str, Any] = dict(obj.ct_kwargs)
-    state = obj.ct_state
-    parts = state if isinstance(state, tuple) else (state,)
-    for part in parts:
-        if isinstance(part, dict):
-            fields.update({k: v for k, v in part.items() if isinstance(k, str)})
+    fields: dict[Any, Any] = dict(obj.ct_kwargs)
+    for state in obj.ct_states:
+        parts = state if isinstance(state, tuple) else (state,)
+        for part in parts:
+            if isinstance(part, dict):
+                fields.update(part)
     return fields
+
+
+def standin_shape_problem(obj: Any) -> str | None:
+    """What about a stand-in's BUILD states no ``pickle.dumps`` of a real object writes:
+    more than one BUILD (a later one can overwrite what a check read in an earlier one), a
+    state that is not a dict or a ``(dict, dict)`` pair, or an attribute name that is not a
+    string. None when the shape is one pickle writes.
+    """
+    if not isinstance(obj, _Inert):
+        return None
+    if len(obj.ct_states) > 1:
+        return f"is built {len(obj.ct_states)} times (pickle builds an object once)"
+    for state in obj.ct_states:
+        parts = state if isinstance(state, tuple) else (state,)
+        if isinstance(state, tuple) and len(state) != 2:
+            return "has a state tuple that is not a (dict, slots) pair"
+        for part in parts:
+            if part is None and isinstance(state, tuple):
+                continue
+            if not isinstance(part, dict):
+                return f"has a state that is a {type(part).__name__}, not the attribute dict pickle writes"
+            if not all(isinstance(k, str) for k in part):
+                return "has an attribute name that is not a string"
+    return None
 
 
 def standin_global(obj: Any) -> Global | None:
     """The global a stand-in instance stands for (None for anything else)."""
     return obj.ct_global if isinstance(obj, _Inert) else None
+
+
+# -- expressions torch evaluates ---------------------------------------------------------------
+
+_MAX_EXPRESSION_CHARS = 100_000
+_EXPRESSION_NODES = (
+    ast.Expression,
+    ast.BoolOp, ast.And, ast.Or,
+    ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
+    ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.LShift, ast.Pow,
+    ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE,
+    ast.IfExp,
+    ast.Load,
+)  # fmt: skip
+
+
+def expression_problem(
+    text: str,
+    *,
+    arguments: re.Pattern[str],
+    calls: Collection[str],
+    constants: Collection[str] = (),
+) -> str | None:
+    """Why ``text`` is not an expression of the shape torch writes for the shape guards it
+    later ``eval``s, or None when it is.
+
+    Accepted, and nothing else: comparisons, boolean and arithmetic operators, number
+    literals, the guard's arguments as ``L['<name>']`` with ``<name>`` matching
+    ``arguments``, calls of the dotted names in ``calls`` (positional arguments only), and
+    the dotted names in ``constants``. No other name, no attribute, no string, no
+    subscript, no keyword: so no path from the expression to a builtin or a module.
+
+    >>> pattern = re.compile(r"t[0-9]+")
+    >>> expression_problem("2 <= L['t0'] and L['t0'] <= 4096", arguments=pattern, calls={"max"}) is None
+    True
+    >>> expression_problem("open('/etc/passwd')", arguments=pattern, calls={"max"})
+    "it calls open, not one of the functions torch's guards call"
+    >>> expression_problem("__import__('os').system('id')", arguments=pattern, calls={"max"})
+    "it calls what an expression returns, not one of the functions torch's guards call"
+    """
+    if len(text) > _MAX_EXPRESSION_CHARS:
+        return f"it is {len(text)} characters long (torch's guards are far shorter)"
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "it is not a Python expression"
+    return _expression_node_problem(tree, arguments, frozenset(calls), frozenset(constants))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _expression_node_problem(
+    root: ast.AST, arguments: re.Pattern[str], calls: frozenset[str], constants: frozenset[str]
+) -> str | None:
+    todo: list[ast.AST] = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Constant):
+            if type(node.value) not in (int, float, bool):
+                return f"it holds the literal {node.value!r}, where torch's guards hold numbers only"
+            continue
+        if isinstance(node, ast.Subscript):  # L['t0']: an argument, and only that
+            key = node.slice
+            if not (
+                isinstance(node.value, ast.Name)
+                and node.value.id == "L"
+                and isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+                and arguments.fullmatch(key.value)
+            ):
+                return "it subscripts something other than one of the guard's arguments L['...']"
+            continue
+        if isinstance(node, ast.Call):
+            name = _dotted(node.func)
+            if name is None or name not in calls:
+                shown = name or "what an expression returns"
+                return f"it calls {shown}, not one of the functions torch's guards call"
+            if node.keywords:
+                return f"it passes keywords to {name}"
+            todo.extend(node.args)
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = _dotted(node)
+            if name is None or name not in constants:
+                return f"it names {name or 'an attribute'}, which torch's guards never do"
+            continue
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.LShift, ast.Pow)):
+            # torch writes (-1 << 63) for the smallest int64; a huge shift or power hangs eval.
+            shift = node.right
+            if not (isinstance(shift, ast.Constant) and type(shift.value) is int and 0 <= shift.value <= 64):
+                return "it shifts or raises to something other than a small constant"
+        if not isinstance(node, _EXPRESSION_NODES):
+            return f"it uses {type(node).__name__}, which torch's guards never do"
+        todo.extend(ast.iter_child_nodes(node))
+    return None
 
 
 # -- the digest beside the file --------------------------------------------------------------
