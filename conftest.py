@@ -17,6 +17,12 @@ import torch
 _CACHE = tempfile.mkdtemp(prefix="compiletrace-test-inductor-")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# A private configuration directory: the signing key that 'cache save' creates on first use
+# lands there, never in the user's own, and a key set in the environment does not leak in.
+_CONFIG = tempfile.mkdtemp(prefix="compiletrace-test-config-")
+os.environ["XDG_CONFIG_HOME"] = _CONFIG
+os.environ.pop("COMPILETRACE_SIGNING_KEY", None)
+atexit.register(shutil.rmtree, _CONFIG, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

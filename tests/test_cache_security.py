@@ -33,6 +33,7 @@ from compiletrace._app.profile import profile
 from compiletrace._core.torch_compat import CACHE_ARTIFACT_GLOBALS
 from compiletrace._io.artifacts import digest_path, pack_container, read_pickle, write_digest
 from compiletrace._io.errors import RunFileError
+from compiletrace._io.signing import KEY_ENV, key_file, load_signing_key
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "tests.tiny_models:tiny"
@@ -49,11 +50,19 @@ class _Touch:
         return (Path.touch, (self.path,))
 
 
-def _save(path: Path, sections: dict[str, list[tuple[str, bytes]]], *, digest: bool = True) -> Path:
+def _save(
+    path: Path, sections: dict[str, list[tuple[str, bytes]]], *, digest: bool = True, sign: bool = True
+) -> Path:
+    """Write a container as ``cache save`` would: its digest beside it, signed with this
+    run's key (so a test reaches the content checks), unless told otherwise."""
     data = pack_container(sections)
     path.write_bytes(data)
     if digest:
-        write_digest(path, data, torch_version=str(torch.__version__), compiletrace_version="test")
+        key = load_signing_key(create=True) if sign else None
+        signature = None if key is None else (key.sign(data), key.key_id)
+        write_digest(
+            path, data, torch_version=str(torch.__version__), compiletrace_version="test", signature=signature
+        )
     return path
 
 
@@ -425,7 +434,11 @@ def test_garbage_is_one_line_and_exit_2(
 ) -> None:
     path = tmp_path / "junk.cache"
     path.write_bytes(data)
-    write_digest(path, data, torch_version="x", compiletrace_version="x")
+    key = load_signing_key(create=True)
+    assert key is not None
+    write_digest(
+        path, data, torch_version="x", compiletrace_version="x", signature=(key.sign(data), key.key_id)
+    )
     argvs = [["cache", "inspect", str(path)], ["cache", "load", str(path)]]
     if not container:  # even trusted, what is not a container never reaches torch's traceback
         argvs.append(["cache", "load", "--trust", str(path)])
@@ -488,3 +501,79 @@ def test_real_artifacts_with_one_byte_flipped_are_caught(
     assert cli.main(["cache", "load", "--trust", str(path)]) == 2
     assert "checksum does not match" in _one_line_error(capsys.readouterr().err)
     assert not (cache_dir / "fxgraph").exists()
+
+
+# -- signatures: your own files by construction ----------------------------------------------
+
+
+@pytest.mark.inductor
+def test_signed_files_load_on_the_same_key_and_are_refused_otherwise(
+    real_artifacts: Path,
+    tmp_path: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Saved by 'cache save' in a child process with this run's key file: signed by it.
+    sidecar = digest_path(real_artifacts).read_text()
+    key = load_signing_key(create=False)
+    assert key is not None and f"key {key.key_id}" in sidecar
+    assert inspect_cache_artifacts(real_artifacts).signature == "yours"
+    assert cli.main(["cache", "load", str(real_artifacts)]) == 0
+    assert "checked against real.cache.sha256" in capsys.readouterr().out
+
+    # The same file and digest, signed by another key (a team key that is not set here).
+    monkeypatch.setenv(KEY_ENV, "another team's key, long enough to count")
+    info = inspect_cache_artifacts(real_artifacts)
+    assert info.signature == "another key" and "refuses it without --trust" in info.report()
+    assert cli.main(["cache", "load", str(real_artifacts)]) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert f"signed by another key ({key.key_id})" in line and KEY_ENV in line
+    assert cli.main(["cache", "load", "--trust", str(real_artifacts)]) == 0
+    capsys.readouterr()
+    monkeypatch.delenv(KEY_ENV)
+
+    # Unsigned: the digest without its signature line still passes 'sha256sum -c'.
+    unsigned = tmp_path / "unsigned.cache"
+    shutil.copy(real_artifacts, unsigned)
+    digest_path(unsigned).write_text(
+        "".join(
+            x for x in sidecar.replace("real.cache", "unsigned.cache").splitlines(True) if "hmac" not in x
+        )
+    )
+    assert inspect_cache_artifacts(unsigned).signature == "unsigned"
+    assert cli.main(["cache", "load", str(unsigned)]) == 2
+    assert "it is not signed" in _one_line_error(capsys.readouterr().err)
+
+    # Forged: the digest recomputed for a changed file, the old signature kept.
+    forged = tmp_path / "forged.cache"
+    body = pack_container({"autotune": [("ab/cd.best_config", b"{}")]})
+    forged.write_bytes(body)
+    old_signature = sidecar.split("# hmac-sha256 ")[1].split()[0]
+    write_digest(
+        forged, body, torch_version="x", compiletrace_version="x", signature=(old_signature, key.key_id)
+    )
+    assert cli.main(["cache", "load", str(forged)]) == 2
+    assert "signature does not verify" in _one_line_error(capsys.readouterr().err)
+
+
+def test_the_key_is_made_once_private_and_a_shared_one_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    assert load_signing_key(create=False) is None
+    made = load_signing_key(create=True)
+    assert made is not None and made.source == str(key_file())
+    assert key_file().stat().st_mode & 0o777 == 0o600
+    assert key_file().parent.stat().st_mode & 0o777 == 0o700
+    again = load_signing_key(create=True)
+    assert again is not None and again.key_id == made.key_id  # made once, then read
+
+    path = _save(tmp_path / "tune.cache", {"autotune": [("ab/cd.best_config", b"{}")]})
+    key_file().chmod(0o644)
+    assert cli.main(["cache", "inspect", str(path)]) == 2
+    assert "can be read or written by others (mode 0644)" in _one_line_error(capsys.readouterr().err)
+    key_file().chmod(0o600)
+    monkeypatch.setenv(KEY_ENV, "short")
+    assert cli.main(["cache", "load", str(path)]) == 2
+    assert f"{KEY_ENV} holds 5 bytes" in _one_line_error(capsys.readouterr().err)

@@ -68,6 +68,7 @@ from compiletrace._io.artifacts import (
 )
 from compiletrace._io.errors import RunFileError, UsageError
 from compiletrace._io.files import STDOUT, write_bytes
+from compiletrace._io.signing import KEY_ENV, key_file, load_signing_key
 from compiletrace._version import __version__
 
 __all__ = [
@@ -83,6 +84,13 @@ __all__ = [
 DIGEST_WRITTEN = "written"  # save wrote it
 DIGEST_VERIFIED = "verified"  # it is there and matches the file
 DIGEST_MISSING = "missing"  # there is none beside the file
+
+# CacheArtifacts.signature: what is known about the signature in PATH.sha256.
+SIGNED_BY_YOU = "yours"  # signed by this user's key, and it verifies
+SIGNED_BY_OTHER = "another key"  # signed, by a key that is not this user's
+SIGNATURE_BAD = "does not verify"  # signed with this user's key id, yet the HMAC does not match
+UNSIGNED = "unsigned"  # no signature (or no digest file at all)
+NO_KEY = "no key here"  # signed, but this user has no key to check it with
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,8 @@ class CacheArtifacts:
     entries: tuple[ArtifactEntry, ...] = ()
     globals: tuple[str, ...] = ()  # "module.name" of every class the pickles name, sorted
     checked: bool = True
+    signature: str = UNSIGNED  # SIGNED_BY_YOU, SIGNED_BY_OTHER, SIGNATURE_BAD, UNSIGNED or NO_KEY
+    key_id: str | None = None  # the key that signed it
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +135,8 @@ class CacheArtifacts:
             "digest": self.digest,
             "torch_version": self.torch_version,
             "checked": self.checked,
+            "signature": self.signature,
+            "key_id": self.key_id,
         }
 
     def describe(self) -> str:
@@ -143,9 +155,17 @@ class CacheArtifacts:
         saved = "unknown (no digest file)" if self.torch_version is None else f"torch {self.torch_version}"
         if self.torch_version is not None and self.torch_version != here:
             saved += f"; this is torch {here}, whose caches will not use it"
+        signed = {
+            SIGNED_BY_YOU: f"by your key {self.key_id}: 'cache load' takes it",
+            SIGNED_BY_OTHER: f"by another key ({self.key_id}): 'cache load' refuses it without --trust",
+            SIGNATURE_BAD: f"with your key id {self.key_id}, but the signature does not verify",
+            NO_KEY: f"by key {self.key_id}; there is no signing key here to check it with",
+            UNSIGNED: "no: 'cache load' refuses it without --trust",
+        }[self.signature]
         lines = [
             self.describe(),
             f"sha256:   {digest}",
+            f"signed:   {signed}",
             f"saved by: {saved}",
         ]
         if self.checked:
@@ -194,10 +214,18 @@ def save_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:
         )
     data, info = saved
     target = Path(path)
+    key = load_signing_key(create=True)
+    assert key is not None  # create=True makes one or raises
     write_bytes(target, data)
     # The digest is written second: a crash between the two leaves a digest that does not
     # match, which load refuses, never an unchecked file that looks checked.
-    write_digest(target, data, torch_version=str(torch.__version__), compiletrace_version=__version__)
+    write_digest(
+        target,
+        data,
+        torch_version=str(torch.__version__),
+        compiletrace_version=__version__,
+        signature=(key.sign(data), key.key_id),
+    )
     return CacheArtifacts(
         str(target),
         len(data),
@@ -207,6 +235,8 @@ def save_cache_artifacts(path: str | os.PathLike[str]) -> CacheArtifacts:
         digest=DIGEST_WRITTEN,
         torch_version=str(torch.__version__),
         entries=_entries(parse_container(data, str(target))),
+        signature=SIGNED_BY_YOU,
+        key_id=key.key_id,
     )
 
 
@@ -303,6 +333,9 @@ def _examine(
     sha256 = sha256_hex(data)
     digest = _verify_digest(target, sha256, require=require_digest)
     raws = parse_container(data, str(target))
+    signature = _signature_status(data, digest)
+    if require_digest and signature != SIGNED_BY_YOU:
+        raise _unsigned(target, signature, digest)
     found = collections.Counter[Global]() if trust else _check_artifacts(str(target), raws, cache_dir)
     return CacheArtifacts(
         str(target),
@@ -314,7 +347,44 @@ def _examine(
         entries=_entries(raws),
         globals=tuple(sorted(f"{module}.{name}" for module, name in found)),
         checked=not trust,
+        signature=signature,
+        key_id=None if digest is None else digest.key_id,
     )
+
+
+def _signature_status(data: bytes, digest: Digest | None) -> str:
+    if digest is None or digest.signature is None or digest.key_id is None:
+        return UNSIGNED
+    key = load_signing_key(create=False)
+    if key is None:
+        return NO_KEY
+    if key.key_id != digest.key_id:
+        return SIGNED_BY_OTHER
+    return SIGNED_BY_YOU if key.verifies(data, digest.signature) else SIGNATURE_BAD
+
+
+def _unsigned(target: Path, signature: str, digest: Digest | None) -> RunFileError:
+    """Why a file that is not signed by this user's key is refused, and what to do."""
+    fix = "pass --trust (trust=True) if you trust where it came from"
+    if signature == SIGNED_BY_OTHER:
+        assert digest is not None
+        why = (
+            f"it is signed by another key ({digest.key_id}); set {KEY_ENV} to the key that signed "
+            f"it (a team's or CI's shared key), or {fix}"
+        )
+    elif signature == NO_KEY:
+        why = (
+            f"it is signed by key {digest.key_id if digest else '?'}, and there is no signing key here "
+            f"({KEY_ENV} is unset and {key_file()} does not exist); set {KEY_ENV} to that key, or {fix}"
+        )
+    elif signature == SIGNATURE_BAD:
+        why = "its signature does not verify under your key: it was damaged or forged after it was signed"
+    else:
+        why = (
+            "it is not signed ('cache save' signs what it writes with your key); save it again with "
+            f"this compiletrace, or {fix}"
+        )
+    return RunFileError(f"{target} is refused: {why}")
 
 
 def _verify_digest(target: Path, sha256: str, *, require: bool) -> Digest | None:

@@ -510,6 +510,7 @@ def _expression_node_problem(
 DIGEST_SUFFIX = ".sha256"
 _DIGEST_LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
 _META_LINE = re.compile(r"^# (torch|compiletrace) (\S+)$")
+_SIGNATURE_LINE = re.compile(r"^# hmac-sha256 ([0-9a-f]{64}) key ([0-9a-f]{16})$")
 
 
 @dataclass(frozen=True)
@@ -520,6 +521,8 @@ class Digest:
     sha256: str
     torch_version: str | None = None
     compiletrace_version: str | None = None
+    signature: str | None = None  # HMAC-SHA256 of the file under the saver's key, in hex
+    key_id: str | None = None  # which key made it (compiletrace._io.signing.SigningKey.key_id)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -542,10 +545,16 @@ def digest_path(path: str | os.PathLike[str]) -> Path:
 
 
 def write_digest(
-    path: str | os.PathLike[str], data: bytes, *, torch_version: str, compiletrace_version: str
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    torch_version: str,
+    compiletrace_version: str,
+    signature: tuple[str, str] | None = None,
 ) -> Path:
     """Write ``PATH.sha256`` for the artifacts ``data`` saved at ``path`` (atomically),
-    in the format ``sha256sum -c`` reads (its ``#`` lines are comments). Returns its path.
+    in the format ``sha256sum -c`` reads (its ``#`` lines are comments). ``signature`` is
+    ``(hmac_hex, key_id)``, written as one more comment line. Returns its path.
 
     >>> import os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "x.cache")
@@ -561,7 +570,8 @@ def write_digest(
         f"# compiletrace cache artifacts; check with: sha256sum -c {target.name}\n"
         f"# torch {torch_version}\n"
         f"# compiletrace {compiletrace_version}\n"
-        f"{sha256_hex(data)}  {name}\n"
+        + ("" if signature is None else f"# hmac-sha256 {signature[0]} key {signature[1]}\n")
+        + f"{sha256_hex(data)}  {name}\n"
     )
     write_text(target, text)
     return target
@@ -580,6 +590,7 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
         raise RunFileError(f"cannot read the digest {str(target)!r}: {exc}") from None
     meta: dict[str, str] = {}
     digests: list[str] = []
+    signatures: list[tuple[str, str]] = []
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -587,6 +598,9 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
             m = _META_LINE.match(line)
             if m:
                 meta[m.group(1)] = m.group(2)
+            s = _SIGNATURE_LINE.match(line)
+            if s:
+                signatures.append((s.group(1), s.group(2)))
             continue
         m = _DIGEST_LINE.match(line)
         if m is None:
@@ -594,4 +608,7 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
         digests.append(m.group(1))
     if len(digests) != 1:
         raise RunFileError(f"{target} must hold exactly one SHA-256 line, found {len(digests)}")
-    return Digest(digests[0], meta.get("torch"), meta.get("compiletrace"))
+    if len(signatures) > 1:
+        raise RunFileError(f"{target} holds {len(signatures)} signatures; 'cache save' writes one")
+    signature, key_id = signatures[0] if signatures else (None, None)
+    return Digest(digests[0], meta.get("torch"), meta.get("compiletrace"), signature, key_id)
