@@ -25,7 +25,7 @@ from compiletrace._core.timeline import ORIGIN_PROCESS, Timeline, unix_now_ns
 from compiletrace._io.errors import ChildFailed, LaunchError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
 from compiletrace._io.signals import Terminated, terminate_on_signals
-from compiletrace._io.text import first_line
+from compiletrace._io.text import first_line, printable
 
 __all__ = ["build_parser", "main"]
 
@@ -348,7 +348,7 @@ def _error(args: argparse.Namespace, message: str) -> None:
     if getattr(args, "debug", False):
         traceback.print_exc()
     hint = "" if getattr(args, "debug", False) else " (--debug shows the traceback)"
-    print(f"{PROG}: error: {message}{hint}", file=sys.stderr)
+    print(f"{PROG}: error: {printable(message)}{hint}", file=sys.stderr)
 
 
 def _outputs(pairs: Sequence[tuple[str | None, str]], inputs: Sequence[str] = ()) -> None:
@@ -442,8 +442,8 @@ def _profile(args: argparse.Namespace) -> int:
 
         def compiled(record: Any) -> None:
             progress.note(
-                f"compiled {record.component} {record.compile_id} ({record.code_name}) in "
-                f"{record.total_s:.2f} s, cache {record.cache_outcome.value}"
+                f"compiled {printable(record.component)} {record.compile_id} ({printable(record.code_name)})"
+                f" in {record.total_s:.2f} s, cache {record.cache_outcome.value}"
             )
 
         registry.add_listener(compiled)
@@ -456,7 +456,7 @@ def _profile(args: argparse.Namespace) -> int:
             device=args.device,
             components=components or None,
             registry=registry,
-            on_compile=(lambda name: progress.set(f"compiling {name}")) if compiling else None,
+            on_compile=(lambda name: progress.set(f"compiling {printable(name)}")) if compiling else None,
             cache_artifacts=args.cache_artifacts,
             trust=args.trust,
             trace_cost=args.trace_cost,
@@ -534,7 +534,7 @@ def _print_expensive_hits(run: ProfileRun) -> None:
     if flagged:
         print("\nExpensive cache hits (a hit that still compiles):")
         for hit in flagged:
-            print(f"  {hit.explanation()}")
+            print(f"  {printable(hit.explanation())}")
 
 
 def _check_device(spec: str, nproc: int) -> None:
@@ -589,8 +589,9 @@ def _profile_ranks(args: argparse.Namespace) -> int:
             if args.debug and exc.output:
                 sys.stderr.write(exc.output.rstrip() + "\n")
             hint = "" if args.debug or not exc.output else " (--debug shows the job's whole output)"
-            head, sep, rest = str(exc).partition("\n")
-            print(f"{PROG}: error: {head}{hint}{sep}{rest}", file=sys.stderr)
+            head, sep, rest = str(exc).partition("\n")  # the rest: the failed rank's last lines
+            rest = "\n".join(map(printable, rest.split("\n")))
+            print(f"{PROG}: error: {printable(head)}{hint}{sep}{rest}", file=sys.stderr)
             return EXIT_FAILED
     if args.debug and job.output:
         sys.stderr.write(job.output.rstrip() + "\n")
@@ -613,7 +614,7 @@ def _cache(args: argparse.Namespace) -> int:
     if args.cache_command == "load":
         info = load_cache_artifacts(args.path, trust=args.trust)
         how = "unchecked (--trust)" if args.trust else f"checked against {digest_path(info.path).name}"
-        print(f"loaded {info.describe()} in {info.seconds:.2f} s, {how}")
+        print(f"loaded {printable(info.describe())} in {info.seconds:.2f} s, {how}")
         _warn_torch_version(info.torch_version)
         return EXIT_OK
     if args.path == "-":
@@ -630,7 +631,7 @@ def _cache(args: argparse.Namespace) -> int:
     )
     print(run.summary().splitlines()[-1])
     info = save_cache_artifacts(args.path)
-    print(f"saved {info.describe()}, its digest in {digest_path(info.path).name}")
+    print(f"saved {printable(info.describe())}, its digest in {digest_path(info.path).name}")
     return EXIT_OK
 
 

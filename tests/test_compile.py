@@ -204,7 +204,7 @@ def test_callbacks_removed_behind_our_back_are_detected(monkeypatch: pytest.Monk
 
 def test_torch_without_callback_api_degrades_to_backend_timing(monkeypatch: pytest.MonkeyPatch) -> None:
     tc.uninstall_callbacks_for_tests()
-    monkeypatch.setattr(tc, "_callback_handler", lambda: None)
+    monkeypatch.setattr("compiletrace._core.torch_compat.callbacks._callback_handler", lambda: None)
     reg = Registry()
     fn = compiletrace.compile(lambda x: x + 2, backend="eager", dynamic=False, registry=reg)
     with warnings.catch_warnings(record=True) as caught:

@@ -4,6 +4,10 @@ views and the applications, with no import cycle anywhere (function-level import
 The graph is read from the source with ``ast``, so an import inside a function counts as
 much as one at the top of a module; imports under ``if TYPE_CHECKING:`` do not (they never
 run).
+
+Every private torch API lives in the package ``compiletrace._core.torch_compat``, one module
+per concept. Its ``__init__`` is its one door: nothing outside the package imports one of its
+modules directly (the rest of ``_core`` included), and its modules never import the package.
 """
 
 from __future__ import annotations
@@ -164,14 +168,28 @@ def _touches_private_torch(tree: ast.AST) -> bool:
     return False
 
 
-def test_private_torch_apis_live_in_one_module() -> None:
-    # ``torch._dynamo``, ``torch._inductor``, ``torch._guards`` ...: one module touches them.
+TORCH_COMPAT = "compiletrace._core.torch_compat"
+
+
+def test_private_torch_apis_live_in_one_package() -> None:
+    # ``torch._dynamo``, ``torch._inductor``, ``torch._guards`` ...: one package touches them.
     users = {
         name
         for name, path in MODULES.items()
         if _touches_private_torch(ast.parse(path.read_text(encoding="utf-8")))
     }
-    assert users == {"compiletrace._core.torch_compat"}
+    assert len(users) >= 5, "the check must see torch_compat's own uses"
+    assert sorted(name for name in users if not _in(name, TORCH_COMPAT)) == []
+
+
+def test_torch_compat_is_imported_through_its_package_only() -> None:
+    parts = {name for name in MODULES if name.startswith(TORCH_COMPAT + ".")}
+    assert len(parts) >= 5 and TORCH_COMPAT in MODULES
+    for name in MODULES:
+        if _in(name, TORCH_COMPAT):
+            assert TORCH_COMPAT not in _internal(name), f"{name} imports its own package"
+        else:
+            assert _internal(name) & parts == set(), f"{name}: import from {TORCH_COMPAT}, not its modules"
 
 
 def test_every_raise_in_the_package_is_a_compiletrace_error() -> None:

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.files import write_text
+from compiletrace._io.text import printable  # re-exported: one escape for every view
 
 __all__ = [
     "DIGEST_SUFFIX",
@@ -66,16 +67,6 @@ FORMAT_VERSION = 1  # torch.utils._appending_byte_serializer's _ENCODING_VERSION
 _CRC_SIZE = 4
 _U64 = 8
 _MAX_NESTED_DEPTH = 4  # a pickle inside a pickle inside ...: torch's artifacts have none
-
-
-def printable(text: str) -> str:
-    r"""``text`` safe to print: control characters (a terminal escape sequence in a key from
-    a crafted file, say) written as escapes.
-
-    >>> print(printable("ab\x1b[2Jc"))
-    ab\x1b[2Jc
-    """
-    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
 # -- the container -------------------------------------------------------------------------

@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
-import re
-
 __all__ = ["first_line", "printable", "shorten", "tail_lines"]
 
-# C0 and C1 control characters: ESC starts the sequences that recolour a terminal or
-# retitle its window, so names read from a file must never reach one raw.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What a terminal could act on or be fooled by, shown as Python writes it in a string
+# literal: every character ``str.isprintable`` refuses (C0 and C1 controls and DEL, the
+# ESC that starts the sequences that clear a screen or retitle a window; lone surrogates,
+# which cannot even be encoded for output; format characters such as the bidi overrides
+# U+202A-U+202E and U+2066-U+2069 that show text in an order other than its own; line and
+# paragraph separators). The backslash is doubled, so a name that spells an escape out
+# (a backslash, then "x1b") never reads the same as one that held the control character.
+_SHORT = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(ch: str) -> str:
+    short = _SHORT.get(ch)
+    if short is not None:
+        return short
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: object) -> str:
-    r"""``str(text)`` with every control character shown escaped, for terminals.
+    r"""``str(text)`` safe to show on a terminal: one line, every character a terminal could
+    act on or be fooled by written as its escape (``\x1b``, ``\u202e``, ``\n``, ...), and
+    the backslash doubled, so distinct texts stay distinct. Every text view shows what
+    comes from a run file or from the user's model through this function.
 
-    >>> printable("encoder\x1b]0;pwned\x07")
-    'encoder\\x1b]0;pwned\\x07'
+    >>> print(printable("encoder\x1b]0;pwned\x07 \u202efdp.exe"))
+    encoder\x1b]0;pwned\x07 \u202efdp.exe
+    >>> print(printable("C:\\models\tfirst"), printable("language_model"))
+    C:\\models\tfirst language_model
     """
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
+    text = str(text)
+    if text.isprintable() and "\\" not in text:
+        return text  # nearly every name: no copy
+    return "".join(map(_escape, text))
 
 
 def shorten(text: str, width: int) -> str:

@@ -20,6 +20,7 @@ from compiletrace._core.records import (
     walk_trace,
 )
 from compiletrace._io.files import write_json, write_text
+from compiletrace._io.text import printable
 
 __all__ = [
     "SPEEDSCOPE_SCHEMA",
@@ -66,6 +67,7 @@ def component_trees(records: Sequence[GraphRecord]) -> dict[str, tuple[TraceNode
 def top_functions_lines(records: Sequence[GraphRecord], limit: int = TOP_FUNCTIONS) -> list[str]:
     """The text report's section: per component, the functions Dynamo spent most time
     tracing (self time, their callees' left out), with file:line. Empty without trace cost.
+    Names and locations come from the model's code (or a run file): shown escaped.
 
     >>> top_functions_lines([])
     []
@@ -76,10 +78,11 @@ def top_functions_lines(records: Sequence[GraphRecord], limit: int = TOP_FUNCTIO
     lines = ["Dynamo tracing per function (self seconds, trace_cost)"]
     for component, roots in trees.items():
         traced = sum(n.total_ns for n in roots)
-        lines.append(f"  {component}: {traced / NS_PER_S:.3f} s of Dynamo time")
+        lines.append(f"  {printable(component)}: {traced / NS_PER_S:.3f} s of Dynamo time")
         for name, location, ns, calls in top_self_times(roots, limit):
             pct = 100 * ns / traced if traced else 0.0
-            lines.append(f"    {ns / NS_PER_S:8.3f} s {pct:4.0f}%  {name} ({location}) x{calls}")
+            where = printable(location)
+            lines.append(f"    {ns / NS_PER_S:8.3f} s {pct:4.0f}%  {printable(name)} ({where}) x{calls}")
     return lines
 
 
@@ -89,7 +92,8 @@ def _label(node: TraceNode) -> str:
 
 def collapsed_stacks(records: Sequence[GraphRecord]) -> str:
     """Collapsed stacks (Brendan Gregg's format, read by flamegraph.pl, speedscope and
-    others): ``component;func;func N`` per node with self time, N in microseconds.
+    others): ``component;func;func N`` per node with self time, N in microseconds. A frame's
+    name is escaped (a newline in it would start a stack of its own) and its ``;`` made ``,``.
 
     >>> collapsed_stacks([])
     ''
@@ -99,7 +103,7 @@ def collapsed_stacks(records: Sequence[GraphRecord]) -> str:
         for path in walk_trace(roots):
             us = path[-1].self_ns // 1000
             if us > 0:
-                stack = ";".join([component, *(_label(n).replace(";", ",") for n in path)])
+                stack = ";".join(printable(f).replace(";", ",") for f in [component, *map(_label, path)])
                 lines.append(f"{stack} {us}")
     return "\n".join(lines) + ("\n" if lines else "")
 

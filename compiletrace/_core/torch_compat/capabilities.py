@@ -1,0 +1,154 @@
+"""The one capability table: which of the internals the other modules of this package use
+the installed torch gives (one probe each), and what records lack without it. Checked once
+at install (``warn_missing_capabilities``) and shown by ``compiletrace env``;
+``tests/test_torch_contract.py`` removes each internal in turn and checks the table says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
+from compiletrace._io.state import warn_once
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One torch internal compiletrace measures with, and what records lack without it."""
+
+    name: str
+    available: bool
+    lacking: str  # what the records lack when it is missing
+
+
+def _has(probe: Callable[[], object]) -> bool:
+    try:
+        return bool(probe())
+    except Exception:
+        return False
+
+
+def _frame_identity() -> bool:
+    from torch._dynamo import convert_frame
+
+    names = convert_frame._compile.__code__.co_varnames
+    return "code" in names and "compiler_fn" in names
+
+
+def _recompile_reasons() -> bool:
+    from torch._dynamo.utils import get_metrics_context
+
+    return hasattr(get_metrics_context(), "_metrics")
+
+
+def _cache_counters() -> bool:
+    from torch._dynamo.utils import counters
+
+    return isinstance(counters["inductor"], Mapping)
+
+
+def _timed_regions() -> bool:
+    from torch._dynamo.utils import get_chromium_event_logger
+
+    return callable(get_chromium_event_logger().log_event_end)
+
+
+def _lazy_backward_callbacks() -> bool:
+    from torch._dynamo.callback import CallbackTrigger
+
+    return hasattr(CallbackTrigger, TRIGGER_LAZY_BACKWARD)
+
+
+def _compile_context() -> bool:
+    from torch._guards import CompileContext
+
+    return callable(CompileContext.try_get)
+
+
+def _portable_caches() -> bool:
+    return callable(torch.compiler.save_cache_artifacts) and callable(torch.compiler.load_cache_artifacts)
+
+
+def _metrics_oracle() -> bool:
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return callable(get_compilation_metrics)
+
+
+def _graph_break_records() -> bool:
+    from torch._dynamo.utils import graph_break_reasons
+
+    return isinstance(graph_break_reasons, list)
+
+
+def _cache_lookup_events() -> bool:
+    from torch._dynamo.utils import ChromiumEventLogger
+
+    return callable(ChromiumEventLogger.log_instant_event)
+
+
+def _inline_timing() -> bool:
+    from torch._dynamo.symbolic_convert import InliningInstructionTranslator, InstructionTranslator
+
+    inline = InliningInstructionTranslator.__dict__.get("inline_call")
+    return isinstance(inline, classmethod) and callable(InstructionTranslator.run)
+
+
+def _recompile_limit_check() -> bool:
+    from torch._dynamo import convert_frame
+
+    return callable(convert_frame.exceeds_recompile_limit)
+
+
+# (name, probe, what records lack without it), in the order the table shows them.
+_CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
+    ("frame callbacks", callbacks_available, "Dynamo tracing and guard time (backend time only)"),
+    ("frame identity", _frame_identity, "code names and locations, and frames that compile no graph"),
+    ("recompile reasons", _recompile_reasons, "recompile reasons"),
+    ("cache counters", _cache_counters, "cache outcomes (hit, miss, bypass)"),
+    (
+        "timed regions",
+        _timed_regions,
+        "the backend phase split, torch's exact frame bounds, and lazy backwards compiled "
+        "while another thread compiles",
+    ),
+    (
+        "lazy-backward callbacks",
+        _lazy_backward_callbacks,
+        "lazy backward time where timed regions are missing",
+    ),
+    ("compile context", _compile_context, "a lazy backward's graph after torch._dynamo.reset()"),
+    ("portable caches", _portable_caches, "cache save/load and portable start-up iterations"),
+    ("compilation metrics", _metrics_oracle, "nothing (torch's own figures, used to check compiletrace's)"),
+    ("graph-break records", _graph_break_records, "graph-break reasons and locations"),
+    ("cache lookup events", _cache_lookup_events, "cache keys"),
+    (
+        "recompile-limit check",
+        _recompile_limit_check,
+        "frames that hit torch's recompile limit and run eagerly",
+    ),
+    ("inline timing", _inline_timing, "trace_cost (Dynamo's time per user function)"),
+)
+
+
+def capabilities() -> tuple[Capability, ...]:
+    """What this torch gives compiletrace to measure with.
+
+    >>> all(c.available for c in capabilities())  # on the torch the package is tested on
+    True
+    """
+    return tuple(Capability(name, _has(probe), lacking) for name, probe, lacking in _CAPABILITIES)
+
+
+def warn_missing_capabilities() -> list[Capability]:
+    """Warn once per missing capability, naming what the records will lack; returns them."""
+    missing = [c for c in capabilities() if not c.available]
+    for cap in missing:
+        warn_once(
+            f"this torch ({torch.__version__}) lacks {cap.name}: records will lack {cap.lacking}",
+            key=f"capability:{cap.name}",
+        )
+    return missing

@@ -1,0 +1,223 @@
+"""The frame Dynamo is compiling on this thread, and what Dynamo made of it: its code and
+backend, its compile id, its graph breaks, and a refusal past the recompile limit.
+
+What is used, and why:
+
+- The ``_compile`` frame of ``torch._dynamo.convert_frame``: at a start callback it holds
+  the code object being compiled and the backend (``compiler_fn``). Reading it tells
+  whether a frame compile belongs to a compiletrace backend even when the frame
+  produces no graph, and gives the frame's code name.
+- ``torch._guards.CompileContext``: the compile id of the compile running on this thread
+  (inside a backend call, and before torch's callbacks took an argument), and the context
+  object that tells two compiles apart after a reset reuses their ids.
+- ``torch._dynamo.exc.RestartAnalysis`` and ``torch._dynamo.config.recompile_limit``:
+  Dynamo restarting a frame's analysis (not an error), and how many entries it keeps per
+  frame.
+- What the doctor reads (``compiletrace._app.doctor``): ``torch._dynamo.utils.graph_break_reasons``
+  (torch appends one ``GraphCompileReason``, reason and user stack, per graph break), and
+  ``convert_frame.exceeds_recompile_limit`` (wrapped: a frame past the limit fires no
+  compile callback and runs eagerly from then on).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from compiletrace._io.state import STATE, warn_once
+
+
+@dataclass(frozen=True)
+class CompilingFrame:
+    """What a start callback can learn about the frame Dynamo is compiling."""
+
+    code_name: str  # co_name of the frame's code ("forward", "torch_dynamo_resume_in_...")
+    compiler_fn: Any  # the backend Dynamo will call, possibly wrapped by torch
+    filename: str = ""  # co_filename of the frame's code
+    first_line: int = 0  # co_firstlineno of the frame's code
+
+
+_COMPILE_FRAME_NAME = "_compile"
+_MAX_STACK_WALK = 40
+
+
+def compiling_frame() -> CompilingFrame | None:
+    """Find Dynamo's ``_compile`` frame on this thread's stack (called from a start
+    callback) and read its code object and backend. None if not found."""
+    try:
+        frame = sys._getframe(1)
+        for _ in range(_MAX_STACK_WALK):
+            if frame is None:
+                return None
+            code = frame.f_code
+            if code.co_name == _COMPILE_FRAME_NAME and "convert_frame" in code.co_filename:
+                return _compiling_frame_of(frame)
+            frame = frame.f_back  # type: ignore[assignment]
+    except Exception:
+        return None
+    return None
+
+
+def _compiling_frame_of(compile_frame: Any) -> CompilingFrame:
+    """What Dynamo's ``_compile`` frame holds: the code it compiles and the backend."""
+    f_locals = compile_frame.f_locals
+    compiled_code = f_locals.get("code")
+    return CompilingFrame(
+        code_name=str(getattr(compiled_code, "co_name", "?")),
+        compiler_fn=f_locals.get("compiler_fn"),
+        filename=str(getattr(compiled_code, "co_filename", "") or ""),
+        first_line=int(getattr(compiled_code, "co_firstlineno", 0) or 0),
+    )
+
+
+def innermost_backend(fn: Any) -> Any:
+    """Unwrap torch's backend wrappers (debug wrappers, ``torch.compile``'s wrapper) down to
+    the backend the user passed."""
+    seen = 0
+    while seen < 16:
+        inner = getattr(fn, "_torchdynamo_orig_backend", None)
+        if inner is None:
+            # torch.compile(backend=callable) wraps it in _TorchCompileWrapper(compiler_fn=...)
+            inner = getattr(fn, "compiler_fn", None) if type(fn).__name__ == "_TorchCompileWrapper" else None
+        if inner is None or inner is fn:
+            return fn
+        fn = inner
+        seen += 1
+    return fn
+
+
+def current_compile_id() -> str | None:
+    """The compile id ("frame/attempt") of the compile running on this thread, if any."""
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+    except Exception:
+        return None
+    return None if cid is None else str(cid)
+
+
+def current_compile_context() -> Any | None:
+    """The ``CompileContext`` object of the compile running on this thread: its identity
+    tells one compile from another after ``torch._dynamo.reset()`` reuses compile ids (a
+    lazy backward runs under its forward's context)."""
+    try:
+        from torch._guards import CompileContext
+
+        return CompileContext.try_get()
+    except Exception:
+        return None
+
+
+def is_restart(exc: BaseException) -> bool:
+    """Whether ``exc`` is Dynamo restarting its analysis of a frame (e.g. to turn a Python
+    float into a tensor): Dynamo catches it and compiles the frame again, the user sees no
+    error."""
+    try:
+        from torch._dynamo.exc import RestartAnalysis
+    except Exception:
+        return False
+    return isinstance(exc, RestartAnalysis)
+
+
+def recompile_limit() -> int | None:
+    """How many entries torch keeps per frame before it runs the frame eagerly."""
+    try:
+        return int(torch._dynamo.config.recompile_limit)
+    except Exception:
+        return None
+
+
+MAX_REASON_CHARS = 2000  # torch's reasons carry hints and a link; a traceback is not kept
+
+
+def graph_break_mark() -> int:
+    """A mark in torch's list of graph-break records; :func:`graph_breaks_since` reads the
+    ones added after it."""
+    try:
+        from torch._dynamo.utils import graph_break_reasons
+
+        return len(graph_break_reasons)
+    except Exception:
+        return 0
+
+
+def graph_breaks_since(mark: int) -> list[tuple[str, str, int]]:
+    """The graph breaks torch recorded since ``mark``, as (reason, user file, line).
+
+    Torch appends one record per break to a process-wide list (``torch._dynamo.reset()``
+    clears it). Dynamo compiles one frame at a time, so the records added between a frame's
+    start and its end are that frame's.
+    """
+    try:
+        from torch._dynamo.utils import graph_break_reasons
+
+        end = len(graph_break_reasons)
+        start = mark if mark <= end else 0  # cleared by a reset since the mark
+        found = []
+        for item in graph_break_reasons[start:end]:
+            stack = getattr(item, "user_stack", None) or []
+            where = stack[-1] if stack else None  # the user's line, innermost
+            found.append(
+                (
+                    str(getattr(item, "reason", ""))[:MAX_REASON_CHARS],
+                    str(getattr(where, "filename", "") or ""),
+                    int(getattr(where, "lineno", 0) or 0),
+                )
+            )
+        return found
+    except Exception:
+        return []
+
+
+# (compile id, the frame Dynamo refused to compile, torch's last recompile reason, the limit)
+RecompileLimitListener = Callable[[str, "CompilingFrame | None", "str | None", "int | None"], None]
+
+
+def install_recompile_limit_hook(listener: RecompileLimitListener) -> bool:
+    """Tell ``listener`` when Dynamo refuses to compile a frame past its recompile limit.
+    Dynamo then runs that frame eagerly, on this and every later call, and fires no compile
+    callback for it: its check (``exceeds_recompile_limit``, where ``convert_frame`` calls it)
+    is wrapped, and its caller, Dynamo's ``_compile`` frame, names the code and the backend.
+    Returns False when the check is not where it was."""
+    with STATE.lock:
+        STATE.limit_listener = listener
+        try:
+            from torch._dynamo import convert_frame
+
+            original = convert_frame.exceeds_recompile_limit
+        except Exception:
+            return False
+        if getattr(original, "_compiletrace_patched", False):
+            return True
+
+        def exceeds_recompile_limit(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            try:
+                exceeded, limit_type = result
+                if exceeded:
+                    _notify_limit(sys._getframe(1), str(limit_type))
+            except Exception as exc:  # measuring never breaks a compile
+                warn_once(f"reading a recompile-limit hit failed and was skipped: {exc!r}")
+            return result
+
+        exceeds_recompile_limit._compiletrace_patched = True  # type: ignore[attr-defined]
+        convert_frame.exceeds_recompile_limit = exceeds_recompile_limit
+        return True
+
+
+def _notify_limit(caller: Any, limit_type: str) -> None:
+    listener: RecompileLimitListener | None = STATE.limit_listener
+    if listener is None:
+        return
+    frame = _compiling_frame_of(caller) if caller.f_code.co_name == _COMPILE_FRAME_NAME else None
+    reason = caller.f_locals.get("recompile_reason") if frame is not None else None
+    try:
+        limit: int | None = int(getattr(torch._dynamo.config, limit_type))
+    except Exception:
+        limit = recompile_limit()
+    listener(current_compile_id() or "?", frame, None if reason is None else str(reason), limit)

@@ -1,0 +1,87 @@
+"""A structural hash of an FX graph, so that the same block compiled more than once (two
+layers of a model, one per frame) is recognised.
+
+What is used, and why:
+
+- The ``example_value`` Dynamo leaves on FX nodes (``val`` where it does not): each
+  node's output shape and dtype, for the doctor's structural hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+
+def graph_structure_hash(gm: Any) -> str | None:
+    """A short hash of an FX graph's structure: each node's kind, target, output shape and
+    dtype, and which earlier nodes and constants it takes. Node names, input names and
+    parameter values are left out, so the same block compiled twice (two layers of a
+    model, one per frame) hashes alike. None for something that is not an FX graph."""
+    try:
+        index: dict[Any, int] = {}
+        # One flat token list, hashed once: far cheaper than text per node (~1 us a node).
+        tokens: list[Any] = []
+        for i, node in enumerate(gm.graph.nodes):
+            index[node] = i
+            op = node.op
+            if op == "call_module":
+                target = type(gm.get_submodule(node.target)).__qualname__
+            elif op in ("placeholder", "get_attr", "output"):
+                target = ""  # a name: two layers' inputs differ in name only
+            elif isinstance(node.target, str):
+                target = node.target
+            else:
+                target = getattr(node.target, "__qualname__", None) or type(node.target).__name__
+                target = f"{getattr(node.target, '__module__', '')}.{target}"
+            meta = node.meta
+            tokens.append(op)
+            tokens.append(target)
+            _value_tokens(meta.get("example_value", meta.get("val")), tokens, 0)
+            _arg_tokens(node.args, index, tokens)
+            _arg_tokens(node.kwargs, index, tokens)
+        return hashlib.blake2b(repr(tokens).encode(), digest_size=8).hexdigest()
+    except Exception:
+        return None
+
+
+_CONSTANTS = (bool, int, float, str, type(None), torch.dtype, torch.device)
+
+
+def _value_tokens(value: Any, tokens: list[Any], depth: int) -> None:
+    if isinstance(value, torch.Tensor):
+        tokens.append(value.dtype)
+        tokens.append(tuple(value.shape))
+    elif isinstance(value, (tuple, list)) and depth < 2:
+        tokens.append(len(value))
+        for v in value:
+            _value_tokens(v, tokens, depth + 1)
+    else:
+        tokens.append(type(value).__name__)
+
+
+def _arg_tokens(arg: Any, index: Mapping[Any, int], tokens: list[Any]) -> None:
+    kind = type(arg)
+    if kind is torch.fx.Node:
+        tokens.append("%")  # an earlier node, by its position: never a constant
+        tokens.append(index.get(arg, -1))
+    elif kind is tuple or kind is list:
+        tokens.append("(")
+        for a in arg:
+            _arg_tokens(a, index, tokens)
+        tokens.append(")")
+    elif isinstance(arg, dict):
+        tokens.append("{")
+        for k, v in arg.items():
+            tokens.append(k)
+            _arg_tokens(v, index, tokens)
+        tokens.append("}")
+    elif isinstance(arg, _CONSTANTS):
+        tokens.append(arg)
+    elif isinstance(arg, (tuple, list)):  # immutable_list and the like
+        _arg_tokens(list(arg), index, tokens)
+    else:
+        tokens.append(type(arg).__name__)
