@@ -81,7 +81,17 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     data = read_json_file(name)
     if not isinstance(data, dict):
         raise RunFileError(f"{name} is not a compiletrace run (expected a JSON object)")
-    f = Fields(data, name)
+    try:
+        return _parse_run_file(name, Fields(data, name))
+    except RunFileError:
+        raise
+    except Exception as exc:
+        # Whatever a field check missed is still a damaged file, bad input (exit 2): never
+        # an error that compare's exit 1 would report as a regression.
+        raise RunFileError(f"{name} is not a valid compiletrace run ({type(exc).__name__}: {exc})") from None
+
+
+def _parse_run_file(name: str, f: Fields) -> RunFile:
     kind = f.data.get("kind")
     if kind == RUN_KIND:
         version = f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, "a compiletrace run")

@@ -30,6 +30,7 @@ __all__ = ["Fields", "envelope", "read_json_file"]
 _E = TypeVar("_E", bound=enum.Enum)
 _MISSING: Any = object()
 MAX_FILE_BYTES = 1 << 30  # a run file larger than this is not one compiletrace wrote
+MAX_INTEGER = 1 << 63  # nanosecond counts and sizes are int64 wherever they come from
 
 
 def envelope(kind: str, schema_version: int, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,13 +113,13 @@ class Fields:
     def check_version(self, versions: Collection[int]) -> int:
         """The ``schema_version`` field, which must be one of ``versions``."""
         version = self.data.get("schema_version")
-        if isinstance(version, bool) or version not in versions:
+        # type() is int: 1.0 == 1 and True == 1 in Python, and neither is a version.
+        if type(version) is not int or version not in versions:
             readable = ", ".join(str(v) for v in sorted(versions))
             raise RunFileError(
                 f"{self.source}: schema version {version!r} is not supported; this compiletrace reads "
                 f"version {readable} (a newer compiletrace wrote it? upgrade to read it)"
             )
-        assert isinstance(version, int)
         return version
 
     def string(self, key: str, default: Any = _MISSING, *, optional: bool = False) -> Any:
@@ -127,6 +128,8 @@ class Fields:
             return value
         if not isinstance(value, str):
             raise self.fail(key, "a string" + (" or null" if optional else ""), value)
+        if not _is_unicode(value):
+            raise self.fail(key, "a string of Unicode text (not a lone surrogate)", value)
         return value
 
     def integer(
@@ -136,6 +139,8 @@ class Fields:
         if not present or (optional and value is None):
             return value
         ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and abs(value) >= MAX_INTEGER:
+            raise self.fail(key, "an integer below 2**63", value)
         if not ok or (minimum is not None and value < minimum):
             expected = "an integer" + (f" >= {minimum}" if minimum is not None else "")
             raise self.fail(key, expected + (" or null" if optional else ""), value)
@@ -145,7 +150,12 @@ class Fields:
         value, present = self._get(key, default)
         if not present:
             return value
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and abs(value) < MAX_INTEGER  # a huge int does not convert to a float
+            and math.isfinite(value)
+        )
         if not ok or (minimum is not None and value < minimum):
             expected = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
             raise self.fail(key, expected, value)
@@ -173,12 +183,17 @@ class Fields:
     def seconds_by_name(self, key: str, default: Any = _MISSING) -> dict[str, float]:
         """A JSON object of name -> finite, non-negative number."""
         inner = self.obj(key, default)
+        for name in inner.data:
+            if not _is_unicode(name):
+                raise inner.fail(name, "named in Unicode text", name)
         return {name: inner.number(name, minimum=0.0) for name in inner.data}
 
     def strings(self, key: str, default: Any = _MISSING) -> list[str]:
         """A JSON array of strings."""
         value, present = self._get(key, default)
-        if present and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        if present and not (
+            isinstance(value, list) and all(isinstance(v, str) and _is_unicode(v) for v in value)
+        ):
             raise self.fail(key, "a list of strings", value)
         return list(value)
 
@@ -190,7 +205,19 @@ class Fields:
         return [Fields(item, self.source, f"{self._name(key)}[{i}]") for i, item in enumerate(value)]
 
 
+def _is_unicode(text: str) -> bool:
+    """False for a string JSON can carry but no file or terminal can: a lone surrogate
+    (``"\\ud800"``), which fails the moment it is printed or written."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _describe(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= MAX_INTEGER:
+        return f"an integer of {len(str(abs(value)))} digits"
     text = (
         json.dumps(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
     )
