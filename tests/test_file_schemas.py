@@ -180,3 +180,14 @@ def test_the_reported_crashes_are_one_line_naming_the_field(
         assert cli.main(argv) == 2, argv
         line = _one_line(capsys.readouterr().err)
         assert str(damaged) in line and expected in line, line
+
+
+def test_a_file_of_a_kind_the_command_cannot_use_says_what_it_is(
+    valid_files: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    gather, run = _write(valid_files["gather"]), _write(valid_files["run"])
+    assert cli.main(["compare", str(run), str(gather)]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{gather} is a multi-rank job's figures" in line and "compare reads" in line, line
+    assert cli.main(["report", str(gather)]) == 2
+    assert str(gather) in _one_line(capsys.readouterr().err)

@@ -116,6 +116,35 @@ def test_no_import_cycle() -> None:
             visit(name)
 
 
+def _package(name: str) -> str:
+    """The top-level package a module belongs to (``compiletrace._app``), or the module
+    itself for one directly under ``compiletrace`` (``compiletrace.cli``)."""
+    parts = name.split(".")
+    return ".".join(parts[:2])
+
+
+def test_no_import_cycle_between_packages() -> None:
+    # A loop between packages (say _app -> bench -> _app) shows in no single file.
+    edges: dict[str, set[str]] = {}
+    for name in MODULES:
+        if name == ROOT:
+            continue  # the front door imports every package, lazily, on purpose
+        for dep in _internal(name):
+            if dep != ROOT and _package(dep) != _package(name):
+                edges.setdefault(_package(name), set()).add(_package(dep))
+    assert "compiletrace._core" in edges.get("compiletrace._app", set())  # the check sees edges
+    for start in sorted(edges):
+        seen: set[str] = set()
+        todo = sorted(edges[start])
+        while todo:
+            node = todo.pop()
+            if node == start:
+                pytest.fail(f"import cycle between packages through {start}: {sorted(edges[start])}")
+            if node not in seen:
+                seen.add(node)
+                todo.extend(sorted(edges.get(node, ())))
+
+
 def test_nothing_inside_imports_the_front_door() -> None:
     offenders = sorted(name for name in MODULES if ROOT in GRAPH[name] and name != ROOT)
     assert offenders == [], "import names from their own modules, not from the package root"

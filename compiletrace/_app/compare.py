@@ -27,7 +27,7 @@ from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals, 
 from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry
 from compiletrace._io.envelope import Fields, read_json_file
 from compiletrace._io.errors import RunFileError, UsageError
-from compiletrace.bench.startup import BENCH_KIND, BENCH_SCHEMA_VERSION
+from compiletrace._io.kinds import FileKind
 from compiletrace.reports import render_table
 
 __all__ = [
@@ -93,14 +93,14 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
 
 def _parse_run_file(name: str, f: Fields) -> RunFile:
     kind = f.data.get("kind")
-    if kind == RUN_KIND:
+    file_kind = FileKind.of(f.data)
+    if file_kind is FileKind.RUN:
         version = f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, "a compiletrace run")
         records = Registry.from_dict(f.obj("registry").data, name, "registry").records()
         return RunFile(name, PROFILE, version, records=records)
-    if kind == BENCH_KIND or (
-        kind is None and any(f"avg_{p}_startup_time" in f.data for p in _BENCH_PREFIXES)
-    ):
-        version = f.check_kind(BENCH_KIND, {BENCH_SCHEMA_VERSION}, "a start-up benchmark") if kind else 1
+    if file_kind is FileKind.BENCH:
+        bench = FileKind.BENCH
+        version = f.check_kind(bench.value, {bench.schema_version}, "a start-up benchmark") if kind else 1
         metrics = {
             key: f.number(key, minimum=0.0)
             for key in (f"avg_{p}_{m}" for p in _BENCH_PREFIXES for m in _BENCH_METRICS)
@@ -112,8 +112,9 @@ def _parse_run_file(name: str, f: Fields) -> RunFile:
                 for phase, seconds in f.seconds_by_name(key).items():
                     metrics[phase_metric(prefix, phase)] = seconds
         return RunFile(name, BENCH, version, metrics=metrics)
+    what = "not a compiletrace run" if file_kind is None else f"{file_kind.description}"
     raise RunFileError(
-        f"{name} is not a compiletrace run: expected the JSON of 'compiletrace profile --json' "
+        f"{name} is {what}: compare reads the JSON of 'compiletrace profile --json' "
         "or 'compiletrace bench startup --output-json'"
     )
 

@@ -36,6 +36,7 @@ from compiletrace._core.phases import KERNEL_COMPILE, OTHER
 from compiletrace._core.records import NS_PER_S, TRACE_OTHER, CacheOutcome, GraphRecord, TraceNode, walk_trace
 from compiletrace._core.registry import Registry, get_registry
 from compiletrace._io.envelope import envelope
+from compiletrace._io.kinds import FileKind
 
 __all__ = [
     "DOCTOR_KIND",
@@ -54,8 +55,8 @@ __all__ = [
     "root_code_name",
 ]
 
-DOCTOR_KIND = "compiletrace.doctor"
-DOCTOR_SCHEMA_VERSION = 1
+DOCTOR_KIND = FileKind.DOCTOR.value
+DOCTOR_SCHEMA_VERSION = FileKind.DOCTOR.schema_version
 
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break

@@ -12,6 +12,7 @@ from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, 
 from compiletrace._core.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
+from compiletrace._io.kinds import FileKind
 from compiletrace._io.state import STATE, warn_once
 
 __all__ = [
@@ -27,8 +28,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1  # of a registry's own JSON
 # A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
-RUN_KIND = "compiletrace.run"
-RUN_SCHEMA_VERSION = 1
+RUN_KIND = FileKind.RUN.value
+RUN_SCHEMA_VERSION = FileKind.RUN.schema_version
 
 RecordListener = Callable[[GraphRecord], None]
 

@@ -14,14 +14,15 @@ from compiletrace._core.records import LANGUAGE_MODEL, CacheOutcome, Compilation
 from compiletrace._core.registry import Registry
 from compiletrace._io.envelope import Fields, envelope
 from compiletrace._io.errors import UsageError
+from compiletrace._io.kinds import FileKind
 
 if TYPE_CHECKING:
     from compiletrace._app.doctor import Finding
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
 
-GATHER_KIND = "compiletrace.gather"
-GATHER_SCHEMA_VERSION = 1
+GATHER_KIND = FileKind.GATHER.value
+GATHER_SCHEMA_VERSION = FileKind.GATHER.schema_version
 
 
 @dataclass(frozen=True)
