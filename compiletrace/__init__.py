@@ -5,7 +5,7 @@ docs/how-it-works.md), data flowing one way:
 
 - ``_io``: the torch-free leaf (exceptions, atomic files, the JSON envelope, process state);
 - ``_core``: torch events -> records in a registry (every private torch API in
-  ``_core/torch_compat.py``);
+  the package ``_core/torch_compat/``, one module per concept);
 - ``reports`` and ``telemetry``: views of plain records (text, HTML, Chrome trace, OTel);
 - ``_app``, ``bench``, ``distributed``, ``cli``: the applications on top.
 
