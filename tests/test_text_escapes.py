@@ -15,21 +15,23 @@ from compiletrace._core.records import TRACE_OTHER, GraphBreak, TraceNode
 from compiletrace._core.timeline import PhaseRecord, build_timeline
 from compiletrace._io import artifacts
 from compiletrace._io.text import printable
-from compiletrace.reports import collapsed_stacks
+from compiletrace.reports import collapsed_stacks, findings_text, timeline_text
 from tests.conftest import MS, S, make_record
 
 # What a crafted run file puts in its names: clear the screen, retitle the window (ended by
-# BEL), ring the bell, a C1 CSI, a right-to-left override (shows "exe.txt" as "txt.exe"),
-# and a lone surrogate (no encoding can write it: printing it raw fails).
+# BEL), ring the bell, a C1 CSI, a right-to-left override (shows "exe.txt" as "txt.exe").
 CLEAR, TITLE, BEL, CSI, RLO, SURROGATE = "\x1b[2J", "\x1b]0;title\x07", "\x07", "\x9b", "\u202e", "\ud800"
-EVIL = CLEAR + TITLE + BEL + CSI + RLO + SURROGATE
-SHOWN = ("\\x1b[2J", "\\x1b]0;title\\x07", "\\x07", "\\x9b", "\\u202e", "\\ud800")
+EVIL = CLEAR + TITLE + BEL + CSI + RLO
+SHOWN = ("\\x1b[2J", "\\x1b]0;title\\x07", "\\x07", "\\x9b", "\\u202e")
+# A lone surrogate no encoding can write (printing it raw fails): a run file holding one is
+# refused as damaged, but names built in memory can hold one.
+WORSE = EVIL + SURROGATE
 # Any text, surrogates included (hypothesis leaves them out by default), with the characters
 # that matter here drawn often.
 TEXT = st.text(
     st.characters()
     | st.characters(categories=("Cs", "Cc", "Cf"))
-    | st.sampled_from(EVIL + "\\\n\t\r\x00\x7f\u2028\u2066")
+    | st.sampled_from(WORSE + "\\\n\t\r\x00\x7f\u2028\u2066")
 )
 
 
@@ -38,18 +40,18 @@ def _raw(text: str) -> list[str]:
     return sorted({c for c in text if c != "\n" and not c.isprintable()})
 
 
-def _evil_run() -> ProfileRun:
-    component = f"enc{EVIL}"
-    helper = TraceNode(f"helper{EVIL}", f"m{EVIL}.py", 9, 60 * MS, 3)
-    root = TraceNode(f"Model.forward{EVIL}", f"m{EVIL}.py", 1, 90 * MS, 1, (helper,))
+def _evil_run(evil: str = EVIL) -> ProfileRun:
+    component = f"enc{evil}"
+    helper = TraceNode(f"helper{evil}", f"m{evil}.py", 9, 60 * MS, 3)
+    root = TraceNode(f"Model.forward{evil}", f"m{evil}.py", 1, 90 * MS, 1, (helper,))
     first = make_record(
         "0/0",
         component,
         frame_ns=100 * MS,
-        code_name=f"forward{EVIL}",
-        code_filename=f"m{EVIL}.py",
+        code_name=f"forward{evil}",
+        code_filename=f"m{evil}.py",
         code_firstlineno=1,
-        graph_breaks=(GraphBreak(f"Unsupported call{EVIL}", f"m{EVIL}.py", 3),) * 3,
+        graph_breaks=(GraphBreak(f"Unsupported call{evil}", f"m{evil}.py", 3),) * 3,
         trace_cost=(root, TraceNode(TRACE_OTHER, "", 0, 10 * MS, 1)),
     )
     recompiles = [
@@ -58,29 +60,29 @@ def _evil_run() -> ProfileRun:
             component,
             start_unix_ns=n * 200 * MS,
             frame_ns=150 * MS,
-            code_name=f"forward{EVIL}",
-            code_filename=f"m{EVIL}.py",
+            code_name=f"forward{evil}",
+            code_filename=f"m{evil}.py",
             code_firstlineno=1,
             is_recompile=True,
             frame_attempt=n,
-            recompile_reason=f"tensor 'x{EVIL}' size mismatch at index 0. expected {n}, actual {n + 1}",
+            recompile_reason=f"tensor 'x{evil}' size mismatch at index 0. expected {n}, actual {n + 1}",
         )
         for n in range(1, 5)
     ]
     records = (first, *recompiles)
     phases = [
-        PhaseRecord(f"load weights{EVIL}", 0, S // 2, thread=f"loader{EVIL}", phase_id=1),
-        PhaseRecord(f"warm up{EVIL}", S // 2, 2 * S, phase_id=2),
+        PhaseRecord(f"load weights{evil}", 0, S // 2, thread=f"loader{evil}", phase_id=1),
+        PhaseRecord(f"warm up{evil}", S // 2, 2 * S, phase_id=2),
     ]
     meta = {
-        "model": f"pkg.mod:make{EVIL}",
-        "device": f"cpu{EVIL}",
-        "backend": f"eager{EVIL}",
-        "mode": f"default{EVIL}",
-        "compilation_mode": f"stock{EVIL}",
-        "torch_version": f"2.13{EVIL}",
-        "compiletrace_version": f"0.1{EVIL}",
-        "cache_artifacts": {"path": f"demo{EVIL}.cache", "artifacts": {f"inductor{EVIL}": 2}},
+        "model": f"pkg.mod:make{evil}",
+        "device": f"cpu{evil}",
+        "backend": f"eager{evil}",
+        "mode": f"default{evil}",
+        "compilation_mode": f"stock{evil}",
+        "torch_version": f"2.13{evil}",
+        "compiletrace_version": f"0.1{evil}",
+        "cache_artifacts": {"path": f"demo{evil}.cache", "artifacts": {f"inductor{evil}": 2}},
     }
     warmup = WarmupResult(False, 2.0, CompilationTimes(), {component: 0.5})
     return ProfileRun(records, warmup, meta, build_timeline(phases, records, 0, 3 * S))
@@ -143,11 +145,33 @@ def test_doctor_shows_every_finding_of_a_crafted_run_escaped(
     assert f"enc{printable(EVIL)}" in out
 
 
+def test_a_run_file_with_a_lone_surrogate_is_refused_in_a_clean_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.json"
+    _evil_run(WORSE).save(path)
+    for command in ("report", "doctor"):
+        assert cli.main([command, str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert _raw(out) == [] and _raw(err) == []
+        assert "lone surrogate" in err
+
+
+def test_the_views_of_a_run_in_memory_escape_a_lone_surrogate() -> None:
+    run = _evil_run(WORSE)
+    assert run.timeline is not None
+    text = "\n".join([run.summary(), timeline_text(run.timeline), findings_text(run.diagnose())])
+    assert _raw(text) == []
+    assert f"  enc{printable(WORSE)}: 0.100 s of Dynamo time" in text
+    assert f"load weights{printable(WORSE)} [loader{printable(WORSE)}]" in text
+    assert f"[graph_break] enc{printable(WORSE)}" in text
+
+
 def test_collapsed_stacks_keep_one_stack_a_line() -> None:
     node = TraceNode("a\nfake;stack 99", "m.py", 1, 5 * MS, 1)
-    text = collapsed_stacks([make_record(component=f"enc{EVIL}", trace_cost=(node,))])
+    text = collapsed_stacks([make_record(component=f"enc{WORSE}", trace_cost=(node,))])
     assert _raw(text) == []
-    component = printable(EVIL).replace(";", ",")  # the title sequence's ";" too
+    component = printable(WORSE).replace(";", ",")  # the title sequence's ";" too
     assert text == f"enc{component};a\\nfake,stack 99 (m.py:1) 5000\n"
 
 
@@ -162,7 +186,7 @@ def test_an_error_line_is_escaped_too(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 @given(TEXT)
-@example(EVIL)
+@example(WORSE)
 @example("C:\\models\\x1b")
 def test_printable_leaves_nothing_a_terminal_acts_on(text: str) -> None:
     shown = printable(text)
