@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
-from compiletrace._core.timeline import ORIGIN_PROCESS, Timeline, unix_now_ns
+from compiletrace._core.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline, unix_now_ns
 from compiletrace._io.errors import ChildFailed, LaunchError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
 from compiletrace._io.signals import Terminated, terminate_on_signals
@@ -497,10 +497,12 @@ def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
     from compiletrace._app.progress import wall_time_s
 
     if timeline is not None:
-        seconds, since_process_start = timeline.total_s, timeline.origin == ORIGIN_PROCESS
+        seconds, since_process_start = timeline.total_s, timeline.origin in (ORIGIN_PROCESS, ORIGIN_FORK)
     else:
         seconds, since_process_start = wall_time_s(_LOADED_UNIX_S)
     since = "the process started" if since_process_start else "the command started"
+    if timeline is not None and timeline.origin == ORIGIN_EXEC:
+        since = "the exec of this program"  # the timeline's last line gives the time before it
     print(f"wall time: {seconds:.2f} s since {since} ({what})")
 
 

@@ -280,8 +280,9 @@ class ProfileRun:
         warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
         timeline = None
         if "timeline" in f.data:  # absent from runs saved before timelines were recorded
-            start, end, origin = Timeline.read_window(f.data["timeline"], source)
-            timeline = build_timeline(registry.phase_records(), registry.records(), start, end, origin=origin)
+            start, end, origin, before_exec = Timeline.read_window(f.data["timeline"], source)
+            phases, records = registry.phase_records(), registry.records()
+            timeline = build_timeline(phases, records, start, end, origin=origin, before_exec_ns=before_exec)
         return cls(registry.records(), warmup, dict(f.obj("meta", {}).data), timeline)
 
     def save(self, path: str | os.PathLike[str]) -> None:

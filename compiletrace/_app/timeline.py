@@ -28,6 +28,8 @@ from compiletrace._core.recorder import CURRENT as _CURRENT
 from compiletrace._core.records import NS_PER_S
 from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.timeline import (
+    ORIGIN_EXEC,
+    ORIGIN_FORK,
     ORIGIN_IMPORT,
     ORIGIN_PROCESS,
     PHASE,
@@ -35,11 +37,13 @@ from compiletrace._core.timeline import (
     Timeline,
     UnixClock,
     build_timeline,
+    exec_probe,
     import_marks,
     process_records,
     unix_now_ns,
 )
 from compiletrace._io.errors import ArgumentTypeError
+from compiletrace._io.exec_time import exec_start
 from compiletrace._io.state import warn_once
 
 if TYPE_CHECKING:
@@ -101,19 +105,23 @@ def process_start_unix_ns() -> int | None:
     return cached[1]
 
 
-def _first_entries() -> tuple[int, str, tuple[PhaseRecord, ...]]:
-    """(the start-up's start, where it comes from, the process's own first entries): the
-    process's start, or where that cannot be read, when ``import compiletrace`` began."""
-    started = process_start_unix_ns()
-    first = process_records(started, thread=threading.main_thread().name, rank=recorder.rank())
-    if started is None:
-        return import_marks()[0], ORIGIN_IMPORT, first
-    return started, ORIGIN_PROCESS, first
+def _first_entries() -> tuple[int, str, int | None, tuple[PhaseRecord, ...]]:
+    """(the start-up's start, where it comes from, the ns the process ran another program
+    before exec'ing this one, the process's own first entries). The start is this program's
+    exec, where the process ran something else first (a shell's ``cmd; exec python``);
+    else the process's start; where that cannot be read, when ``import compiletrace`` began."""
+    thread, rank = threading.main_thread().name, recorder.rank()
+    forked = process_start_unix_ns()
+    if forked is None:
+        return import_marks()[0], ORIGIN_IMPORT, None, process_records(None, thread=thread, rank=rank)
+    began, before_exec = exec_start(exec_probe(), forked)
+    origin = ORIGIN_FORK if before_exec is None else ORIGIN_EXEC if before_exec else ORIGIN_PROCESS
+    return began, origin, before_exec, process_records(began, thread=thread, rank=rank)
 
 
 def _origin() -> tuple[int, Sequence[PhaseRecord]]:
     # For the start-up root span: it starts when the start-up did.
-    start, _, first = _first_entries()
+    start, _, _, first = _first_entries()
     return start, first
 
 
@@ -125,6 +133,9 @@ def startup_timeline(
 ) -> Timeline:
     """The timeline of this process's start-up, from the process's own start (read from the
     OS; where it cannot be, from ``import compiletrace``) to ``end_unix_ns`` (default: now).
+    Where the process ran another program before exec'ing this one (``bash -c 'pip install
+    ...; exec python app.py'``), it starts at the exec, and ``before_exec_ns`` holds the time
+    before (see ``compiletrace._io.exec_time``).
 
     Its first entries are the process's own (interpreter start, then torch's import and
     compiletrace's, each timed), then the phases of ``registry`` (default: the process
@@ -138,11 +149,10 @@ def startup_timeline(
     'import compiletrace'
     """
     reg = registry if registry is not None else get_registry()
-    start, origin, first = _first_entries()
+    start, origin, before_exec, first = _first_entries()
     end = unix_now_ns() if end_unix_ns is None else end_unix_ns
-    return build_timeline(
-        (*first, *reg.phase_records(), *extra_phases), reg.records(), start, end, origin=origin
-    )
+    phases = (*first, *reg.phase_records(), *extra_phases)
+    return build_timeline(phases, reg.records(), start, end, origin=origin, before_exec_ns=before_exec)
 
 
 def open_startup_trace() -> bool:

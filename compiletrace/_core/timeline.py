@@ -36,10 +36,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from compiletrace._core.records import NS_PER_S, GraphRecord, ordered_components
+from compiletrace._io import exec_time
 from compiletrace._io.envelope import Fields
 
 __all__ = [
     "KINDS",
+    "ORIGIN_EXEC",
+    "ORIGIN_FORK",
     "ORIGIN_IMPORT",
     "ORIGIN_PROCESS",
     "PHASE",
@@ -52,6 +55,7 @@ __all__ = [
     "TimelineEntry",
     "UnixClock",
     "build_timeline",
+    "exec_probe",
     "import_marks",
     "mark_import",
     "next_phase_id",
@@ -67,6 +71,11 @@ KINDS = (PROCESS, PHASE, SPAN)
 UNATTRIBUTED = "unattributed"  # a timeline entry only: time no phase covers
 
 ORIGIN_PROCESS = "process start"  # the window starts when the OS created the process
+# ... when the process exec'd this program, having run another first (a shell's commands):
+# that time is the timeline's before_exec_ns, outside the window (see _io.exec_time)
+ORIGIN_EXEC = "exec"
+# ... at the process's creation, where whether it ran another program first cannot be told
+ORIGIN_FORK = "fork"
 ORIGIN_IMPORT = "import compiletrace"  # ... where that cannot be read: when compiletrace was imported
 
 UnixClock = Callable[[], int]  # Unix-epoch nanoseconds
@@ -99,6 +108,8 @@ def next_phase_id() -> int:
 # This module is the first thing ``import compiletrace`` imports (see _core.import_timing):
 # its own import time is when that import began.
 _IMPORT_BEGAN_NS = unix_now_ns()
+# Read now, before anything of compiletrace's runs: when this program began (its exec).
+_EXEC_PROBE = exec_time.probe(_IMPORT_BEGAN_NS)
 _TORCH_LOADED_BEFORE = "torch" in sys.modules
 _MARKS: list[tuple[str, int]] = []
 
@@ -114,6 +125,12 @@ def import_marks() -> tuple[int, bool, tuple[tuple[str, int], ...]]:
     return _IMPORT_BEGAN_NS, _TORCH_LOADED_BEFORE, tuple(_MARKS)
 
 
+def exec_probe() -> exec_time.ExecProbe | None:
+    """What the kernel said when ``import compiletrace`` began, to date this program's exec
+    (see :func:`compiletrace._io.exec_time.exec_start`)."""
+    return _EXEC_PROBE
+
+
 def process_records(
     process_start_unix_ns: int | None,
     *,
@@ -121,8 +138,9 @@ def process_records(
     rank: int = 0,
     marks: tuple[int, bool, Sequence[tuple[str, int]]] | None = None,
 ) -> tuple[PhaseRecord, ...]:
-    """The timeline's first entries, kind "process": "interpreter start" (from the process's
-    creation to ``import compiletrace``), then each import the front door timed. Where torch
+    """The timeline's first entries, kind "process": "interpreter start" (from the program's
+    start, ``process_start_unix_ns``: its exec, or the process's creation, to ``import
+    compiletrace``), then each import the front door timed. Where torch
     was imported before compiletrace, the first entry holds that import and is named so.
 
     >>> S = 1_000_000_000
@@ -286,6 +304,11 @@ class Timeline:
     ``end_unix_ns``: its entries in tree order (each top-level entry, then the phases nested
     in it), the phases it was built from, and where its start came from (``origin``).
 
+    ``before_exec_ns``: how long the process ran another program before exec'ing this one
+    (a shell's earlier commands), outside the window, which starts at the exec (origin
+    "exec"); 0 when nothing ran before it; None when not known (origin "fork", and runs
+    saved before it was recorded).
+
     The top-level entries' ``counted_ns`` add up to :attr:`total_ns` exactly:
     ``covered_ns + unattributed_ns == total_ns``.
     """
@@ -295,6 +318,7 @@ class Timeline:
     entries: tuple[TimelineEntry, ...]
     phases: tuple[PhaseRecord, ...] = ()
     origin: str = ORIGIN_PROCESS
+    before_exec_ns: int | None = None
 
     @property
     def total_ns(self) -> int:
@@ -353,6 +377,7 @@ class Timeline:
             "start_unix_ns": self.start_unix_ns,
             "end_unix_ns": self.end_unix_ns,
             "origin": self.origin,
+            "before_exec_s": None if self.before_exec_ns is None else self.before_exec_ns / NS_PER_S,
             "total_s": self.total_s,
             "covered_s": self.covered_ns / NS_PER_S,
             "unattributed_s": self.unattributed_ns / NS_PER_S,
@@ -361,18 +386,29 @@ class Timeline:
 
     def window_dict(self) -> dict[str, Any]:
         """What a saved run keeps to rebuild this timeline (its phases are saved with the
-        registry): the window and its origin."""
-        return {"start_unix_ns": self.start_unix_ns, "end_unix_ns": self.end_unix_ns, "origin": self.origin}
+        registry): the window, its origin, and the time before the exec when it is known."""
+        out: dict[str, Any] = {
+            "start_unix_ns": self.start_unix_ns,
+            "end_unix_ns": self.end_unix_ns,
+            "origin": self.origin,
+        }
+        if self.before_exec_ns is not None:
+            out["before_exec_ns"] = self.before_exec_ns
+        return out
 
     @staticmethod
-    def read_window(data: Any, source: str = "timeline", where: str = "timeline") -> tuple[int, int, str]:
-        """(start, end, origin) from :meth:`window_dict` output, every field checked."""
+    def read_window(
+        data: Any, source: str = "timeline", where: str = "timeline"
+    ) -> tuple[int, int, str, int | None]:
+        """(start, end, origin, before_exec_ns) from :meth:`window_dict` output, every field
+        checked; ``before_exec_ns`` is None in runs saved before it was recorded."""
         f = Fields(data, source, where)
         start = f.integer("start_unix_ns", minimum=0)
         end = f.integer("end_unix_ns", minimum=0)
         if end < start:
             raise f.fail("end_unix_ns", f"at least start_unix_ns ({start})", end)
-        return start, end, f.string("origin", ORIGIN_PROCESS)
+        origin = f.string("origin", ORIGIN_PROCESS)
+        return start, end, origin, f.integer("before_exec_ns", None, minimum=0, optional=True)
 
 
 # A compile interval: (start, end, component).
@@ -415,8 +451,10 @@ def build_timeline(
     end_unix_ns: int,
     *,
     origin: str = ORIGIN_PROCESS,
+    before_exec_ns: int | None = None,
 ) -> Timeline:
-    """Lay ``phases`` and the compiles of ``records`` over ``[start_unix_ns, end_unix_ns]``.
+    """Lay ``phases`` and the compiles of ``records`` over ``[start_unix_ns, end_unix_ns]``
+    (``origin`` and ``before_exec_ns`` say where the start came from; see :class:`Timeline`).
 
     Phases are clipped to the window (those wholly outside it are left out). A phase nests
     under its ``parent_id`` when that phase is in the timeline, else it is top level. The
@@ -486,7 +524,7 @@ def build_timeline(
         nested(p, 1)
     if end_unix_ns > covered_until:
         entries.append(gap(covered_until, end_unix_ns))
-    return Timeline(start_unix_ns, end_unix_ns, tuple(entries), tuple(kept), origin)
+    return Timeline(start_unix_ns, end_unix_ns, tuple(entries), tuple(kept), origin, before_exec_ns)
 
 
 def seconds_lists(per_iteration: Sequence[Mapping[str, float]]) -> dict[str, list[float]]:

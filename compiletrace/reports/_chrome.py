@@ -214,7 +214,13 @@ def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None 
         }
         for rank in ranks
     ]
-    return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"origin_unix_ns": origin}}
+    other: dict[str, Any] = {"origin_unix_ns": origin}
+    if timeline is not None:
+        # Where the start-up's time 0 comes from ("exec": the time before it is not shown).
+        other["startup_origin"] = timeline.origin
+        if timeline.before_exec_ns is not None:
+            other["before_exec_s"] = timeline.before_exec_ns / NS_PER_S
+    return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": other}
 
 
 def export_chrome_trace(

@@ -6,6 +6,10 @@ whole, and the compile time inside it per component with the rest (a warm-up's r
 model, minus its compiles). Whatever no phase covers is an "unattributed" row; stretches of
 it shorter than :data:`GAP_FLOOR_NS` are summed into one row at the end instead of a row
 each. The last row is the total: the process's wall time, phases and unattributed.
+
+Where the process ran another program before exec'ing this one (a shell's ``cmd; exec
+python``), the timeline starts at the exec and a last line gives the time before it, not in
+the total; where that cannot be told, a last line says the start is the fork.
 """
 
 from __future__ import annotations
@@ -15,7 +19,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from compiletrace._core.records import NS_PER_S, GraphRecord
-from compiletrace._core.timeline import ORIGIN_PROCESS, PROCESS, SPAN, UNATTRIBUTED, Timeline, TimelineEntry
+from compiletrace._core.timeline import (
+    ORIGIN_EXEC,
+    ORIGIN_FORK,
+    ORIGIN_PROCESS,
+    PROCESS,
+    SPAN,
+    UNATTRIBUTED,
+    Timeline,
+    TimelineEntry,
+)
 from compiletrace._io.text import printable
 from compiletrace.reports._text import render_table, share
 
@@ -87,7 +100,26 @@ def _by_component(compile: Iterable[tuple[str, int]]) -> str:
 
 
 def _origin_words(timeline: Timeline) -> str:
-    return "the process started" if timeline.origin == ORIGIN_PROCESS else "compiletrace was imported"
+    if timeline.origin == ORIGIN_EXEC:
+        return "the exec of this program"
+    if timeline.origin in (ORIGIN_PROCESS, ORIGIN_FORK):
+        return "the process started"
+    return "compiletrace was imported"
+
+
+def _exec_note(timeline: Timeline) -> str | None:
+    """What came before the timeline's start, where the process exec'd this program."""
+    if timeline.origin == ORIGIN_EXEC and timeline.before_exec_ns is not None:
+        return (
+            f"before the exec: {_s(timeline.before_exec_ns)} s in the program that exec'd this one "
+            "(a shell's earlier commands), not in the total"
+        )
+    if timeline.origin == ORIGIN_FORK:
+        return (
+            "the process's start is its fork: any time it ran another program before exec'ing this "
+            "one (a shell's earlier commands) could not be told apart and is in the first entry"
+        )
+    return None
 
 
 def _table(timeline: Timeline) -> tuple[list[str], list[list[str]]]:
@@ -145,11 +177,13 @@ def timeline_lines(timeline: Timeline) -> list[str]:
     4.000 s since the process started: 3.000 s in phases, 1.000 s unattributed
     """
     headers, body = _table(timeline)
+    note = _exec_note(timeline)
     return [
         f"Start-up timeline (seconds since {_origin_words(timeline)})",
         *render_table(headers, body),
         f"{_s(timeline.total_ns)} s since {_origin_words(timeline)}: {_s(timeline.covered_ns)} s in phases, "
         f"{_s(timeline.unattributed_ns)} s unattributed",
+        *([note] if note else []),
     ]
 
 
@@ -281,10 +315,12 @@ def timeline_html(timeline: Timeline, records: Sequence[GraphRecord] = ()) -> st
         f"{_s(timeline.total_ns)} s since {_origin_words(timeline)}: {_s(timeline.covered_ns)} s in "
         f"phases, {_s(timeline.unattributed_ns)} s unattributed"
     )
+    note = _exec_note(timeline)
+    before = f'<p class="before-exec">{_esc(note)}</p>' if note else ""
     return (
         '<section class="compiletrace-startup-timeline">'
         "<h2>Start-up timeline</h2>"
-        f"<p>{_esc(summary)}</p>"
+        f"<p>{_esc(summary)}</p>{before}"
         f"{_svg(timeline, rows, records)}"
         f'<table class="compiletrace"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>'
         "</section>"
