@@ -801,8 +801,9 @@ def test_diagnosing_ten_thousand_records_takes_under_a_second() -> None:
                 after_warmup=i > 9_000,
             )
         )
-    start = time.perf_counter()
+    # This thread's CPU time: what the diagnosis costs, not how busy the machine is.
+    start = time.thread_time()
     findings = diagnose_records(records)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert elapsed < 5.0  # generous: the benchmark's figure is far below a second
     assert {f.kind for f in findings} >= {"recompiles", "graph_break", "repeated_graph", "cache_miss"}

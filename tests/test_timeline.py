@@ -4,7 +4,9 @@ from the process's own start, and its views (text, HTML, Chrome trace, OTel span
 ``compare``.
 
 Exact figures come from an injected clock; real time is used where real time is the point
-(planted sleeps of at least 100 ms, within 10 ms; a command's wall time seen from outside).
+(planted sleeps, each phase bounded by the test's own readings of the phases' clock; a
+command's wall time seen from outside, an upper bound). No check depends on how fast or how
+loaded the machine is (``bash tests/busy.sh`` runs the suite beside four CPU-bound processes).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -217,61 +220,82 @@ def test_clipping_and_zero_length_phases() -> None:
 
 # -- a planted application (real time) -------------------------------------------------
 
-TOLERANCE_NS = 10 * MS
 
-
-def test_planted_phases_match_within_10_ms_and_add_up_to_the_wall_time() -> None:
+def test_planted_phases_lie_between_the_tests_marks_and_add_up_to_the_window() -> None:
+    """Real time, as an application spends it: sleeps in phases, a gap, two threads whose
+    phases overlap, a compile in the warm-up. No tolerance, so a busy machine cannot fail it:
+    each phase lasts at least its sleep and lies between marks the test reads on the phases'
+    own clock just outside it; the overlap is made by the threads waiting on each other."""
     reg = compiletrace.Registry()
     model = compiletrace.compile(torch.nn.Linear(4, 4), backend="eager", registry=reg)
-    wall_start = time.perf_counter()
-    t0 = unix_now_ns()
+    marks = {"start": unix_now_ns()}
     with compiletrace.phase("load weights", registry=reg):
         time.sleep(0.15)
+    marks["loaded"] = unix_now_ns()
     time.sleep(0.12)  # the gap no phase covers
+    marks["threads"] = unix_now_ns()
+    tokenizer_began, caches_began = threading.Event(), threading.Event()
 
-    def worker(name: str, delay: float, seconds: float) -> None:
-        time.sleep(delay)
-        with compiletrace.phase(name, registry=reg):
-            time.sleep(seconds)
+    def tokenizer() -> None:
+        with compiletrace.phase("load tokenizer", registry=reg):
+            tokenizer_began.set()
+            time.sleep(0.2)
+            caches_began.wait(60)  # ends only once the other has begun: they overlap
+
+    def caches() -> None:
+        tokenizer_began.wait(60)
+        with compiletrace.phase("allocate caches", registry=reg):
+            caches_began.set()
+            time.sleep(0.2)
 
     threads = [
-        threading.Thread(target=worker, args=("load tokenizer", 0.0, 0.2), name="loader-a"),
-        threading.Thread(target=worker, args=("allocate caches", 0.1, 0.2), name="loader-b"),
+        threading.Thread(target=tokenizer, name="loader-a"),
+        threading.Thread(target=caches, name="loader-b"),
     ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    marks["joined"] = unix_now_ns()
 
     def run() -> None:
         model(torch.ones(2, 4))  # compiles: inside the warm-up
         time.sleep(0.1)
 
     compiletrace.warm_up(run, compilation_mode="stock", registry=reg)
-    t1 = unix_now_ns()
-    wall_ns = (time.perf_counter() - wall_start) * S
+    marks["end"] = unix_now_ns()
 
-    tl = build_timeline(reg.phase_records(), reg.records(), t0, t1)
+    tl = build_timeline(reg.phase_records(), reg.records(), marks["start"], marks["end"])
     by_name = {e.name: e for e in tl.entries if e.kind != UNATTRIBUTED}
-    for name, planted in (("load weights", 0.15), ("load tokenizer", 0.2), ("allocate caches", 0.2)):
-        got = by_name[name].duration_ns
-        assert planted * S <= got <= planted * S + TOLERANCE_NS, (name, got)
-    # The gap right after "load weights" is unattributed, as long as planted.
+    for name, planted, (first, last) in (
+        ("load weights", 0.15, ("start", "loaded")),
+        ("load tokenizer", 0.2, ("threads", "joined")),
+        ("allocate caches", 0.2, ("threads", "joined")),
+    ):
+        e = by_name[name]
+        assert e.duration_ns >= planted * S, (name, e.duration_ns)
+        assert marks[first] <= e.start_unix_ns <= e.end_unix_ns <= marks[last], name
+    load, tok, cache = by_name["load weights"], by_name["load tokenizer"], by_name["allocate caches"]
+    assert cache.start_unix_ns < tok.end_unix_ns  # the threads' phases overlap
+    # The gap right after "load weights" is unattributed: all of it, up to the next phase.
     gaps = [e for e in tl.top_level() if e.kind == UNATTRIBUTED]
-    first_gap = next(g for g in gaps if g.start_unix_ns == by_name["load weights"].end_unix_ns)
-    assert 0.12 * S - TOLERANCE_NS <= first_gap.duration_ns <= 0.12 * S + TOLERANCE_NS
-    # The two threads overlap 0.1 s: counted once, their union about 0.3 s.
-    union = by_name["load tokenizer"].counted_ns + by_name["allocate caches"].counted_ns
-    assert 0.3 * S <= union <= 0.3 * S + 2 * TOLERANCE_NS
-    assert {by_name["load tokenizer"].thread, by_name["allocate caches"].thread} == {"loader-a", "loader-b"}
+    first_gap = next(g for g in gaps if g.start_unix_ns == load.end_unix_ns)
+    assert first_gap.end_unix_ns == tok.start_unix_ns and first_gap.duration_ns >= 0.12 * S
+    # The two threads overlap: counted once, their union.
+    union = tok.counted_ns + cache.counted_ns
+    assert union == max(tok.end_unix_ns, cache.end_unix_ns) - tok.start_unix_ns
+    assert union < tok.duration_ns + cache.duration_ns
+    assert {tok.thread, cache.thread} == {"loader-a", "loader-b"}
     # The compile happened inside the warm-up, all of it.
     warm = by_name["Warmup (CPU)"]
     compiled_ns = sum(r.total_ns for r in reg.records())
     assert compiled_ns > 0 and warm.compile_by_component == {"language_model": compiled_ns}
-    assert warm.rest_ns >= 0.1 * S
-    # Nothing hidden: the rows add up to the window exactly, and the window is the wall time.
-    assert sum(e.counted_ns for e in tl.top_level()) == tl.total_ns
-    assert tl.total_ns == pytest.approx(wall_ns, rel=0.02)
+    assert warm.rest_ns >= 0.1 * S and marks["joined"] <= warm.start_unix_ns
+    # Nothing hidden: the rows add up to the window exactly, and the window is the time the
+    # test saw on the same clock, the planted sleeps in it.
+    assert sum(e.counted_ns for e in tl.top_level()) == tl.total_ns == marks["end"] - marks["start"]
+    assert tl.covered_ns + tl.unattributed_ns == tl.total_ns
+    assert tl.total_ns >= (0.15 + 0.12 + 0.2 + 0.1) * S
 
 
 # -- from the process's own start ------------------------------------------------------
@@ -290,6 +314,7 @@ def test_a_fresh_process_timeline_starts_when_the_process_did() -> None:
     )
     before = time.time()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    after = time.time()
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["origin"] == "process start"
@@ -299,8 +324,9 @@ def test_a_fresh_process_timeline_starts_when_the_process_did() -> None:
     assert all(e["duration_s"] > 0 for e in entries)
     for a, b in itertools.pairwise(entries):
         assert b["start_s"] == pytest.approx(a["start_s"] + a["duration_s"], abs=1e-6)  # contiguous
-    # /proc gives the start in clock ticks and the uptime in hundredths: 20 ms either way.
-    assert before - 0.05 <= data["start_unix_ns"] / S <= before + 5
+    # The child started while the parent waited; /proc gives the start in clock ticks and
+    # the uptime in hundredths: 20 ms either way.
+    assert before - 0.05 <= data["start_unix_ns"] / S <= after
 
 
 def test_startup_timeline_in_this_process_reads_the_process_start() -> None:
@@ -340,11 +366,17 @@ def test_profile_timeline_adds_up_to_the_commands_wall_time() -> None:
     total, phases, unattributed = map(float, re.findall(r"(\d+\.\d+) s", summary)[:3])
     assert phases + unattributed == pytest.approx(total, abs=0.002)  # nothing hidden
     assert float(wall.group(1)) == pytest.approx(total, abs=0.006)  # the same figure
+    # Seen from outside, the process lived at least that long: it started after `before`
+    # and printed its last line before the parent read it (to the 20 ms /proc gives). The
+    # other way depends on how soon the parent gets to run, so that is the timeline's
+    # "interpreter start" row, from the process's own start, below.
     seen = last_at - before
-    assert total == pytest.approx(seen, rel=0.05), (
+    assert total <= seen + 0.02, (
         f"timeline {total:.3f} s, seen from outside {seen:.3f} s (teardown after: {exited - last_at:.2f} s)"
     )
     table = text[text.index("Start-up timeline (seconds since the process started)") :]
+    first = table[3].split()  # the first row, from the process's own start
+    assert first[:3] == ["interpreter", "start", "0.000"] and float(first[3]) > 0, table[3]
     for name in ("interpreter start", "import torch", "import compiletrace", "build the model",
                  "compile set-up", "Warmup (CPU)", "report", "total"):  # fmt: skip
         assert any(row.startswith(name) for row in table), name
@@ -612,17 +644,41 @@ def test_compare_gates_a_bench_phase_that_got_slower(tmp_path: Path) -> None:
 # -- cost --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Yardstick:
+    """The benchmark's yardstick: a frozen dataclass of eleven fields (what a phase record
+    would cost as one); a phase costs about twice as much."""
+
+    a: int
+    b: int
+    c: int
+    d: int
+    e: int
+    f: int
+    g: int
+    h: int
+    i: int
+    j: int
+    k: int
+
+
 def test_a_phase_costs_microseconds() -> None:
     """A guard against a phase doing heavy work (an import, an environment lookup per phase,
-    a span with no SDK): 20 times the 5 us bar, the best of 5 runs. The bar itself is
+    a span with no SDK): under 40 yardsticks, 20 times what a phase costs (about two), the
+    best of 5 runs. Both are timed on this thread's CPU clock in the same runs, so neither
+    other processes nor a slower machine move the ratio. The bar itself is
     benchmarks/bench_phase.py's (docs/performance.md)."""
     reg = compiletrace.Registry()
-    best = float("inf")
+    best_phase = best_yardstick = float("inf")
     for _ in range(5):
-        start = time.perf_counter_ns()
+        start = time.thread_time_ns()
         for _ in range(2000):
             with compiletrace.phase("load weights", registry=reg):
                 pass
-        best = min(best, (time.perf_counter_ns() - start) / 2000)
+        best_phase = min(best_phase, time.thread_time_ns() - start)
         reg.clear()
-    assert best < 100_000
+        start = time.thread_time_ns()
+        for _ in range(2000):
+            _Yardstick(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+        best_yardstick = min(best_yardstick, time.thread_time_ns() - start)
+    assert best_phase < 40 * best_yardstick, (best_phase / 2000, best_yardstick / 2000)

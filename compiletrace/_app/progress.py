@@ -10,6 +10,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
@@ -19,7 +20,8 @@ __all__ = ["Progress", "process_start_unix_s", "wall_time_s"]
 class Progress:
     """Redraws ``<label>  <elapsed> s`` every ``interval_s`` until closed (``enabled``, by
     default when the stream is a terminal); else, when ``plain`` (by default), writes a
-    line when a stage starts (``<label> ...``) and each :meth:`note`.
+    line when a stage starts (``<label> ...``) and each :meth:`note`. ``clock`` (seconds,
+    monotonic) times the stages; tests pass a fake one to read exact figures.
 
     >>> import io
     >>> out = io.StringIO()
@@ -40,6 +42,7 @@ class Progress:
         enabled: bool | None = None,
         plain: bool | None = None,
         interval_s: float = 0.2,
+        clock: Callable[[], float] = time.perf_counter,
     ):
         self._stream = stream if stream is not None else sys.stderr
         isatty = getattr(self._stream, "isatty", None)
@@ -51,8 +54,9 @@ class Progress:
         # Plain lines stand in for the redrawn one where it cannot be drawn, never beside it.
         self.plain = (not self.enabled) if plain is None else (plain and not self.enabled)
         self._interval_s = interval_s
+        self._clock = clock
         self._label = ""
-        self._start = time.perf_counter()
+        self._start = clock()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -75,7 +79,7 @@ class Progress:
         with self._lock:
             changed = label != self._label
             if changed:
-                self._start = time.perf_counter()
+                self._start = self._clock()
             self._label = label
             if self.plain and changed and label:
                 self._stream.write(f"{label} ...\n")
@@ -117,7 +121,7 @@ class Progress:
         with self._lock:
             if not self._label:
                 return
-            text = f"{self._label}  {time.perf_counter() - self._start:6.1f} s"
+            text = f"{self._label}  {self._clock() - self._start:6.1f} s"
             pad = max(0, self._width - len(text))
             self._stream.write("\r" + text + " " * pad)
             self._width = len(text)

@@ -189,8 +189,10 @@ class phase:  # lower case: called like a function, as contextlib.closing is
     ...     return "ok"
     >>> serve()
     'ok'
-    >>> [(p.name, p.duration_s >= 0.01) for p in reg.phase_records()]
-    [('load weights', True), ('first request', False)]
+    >>> [p.name for p in reg.phase_records()]
+    ['load weights', 'first request']
+    >>> reg.phase_records()[0].duration_s >= 0.01  # at least its sleep
+    True
     """
 
     __slots__ = ("attributes", "clock", "name", "registry")
