@@ -22,7 +22,7 @@ from typing import Any
 
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
 from compiletrace._core.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline, unix_now_ns
-from compiletrace._io.errors import ChildFailed, LaunchError, UsageError
+from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
 from compiletrace._io.signals import Terminated, terminate_on_signals
 from compiletrace._io.text import first_line, printable
@@ -35,7 +35,7 @@ HELP_WIDTH = 100  # fixed, so --help reads the same everywhere (docs/reference.m
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the model failed to compile or run; a benchmark child failed
-EXIT_USAGE = 2  # bad input: nothing was compiled
+EXIT_USAGE = 2  # bad input (nothing was compiled), or an output that could not be written
 EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP exit 128 + their number: 143, 129
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
@@ -297,8 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 failed, 2 bad input, 130 interrupted,
-    143 SIGTERM, 129 SIGHUP).
+    """Run the CLI; returns the exit status (0 ok, 1 failed, 2 bad input or an output that
+    could not be written, 130 interrupted, 143 SIGTERM, 129 SIGHUP).
 
     While the command runs, SIGTERM and SIGHUP raise :class:`Terminated` (from the main
     thread only; the previous handlers come back afterwards), so the clean-up that Ctrl-C
@@ -323,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return handlers[args.command](args)
     except UsageError as exc:
         _error(args, first_line(exc))
+        return EXIT_USAGE
+    except OutputError as exc:  # a full disk, say: one line naming the path ("cannot write P: why")
+        _error(args, first_line(exc.strerror or exc))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

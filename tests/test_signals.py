@@ -5,6 +5,10 @@
   Checked against real processes: the CLI runs with a private TMPDIR and a marker in its
   environment that every process it starts inherits (ranks run in sessions of their own,
   so the marker, not the session, finds them all).
+- SIGKILL, which nothing can catch: the launcher, every rank and every benchmark child die
+  with the killed command, and the next run removes the temporary directories it left
+  (only compiletrace's own, of owners that ended).
+- A full disk is exit 2 with one line naming the path, as any output that cannot be written.
 - ``profile --nproc`` checks MODEL, backend, mode and device before it starts a process,
   and shows a failing rank's error on one line.
 - ``gather(timeout=None)`` waits the process group's own timeout, not torch's 30 minutes.
@@ -14,12 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 import warnings
@@ -30,7 +36,13 @@ from typing import Any
 import pytest
 
 from compiletrace import cli
-from compiletrace._io.signals import Terminated, terminate_on_signals
+from compiletrace._io.signals import (
+    OWNER_FILE,
+    Terminated,
+    owned_temporary_directory,
+    remove_stale_directories,
+    terminate_on_signals,
+)
 from compiletrace.distributed.launch import rank_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,10 +120,11 @@ def _descendants(marker: str, session: int) -> dict[int, str]:
 class Cli:
     """``python -m compiletrace ARGS`` in a session of its own, with a private TMPDIR."""
 
-    def __init__(self, args: list[str], tmp_path: Path) -> None:
+    def __init__(self, args: list[str], tmp_path: Path, tmpdir: Path | None = None) -> None:
         self.marker = uuid.uuid4().hex
-        self.tmpdir = tmp_path / "tmp"
-        self.tmpdir.mkdir()
+        self.tmpdir = tmpdir if tmpdir is not None else tmp_path / "tmp"
+        tmp_path.mkdir(exist_ok=True)
+        self.tmpdir.mkdir(exist_ok=True)
         self.out = tmp_path / "out.txt"
         self.err = tmp_path / "err.txt"
         env = dict(os.environ, TMPDIR=str(self.tmpdir), PYTHONUNBUFFERED="1")
@@ -165,6 +178,15 @@ class Cli:
         while (left := self.children()) and time.monotonic() < deadline:
             time.sleep(0.1)
         return left
+
+    def finish(self) -> str:
+        """Wait (bounded) for the CLI to end on its own; its output, asserted to be a success."""
+        try:
+            rc = self.proc.wait(timeout=JOB_BOUND_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the CLI did not finish within {JOB_BOUND_S:g} s:\n{self.output()}")
+        assert rc == 0, self.output()
+        return self.output()
 
     def kill_all(self) -> None:
         """Whatever is left, whatever the test's outcome."""
@@ -220,6 +242,249 @@ def test_sigterm_stops_the_launcher_and_every_rank(tmp_path: Path, cli_runs: lis
     run.wait_for("-m compiletrace.distributed", 2)  # both ranks, each in a session of its own
     assert run.temp_entries("compiletrace-launch-"), run.temp_entries("")
     _check_clean_exit(run, signal.SIGTERM)
+
+
+# -- SIGKILL: nothing can clean up, so nothing may outlive the killed process ---------------------
+
+
+def _alive(pids: Iterator[int] | list[int]) -> list[int]:
+    """The pids of ``pids`` still running (a zombie has ended: it only waits to be reaped)."""
+    return [p for p in pids if (stat := _proc_stat(p)) is not None and stat[0] not in ("Z", "X")]
+
+
+def _wait_gone(run: Cli, pids: list[int], what: str) -> None:
+    """Until none of ``pids`` and no process carrying the run's marker is left (bounded)."""
+    deadline = time.monotonic() + EXIT_BOUND_S
+    while (left := _alive(pids)) or run.children():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} still running {EXIT_BOUND_S:g} s after SIGKILL: {left} {run.children()}")
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_process_group_ends_the_launcher_and_every_rank(
+    tmp_path: Path, cli_runs: list[Cli]
+) -> None:
+    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:sleepy"], tmp_path)
+    cli_runs.append(run)
+    run.wait_for("-m compiletrace.distributed", 2)
+    children = run.children()
+    assert any("torch.distributed.run" in c for c in children.values()), children  # the launcher
+    os.killpg(run.proc.pid, signal.SIGKILL)  # what `timeout -s KILL` and a CI hard timeout send
+    assert run.proc.wait(timeout=EXIT_BOUND_S) == -signal.SIGKILL
+    _wait_gone(run, list(children), "the launcher or a rank")
+    # Nothing could remove the job's directory; the next job removes it (and its own).
+    stale = run.temp_entries("compiletrace-launch-")
+    assert len(stale) == 1, stale
+    again = Cli(
+        ["profile", "--nproc", "2", "--backend", "eager", "tests.tiny_models:tiny"],
+        tmp_path / "next",
+        run.tmpdir,
+    )
+    cli_runs.append(again)
+    again.finish()
+    assert again.temp_entries("compiletrace-launch-") == []
+
+
+@pytest.mark.slow
+def test_sigkill_of_the_launcher_alone_ends_every_rank(tmp_path: Path, cli_runs: list[Cli]) -> None:
+    # torchrun cannot stop its ranks: each one dies with it on its own request.
+    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:sleepy"], tmp_path)
+    cli_runs.append(run)
+    run.wait_for("-m compiletrace.distributed", 2)
+    children = run.children()
+    (launcher,) = [p for p, c in children.items() if "torch.distributed.run" in c]
+    os.kill(launcher, signal.SIGKILL)
+    try:
+        rc = run.proc.wait(timeout=EXIT_BOUND_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the CLI still waits {EXIT_BOUND_S:g} s after its launcher died: {run.children()}")
+    assert rc == 1, run.output()
+    assert "the 2-rank job failed" in run.output()
+    _wait_gone(run, list(children), "a rank")
+    assert run.temp_entries("compiletrace-", "torchelastic_") == []
+
+
+@pytest.mark.slow
+def test_sigkill_of_bench_startup_ends_its_child(tmp_path: Path, cli_runs: list[Cli]) -> None:
+    args = ["bench", "startup", "--backend", "eager", "--num-iters-cold", "1", "--num-iters-warm", "0"]
+    run = Cli([*args, "tests.test_signals:sleepy"], tmp_path)
+    cli_runs.append(run)
+    run.wait_for("compiletrace.bench._child", 1)
+    children = run.children()
+    run.proc.kill()  # the parent alone: its child is in its session, but nothing signals it
+    assert run.proc.wait(timeout=EXIT_BOUND_S) == -signal.SIGKILL
+    _wait_gone(run, list(children), "the benchmark child")
+    stale = run.temp_entries("compiletrace-")
+    assert any(e.startswith("compiletrace-cold-cache-") for e in stale), stale
+    again = Cli([*args, "tests.tiny_models:tiny"], tmp_path / "next", run.tmpdir)
+    cli_runs.append(again)
+    again.finish()
+    assert again.temp_entries("compiletrace-") == []
+
+
+_ORPHAN = """
+import os, sys, time
+print("started", flush=True)
+while os.getppid() == int(sys.argv[1]):  # until the parent has exited: the launcher died first
+    time.sleep(0.01)
+from compiletrace.distributed.rank import _die_with_launcher
+_die_with_launcher()
+print("survived", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_rank_whose_launcher_died_before_it_asked_ends_at_once(tmp_path: Path) -> None:
+    # The race die_with_parent closes: the parent is gone before the request is made, so the
+    # kernel would never send the signal. The rank's new parent carries no job id: it ends.
+    out = tmp_path / "orphan.txt"
+    env = dict(os.environ, COMPILETRACE_JOB_ID="a-job", PYTHONPATH=str(ROOT))
+    starter = (
+        "import os, subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {_ORPHAN!r}, str(os.getpid())],\n"
+        f"                     stdout=open({str(out)!r}, 'w'), stderr=subprocess.STDOUT)\n"
+        "print(p.pid)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", starter], env=env, capture_output=True, text=True, check=True
+    )
+    orphan = int(done.stdout)
+    deadline = time.monotonic() + START_BOUND_S
+    while _alive([orphan]):
+        assert time.monotonic() < deadline, f"the orphan still runs: {out.read_text()!r}"
+        time.sleep(0.05)
+    assert out.read_text() == "started\n"
+
+
+@pytest.mark.slow
+def test_die_with_parent_checks_the_parent_after_the_request() -> None:
+    code = (
+        "import os, sys\n"
+        "from compiletrace._io.signals import die_with_parent\n"
+        "print(die_with_parent(os.getppid()), flush=True)\n"
+        "die_with_parent(lambda ppid: False)\n"  # as if the parent were gone: this process ends
+        "print('survived', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (-signal.SIGKILL, "True\n"), done.stderr
+
+
+def test_without_pdeathsig_children_start_with_one_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiletrace._io import signals
+
+    monkeypatch.setattr(signals, "_prctl", lambda: None)  # as off Linux
+    monkeypatch.setattr(signals, "_warned_no_pdeathsig", False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert signals.parent_death_preexec() is None
+        assert signals.parent_death_preexec() is None
+        assert signals.die_with_parent(os.getppid()) is False
+    assert len(caught) == 1 and "PR_SET_PDEATHSIG is Linux only" in str(caught[0].message)
+
+
+# -- stale temporary directories: the next run removes what a killed one left, and nothing else --
+
+
+def _owned(root: Path, name: str, owner: Any) -> Path:
+    path = root / name
+    path.mkdir()
+    (path / "cache.bin").write_bytes(b"x")
+    if owner is not None:
+        (path / OWNER_FILE).write_text(owner if isinstance(owner, str) else json.dumps(owner))
+    return path
+
+
+def test_remove_stale_directories_removes_only_compiletraces_of_ended_owners(tmp_path: Path) -> None:
+    from compiletrace._io import signals
+
+    ended = subprocess.Popen([sys.executable, "-c", ""])
+    ended.wait()  # its pid names no process now
+    me = {"pid": os.getpid(), "start": signals._start_ticks(os.getpid()), "host": signals._host()}
+    prefix = "compiletrace-launch-"
+    stale = _owned(tmp_path, prefix + "stale", {**me, "pid": ended.pid, "start": None})
+    reused = _owned(tmp_path, prefix + "reused", {**me, "start": me["start"] + 1})  # a later process
+    kept = {
+        "live": _owned(tmp_path, prefix + "live", me),
+        "no-marker": _owned(tmp_path, prefix + "no-marker", None),
+        "garbage": _owned(tmp_path, prefix + "garbage", "not json"),
+        "other-host": _owned(tmp_path, prefix + "other-host", {**me, "pid": ended.pid, "host": "elsewhere"}),
+        "other-prefix": _owned(tmp_path, "compiletrace-bench-run-x", {**me, "pid": ended.pid}),
+        "unrelated": _owned(tmp_path, "someone-elses", {**me, "pid": ended.pid}),
+    }
+    target = _owned(tmp_path, "target", {**me, "pid": ended.pid})
+    (tmp_path / (prefix + "link")).symlink_to(target)  # a link is never followed, nor removed
+    removed = remove_stale_directories(prefix, tmp_path)
+    assert sorted(removed) == sorted([str(stale), str(reused)])
+    assert not stale.exists() and not reused.exists()
+    assert all(p.is_dir() for p in kept.values()) and (target / "cache.bin").exists()
+    assert (tmp_path / (prefix + "link")).is_symlink()
+    assert remove_stale_directories(prefix, tmp_path / "no-such-dir") == []
+
+
+def test_owned_temporary_directory_marks_itself_and_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with owned_temporary_directory("compiletrace-test-") as tmp:
+        owner = json.loads(Path(tmp, OWNER_FILE).read_text())
+        assert owner["pid"] == os.getpid()
+        assert remove_stale_directories("compiletrace-test-") == []  # its owner runs
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_directory_a_sigkilled_owner_left_goes_with_the_next_one(tmp_path: Path) -> None:
+    code = (
+        "import os, signal\n"
+        "from compiletrace._io.signals import owned_temporary_directory\n"
+        "owned = owned_temporary_directory('compiletrace-launch-')\n"
+        "owned.__enter__()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (left,) = tmp_path.iterdir()
+    assert left.name.startswith("compiletrace-launch-") and (left / OWNER_FILE).is_file()
+    assert remove_stale_directories("compiletrace-launch-", tmp_path) == [str(left)]
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- a full disk: exit 2, one line naming the path ---------------------------------------------
+
+
+def _one_error_line(err: str, path: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"compiletrace: error: cannot write {path}: "), err
+    assert "OutputError" not in lines[0]
+    return lines[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_disk_full_on_a_device_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["profile", "--backend", "eager", "--json", "/dev/full"]) == 2
+    line = _one_error_line(capsys.readouterr().err, "/dev/full")
+    assert "No space left on device" in line
+
+
+def test_disk_full_in_the_atomic_writer_exits_2_and_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiletrace._io import files
+
+    out = tmp_path / "run.json"
+    out.write_text("old\n")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    assert cli.main(["profile", "--backend", "eager", "--json", str(out)]) == 2
+    line = _one_error_line(capsys.readouterr().err, str(out))
+    assert "No space left on device" in line
+    assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
 
 
 # -- the handlers themselves, in this process -------------------------------------------------

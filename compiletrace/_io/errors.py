@@ -8,7 +8,7 @@
      │    ├── CompileOptionError (RuntimeError)  a backend, mode or option torch.compile refuses
      │    ├── RunFileError                 a file that is not a valid compiletrace run
      │    └── MissingDependencyError (ImportError)  an optional package is not installed
-     ├── OutputError (OSError)            an output file could not be written
+     ├── OutputError (OSError)            an output file could not be written; one line, exit 2
      ├── GatherError (RuntimeError)       ranks could not gather their figures
      ├── LaunchError (RuntimeError)       a job started by distributed.launch failed
      ├── ChildFailed (RuntimeError)       a benchmark child process failed
@@ -71,8 +71,10 @@ class MissingDependencyError(UsageError, ImportError):
 
 
 class OutputError(CompiletraceError, OSError):
-    """An output file could not be written; the message names the path. Whatever the path
-    held before is left as it was."""
+    """An output file could not be written (a full disk, a directory gone or read-only);
+    the message names the path. Whatever the path held before is left as it was. The CLI
+    prints it on one line (``compiletrace: error: cannot write PATH: why``) and exits with 2,
+    as for bad input: the command did not do what was asked, and it is not a regression."""
 
 
 class GatherError(CompiletraceError, RuntimeError):

@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import numpy as np
 from compiletrace._app.progress import Progress
 from compiletrace._core.timeline import seconds_lists
 from compiletrace._io.errors import ChildFailed, UsageError
+from compiletrace._io.signals import owned_temporary_directory, parent_death_preexec
 from compiletrace._io.text import tail_lines
 from compiletrace.reports import render_table
 
@@ -259,7 +259,7 @@ def run_iteration(
     On KeyboardInterrupt (or any exception from ``on_tick``) the child is ended before
     the exception propagates. Raises :class:`ChildFailed` when the child exits non-zero.
     """
-    with tempfile.TemporaryDirectory(prefix="compiletrace-bench-run-") as work:
+    with owned_temporary_directory("compiletrace-bench-run-") as work:
         result_path = Path(work) / "result.json"
         stderr_path = Path(work) / "stderr.txt"
         if progress is not None:
@@ -269,7 +269,12 @@ def run_iteration(
         start = time.perf_counter()
         with open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=cache_env(cache_dir)
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=cache_env(cache_dir),
+                preexec_fn=parent_death_preexec(),  # a SIGKILL of this process ends the child too
             )
             try:
                 while True:
@@ -313,7 +318,8 @@ def run_startup_bench(
     """Run the cold iterations (each on a fresh empty cache), then the untimed warm-up
     iterations and the warm iterations (sharing one cache), then the portable ones (each
     on a fresh empty cache with the artifacts loaded first). Temporary caches are removed
-    whatever happens, Ctrl-C included."""
+    whatever happens, Ctrl-C included; on Linux each child dies with this process, SIGKILL
+    included, and the caches a killed run left are removed by the next run."""
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(options, name) < 0:
             raise UsageError(f"{name} must be >= 0, got {getattr(options, name)}")
@@ -343,7 +349,7 @@ def run_startup_bench(
         # Each iteration on its own fresh, empty cache, removed afterwards.
         its = []
         for i in range(n):
-            with tempfile.TemporaryDirectory(prefix=f"compiletrace-{kind}-cache-") as cache:
+            with owned_temporary_directory(f"compiletrace-{kind}-cache-") as cache:
                 it = iterate(cache, f"{kind} {i + 1}/{n}", extra)
             its.append(it)
             finished(f"{kind} {i + 1}/{n}", it)
@@ -351,7 +357,7 @@ def run_startup_bench(
 
     result.cold = fresh_cache_iterations("cold", options.num_iters_cold)
     if options.num_iters_warm:
-        with tempfile.TemporaryDirectory(prefix="compiletrace-warm-cache-") as cache:
+        with owned_temporary_directory("compiletrace-warm-cache-") as cache:
             for i in range(options.num_iters_warmup):
                 label = f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)"
                 finished(label, iterate(cache, label))

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,17 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiletrace._io.errors import LaunchError, UsageError
+from compiletrace._io.signals import owned_temporary_directory, parent_death_preexec
 from compiletrace._io.text import first_line, tail_lines
-from compiletrace.distributed.rank import WORKER_MODULE
+from compiletrace.distributed.rank import JOB_ID_ENV, WORKER_MODULE, is_job_process
 from compiletrace.distributed.results import GatherResult
 from compiletrace.telemetry._propagation import inject_into_environ
 
 __all__ = ["JOB_ID_ENV", "LaunchResult", "launch", "launch_command", "rank_error"]
 
-# Every process of a job inherits this variable (unique per job): torchrun starts each rank
-# in a session of its own, out of reach of a signal to the launcher's process group, so
-# stopping a job finds its ranks (and theirs) by it.
-JOB_ID_ENV = "COMPILETRACE_JOB_ID"
 STOP_GRACE_S = 10.0  # how long a stopped job gets to end on SIGTERM before SIGKILL
 
 # The line a failing rank prints last (see rank.main): "compiletrace: rank 1: UsageError: ...".
@@ -91,7 +87,9 @@ def launch(
     line, ``rank 1: UsageError: ...``); its ``output`` holds the job's whole output when
     captured. An exception while waiting (Ctrl-C, :class:`~compiletrace._io.signals.Terminated`)
     stops the launcher and every rank before it goes on; the launcher's files live in a
-    temporary directory removed with the job.
+    temporary directory removed with the job. On Linux the launcher dies with this process
+    and each rank with the launcher, SIGKILL included (``PR_SET_PDEATHSIG``); a directory
+    that a killed caller left is removed by the next job.
 
     >>> launch(2, ["--backend", "eager"]).result.world_size  # doctest: +SKIP
     2
@@ -107,7 +105,7 @@ def launch(
     if nproc > 1:
         # torchrun sets it to 1 itself when unset, and then prints a five-line banner.
         child_env.setdefault("OMP_NUM_THREADS", "1")
-    with tempfile.TemporaryDirectory(prefix="compiletrace-launch-") as tmp:
+    with owned_temporary_directory("compiletrace-launch-") as tmp:
         result_file = Path(tmp) / "result.json"
         argv = [*worker_argv, "--result-file", str(result_file)]
         cmd = launch_command(nproc, argv, python, log_dir=str(Path(tmp) / "launcher"))
@@ -119,6 +117,10 @@ def launch(
             stderr=subprocess.STDOUT if capture_output else None,
             text=True,
             start_new_session=True,  # one process group: a timeout stops the launcher and its ranks
+            # Its own session is out of reach of a kill of ours, so it gets SIGTERM when this
+            # process dies, however it dies: torchrun then stops its ranks at once (even one
+            # still importing torch). Each rank also dies with the launcher (rank.main).
+            preexec_fn=parent_death_preexec(signal.SIGTERM),
         )
         try:
             output, _ = proc.communicate(timeout=timeout)
@@ -181,23 +183,13 @@ def rank_error(output: str) -> str | None:
 def _job_pids(job_id: str) -> list[int]:
     """Every live process (not this one) whose environment carries this job's id: the
     launcher, the ranks and whatever they started. Linux only (``/proc``); elsewhere none."""
-    marker = f"{JOB_ID_ENV}={job_id}".encode()
-    pids = []
     try:
         entries = os.listdir("/proc")
     except OSError:
         return []
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:  # gone, or not ours
-            continue
-        if marker in environ.split(b"\0"):
-            pids.append(int(entry))
-    return pids
+    return [
+        int(e) for e in entries if e.isdigit() and int(e) != os.getpid() and is_job_process(int(e), job_id)
+    ]
 
 
 def _signal_job(proc: subprocess.Popen[str], job_id: str, sig: signal.Signals) -> None:

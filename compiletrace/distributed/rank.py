@@ -15,14 +15,28 @@ from typing import TextIO
 from compiletrace._core.registry import Registry
 from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.files import write_json
+from compiletrace._io.signals import die_with_parent
 from compiletrace._io.text import first_line
 from compiletrace.distributed.results import GatherResult
 from compiletrace.distributed.transport import gather
 
-__all__ = ["DEFAULT_GATHER_TIMEOUT_S", "WORKER_MODULE", "main", "model_work", "run_rank"]
+__all__ = [
+    "DEFAULT_GATHER_TIMEOUT_S",
+    "JOB_ID_ENV",
+    "WORKER_MODULE",
+    "is_job_process",
+    "main",
+    "model_work",
+    "run_rank",
+]
 
 WORKER_MODULE = "compiletrace.distributed"
 DEFAULT_GATHER_TIMEOUT_S = 300.0
+# Every process of a job that distributed.launch starts inherits this variable (unique per
+# job): torchrun starts each rank in a session of its own, out of reach of a signal to the
+# launcher's process group, so stopping a job finds its ranks (and theirs) by it, and a rank
+# knows its launcher by it.
+JOB_ID_ENV = "COMPILETRACE_JOB_ID"
 
 Work = Callable[[Registry], object]
 
@@ -92,6 +106,30 @@ def run_rank(
             dist.destroy_process_group()
 
 
+def is_job_process(pid: int, job_id: str) -> bool:
+    """True when process ``pid`` carries this job's id in its environment (Linux ``/proc``;
+    False elsewhere, or when it is gone or not this user's).
+
+    >>> is_job_process(os.getpid(), "no-such-job")
+    False
+    """
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = f.read()
+    except OSError:
+        return False
+    return f"{JOB_ID_ENV}={job_id}".encode() in environ.split(b"\0")
+
+
+def _die_with_launcher() -> None:
+    # A rank of distributed.launch dies with its launcher (torchrun), SIGKILL included. Its
+    # parent must be a process of the job: one that is not (init, a subreaper) means the
+    # launcher died before the request, and the rank ends at once.
+    job_id = os.environ.get(JOB_ID_ENV)
+    if job_id:
+        die_with_parent(lambda ppid: is_job_process(ppid, job_id))
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"python -m {WORKER_MODULE}",
@@ -127,7 +165,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry of ``python -m compiletrace.distributed`` (one rank). Returns the exit status:
     0, 2 for bad input, 1 for any other failure. A failure ends with one line on stderr,
     ``compiletrace: rank R: ErrorType: message`` (a traceback above it unless the error
-    is compiletrace's own)."""
+    is compiletrace's own). Started by :func:`~compiletrace.distributed.launch`, it dies
+    with its launcher (Linux)."""
+    _die_with_launcher()
     args = _parser().parse_args(argv)
     work = model_work(args.model, backend=args.backend, mode=args.mode, device=args.device)
     with open(os.devnull, "w") if args.quiet else contextlib.nullcontext(sys.stdout) as out:
