@@ -655,11 +655,15 @@ def _env(args: argparse.Namespace) -> int:
     import platform
     from importlib import metadata
 
+    import torch
+
     from compiletrace._core import torch_compat as tc
     from compiletrace.reports import render_table
 
-    versions = [["python", platform.python_version()]]
-    for package in ("torch", "compiletrace", "opentelemetry-api", "opentelemetry-sdk", "transformers"):
+    # torch's own version string, as the profile header prints it: a CUDA wheel's metadata
+    # says "2.15.0" where torch.__version__ says "2.15.0+cu132".
+    versions = [["python", platform.python_version()], ["torch", str(torch.__version__)]]
+    for package in ("compiletrace", "opentelemetry-api", "opentelemetry-sdk", "transformers"):
         try:
             versions.append([package, metadata.version(package)])
         except metadata.PackageNotFoundError:
@@ -671,6 +675,10 @@ def _env(args: argparse.Namespace) -> int:
         for c in tc.capabilities()
     ]
     print("\n".join(render_table(["torch capability", "available", "records lack"], rows)))
+    print()
+    hooks = [[c.name, "yes" if c.available else "no", c.lacking] for c in tc.capabilities(hooks=True)]
+    header = ["hooks this torch gives", "available", "compiletrace uses instead"]
+    print("\n".join(render_table(header, hooks)))
     return EXIT_OK
 
 

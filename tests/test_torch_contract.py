@@ -151,6 +151,24 @@ def test_env_shows_versions_and_the_capability_table(
     assert f"torch              {torch.__version__}" in out
     assert "compiletrace       " + compiletrace.__version__ in out
     assert "MISSING" not in out and "recompile reasons        yes" in out
+    assert "torch.compile(name=...)               yes" in out  # 2.13 to 2.15 all have it
+    assert "torch._dynamo.config.dynamo_profiler  yes" in out
     _remove(monkeypatch, "recompile reasons")
     assert cli.main(["env"]) == 0
     assert "recompile reasons        MISSING    recompile reasons" in capsys.readouterr().out
+
+
+def test_env_says_which_of_torchs_own_hooks_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiletrace import cli
+
+    # A torch before pytorch #179003 and #173942: told by the signature and the config.
+    monkeypatch.setattr(torch, "compile", lambda model=None, *, backend="inductor": model)
+    monkeypatch.delattr(torch._dynamo.config, "dynamo_profiler")
+    assert [c.available for c in tc.capabilities(hooks=True)] == [False, False]
+    assert cli.main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert "torch.compile(name=...)               no         its own component labels" in out
+    assert "torch._dynamo.config.dynamo_profiler  no         its own inline timing" in out
+    assert "MISSING" not in out  # a hook it lacks is no missing capability

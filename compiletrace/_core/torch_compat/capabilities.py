@@ -2,10 +2,15 @@
 the installed torch gives (one probe each), and what records lack without it. Checked once
 at install (``warn_missing_capabilities``) and shown by ``compiletrace env``;
 ``tests/test_torch_contract.py`` removes each internal in turn and checks the table says so.
+
+Beside it, ``capabilities(hooks=True)``: torch's own public hooks for what compiletrace now
+reads from internals. They are detected and shown, not used yet: each would become a source
+only after a test checks its figures against the current ones (docs/how-it-works.md).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -134,13 +139,40 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
 )
 
 
-def capabilities() -> tuple[Capability, ...]:
-    """What this torch gives compiletrace to measure with.
+def _compile_name() -> bool:
+    # pytorch #179003: torch.compile(fn, name="encoder"); checked on the signature, not a version.
+    return "name" in inspect.signature(torch.compile).parameters
+
+
+def _dynamo_profiler() -> bool:
+    # pytorch #173942: pstats of Dynamo's tracing time per user function.
+    import torch._dynamo.config as dynamo_config
+
+    return hasattr(dynamo_config, "dynamo_profiler")
+
+
+# torch's own hooks: (name, probe, what compiletrace uses instead, for now).
+_HOOKS: tuple[tuple[str, Callable[[], object], str], ...] = (
+    ("torch.compile(name=...)", _compile_name, "its own component labels (is_encoder=, component=)"),
+    (
+        "torch._dynamo.config.dynamo_profiler",
+        _dynamo_profiler,
+        "its own inline timing (trace_cost)",
+    ),
+)
+
+
+def capabilities(*, hooks: bool = False) -> tuple[Capability, ...]:
+    """What this torch gives compiletrace to measure with; with ``hooks=True``, which of
+    torch's own hooks it gives (``lacking`` then says what compiletrace uses instead).
 
     >>> all(c.available for c in capabilities())  # on the torch the package is tested on
     True
+    >>> [c.name for c in capabilities(hooks=True)]
+    ['torch.compile(name=...)', 'torch._dynamo.config.dynamo_profiler']
     """
-    return tuple(Capability(name, _has(probe), lacking) for name, probe, lacking in _CAPABILITIES)
+    table = _HOOKS if hooks else _CAPABILITIES
+    return tuple(Capability(name, _has(probe), lacking) for name, probe, lacking in table)
 
 
 def warn_missing_capabilities() -> list[Capability]:
