@@ -27,13 +27,14 @@ atexit.register(shutil.rmtree, _CONFIG, ignore_errors=True)
 
 @pytest.fixture(autouse=True)
 def clean_dynamo() -> Iterator[None]:
-    """Every test starts and ends with a fresh Dynamo and no frame left open, and may see
-    any of compiletrace's once-per-cause warnings again."""
-    from compiletrace._core.tracker import get_tracker
+    """Every test starts and ends with a fresh Dynamo and a clean process state (no frame
+    left open, no providers left set, no start-up span left open), and may see any of
+    compiletrace's once-per-cause warnings again."""
     from compiletrace._io.state import STATE
 
     torch._dynamo.reset()
     STATE.forget_warnings()
+    assert STATE.unsettled() == [], "an earlier test left the process state unclean"
     yield
-    assert get_tracker().open_frames() == 0, "a frame compile was left open"
+    assert STATE.unsettled() == [], "this test left the process state unclean"
     torch._dynamo.reset()

@@ -22,8 +22,8 @@ import torch
 
 import compiletrace
 from compiletrace import telemetry
-from compiletrace._core.records import GraphRecord
 from compiletrace._core.tracker import Tracker
+from compiletrace._data.records import GraphRecord
 from compiletrace.models import DemoConfig, build_demo
 
 GRAPHS = 2000

@@ -34,11 +34,11 @@ from compiletrace._app.timeline import phase
 from compiletrace._app.warmup import WarmupResult, expect_no_compiles, warm_up
 from compiletrace._core.backend import CompiletraceBackend, backend
 from compiletrace._core.compile import CompilationMode, compile
-from compiletrace._core.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
-from compiletrace._core.registry import Registry, compilation_times, get_registry
-from compiletrace._core.timeline import mark_import as _mark_import
+from compiletrace._core.startup import mark_import as _mark_import
 from compiletrace._core.tracker import FrameObserver as _FrameObserver
 from compiletrace._core.tracker import register_observer_factory as _register_observer_factory
+from compiletrace._data.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
+from compiletrace._data.registry import Registry, compilation_times, get_registry
 from compiletrace._io.errors import (
     ArgumentTypeError,
     ChildFailed,
@@ -63,6 +63,7 @@ if _TYPE_CHECKING:
     from compiletrace import telemetry as telemetry
     from compiletrace._app.doctor import Finding, diagnose
     from compiletrace._app.profile import ProfileRun, profile
+    from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
     from compiletrace.telemetry import instrument
 
@@ -74,6 +75,7 @@ _LAZY = {
     "ProfileRun": "compiletrace._app.profile",
     "profile": "compiletrace._app.profile",
     "export_chrome_trace": "compiletrace.reports",
+    "load": "compiletrace._load",
     "instrument": "compiletrace.telemetry",
 }
 _SUBMODULES = ("bench", "cli", "distributed", "models", "reports", "telemetry")
@@ -108,6 +110,7 @@ __all__ = [
     "export_chrome_trace",
     "get_registry",
     "instrument",
+    "load",
     "load_ipython_extension",
     "phase",
     "profile",

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
-from compiletrace._core.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline, unix_now_ns
+from compiletrace._core.startup import unix_now_ns
+from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline
 from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
 from compiletrace._io.signals import Terminated, terminate_on_signals
@@ -70,7 +71,6 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         metavar="PATH=NAME",
         help="compile submodule PATH as component NAME (repeatable; replaces the factory's mapping)",
     )
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,9 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    # What every command takes, defined once.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     prof = sub.add_parser(
         "profile",
+        parents=[common],
         formatter_class=_formatter,
         help="compile a model, warm it up, and show where the compile time went",
         description="Build MODEL, compile its components through compiletrace, run the warm-up, and print\n"
@@ -138,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench_sub.required = True
     startup = bench_sub.add_parser(
         "startup",
+        parents=[common],
         formatter_class=_formatter,
         help="cold vs warm start-up, each iteration a fresh process",
         description="Start MODEL in fresh Python processes: cold ones each on a fresh empty compile cache,\n"
@@ -180,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser(
         "report",
+        parents=[common],
         formatter_class=_formatter,
         help="render a run saved by 'profile --json'",
         description="Print the tables of a run saved by 'compiletrace profile --json', and write it as\n"
@@ -188,7 +194,6 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run", metavar="RUN.json", help="a run saved by 'compiletrace profile --json'")
     report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     report.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
-    report.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     cache = sub.add_parser(
         "cache",
@@ -202,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache_sub.required = True
     save = cache_sub.add_parser(
         "save",
+        parents=[common],
         formatter_class=_formatter,
         help="compile and warm up MODEL, then save the cache artifacts to PATH",
         description="Compile and warm up MODEL (inductor), then save torch's cache artifacts to PATH and\n"
@@ -211,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_options(save)
     inspect = cache_sub.add_parser(
         "inspect",
+        parents=[common],
         formatter_class=_formatter,
         help="report what the artifacts in PATH hold, running nothing from the file",
         description="Report what the cache artifacts in PATH hold: artifacts per kind, keys and sizes,\n"
@@ -218,9 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
         "a file that 'cache load' would refuse is refused here too, saying why.",
     )
     inspect.add_argument("path", metavar="PATH", help="a file written by 'compiletrace cache save'")
-    inspect.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     load = cache_sub.add_parser(
         "load",
+        parents=[common],
         formatter_class=_formatter,
         help="check the artifacts in PATH, then load them into the compile caches",
         description="Check the cache artifacts in PATH (their digest, every class their pickles name, every\n"
@@ -231,10 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--trust", action="store_true", help="load PATH unchecked (the file is code: only your own)"
     )
-    load.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     compare = sub.add_parser(
         "compare",
+        parents=[common],
         formatter_class=_formatter,
         help="compare two saved runs; exit 1 when anything regressed",
         description="Compare two runs saved by 'profile --json' (the total, then per component, phase\n"
@@ -264,9 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
         "time, runs with --trace-cost); repeatable, or a comma-separated list "
         "(default: total,component)",
     )
-    compare.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     doctor = sub.add_parser(
         "doctor",
+        parents=[common],
         formatter_class=_formatter,
         help="say why a saved run's compile time went where it went, and what to change",
         description="Diagnose a run saved by 'profile --json' (recompiles and their failed guards, graph\n"
@@ -284,15 +291,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KIND[,KIND]",
         help="exit 1 when a finding of one of these kinds is present (e.g. recompiles,graph_break)",
     )
-    doctor.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    env = sub.add_parser(
+    sub.add_parser(
         "env",
+        parents=[common],
         formatter_class=_formatter,
         help="show the versions and which torch internals compiletrace can measure with",
         description="Print the versions of Python, torch, compiletrace and OpenTelemetry, and which\n"
         "torch internals this torch gives compiletrace (a missing one names what records lack).",
     )
-    env.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     return parser
 
 
@@ -412,7 +418,7 @@ def _profile(args: argparse.Namespace) -> int:
     from compiletrace._app.profile import profile
     from compiletrace._app.progress import Progress
     from compiletrace._app.timeline import OwnPhase, open_startup_trace, startup_timeline
-    from compiletrace._core.registry import Registry, get_registry
+    from compiletrace._data.registry import Registry, get_registry
     from compiletrace.reports._timeline import timeline_text
 
     command_start = unix_now_ns()
@@ -684,8 +690,8 @@ def _env(args: argparse.Namespace) -> int:
 
 def _doctor(args: argparse.Namespace) -> int:
     from compiletrace._app.doctor import FindingKind, doctor_dict
-    from compiletrace._io.envelope import read_json_file
-    from compiletrace.distributed.results import GATHER_KIND, GatherResult
+    from compiletrace._data.kinds import FileKind
+    from compiletrace._load import load
     from compiletrace.reports._findings import findings_text
 
     known = [k.value for k in FindingKind]
@@ -694,11 +700,9 @@ def _doctor(args: argparse.Namespace) -> int:
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
     _outputs([(args.json, "--json")], inputs=[args.run])
-    data = read_json_file(args.run)
-    if isinstance(data, dict) and data.get("kind") == GATHER_KIND:
-        findings = GatherResult.from_dict(data, source=args.run).diagnose()
-    else:
-        findings = ProfileRun.from_dict(data, args.run).diagnose()
+    job = load(args.run, accept={FileKind.RUN, FileKind.GATHER}, command="compiletrace doctor")
+    assert not isinstance(job, list) and hasattr(job, "diagnose")
+    findings = job.diagnose()
     if args.json != "-":
         print(findings_text(findings))
     if args.json:
@@ -720,8 +724,12 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from compiletrace._data.kinds import FileKind
+    from compiletrace._load import load
+
     _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")], inputs=[args.run])
-    run = ProfileRun.load(args.run)
+    run = load(args.run, accept={FileKind.RUN}, command="compiletrace report")
+    assert isinstance(run, ProfileRun)
     print(run.summary())
     if run.timeline is not None:
         from compiletrace.reports._timeline import timeline_text

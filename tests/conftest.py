@@ -3,13 +3,15 @@ test, doctests included, are in the root conftest.py)."""
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from compiletrace import GraphRecord
+from compiletrace import GraphRecord, ProfileRun, Registry, WarmupResult
 
 if TYPE_CHECKING:
     from compiletrace import telemetry
@@ -102,3 +104,33 @@ def torch_rows(forward: bool = True) -> dict[str, Any]:
         for m in tc.compilation_metrics()
         if bool(m.is_forward) is forward and (m.start_time or 0) >= _TEST_START[0]
     }
+
+
+def save_run(
+    path: str | os.PathLike[str], records: Iterable[GraphRecord], meta: Mapping[str, Any] | None = None
+) -> Path:
+    """Save ``records`` as a run file, as ``profile --json`` writes one (a one-second warm-up
+    that recorded them); returns the path."""
+    registry = Registry()
+    for record in records:
+        registry.add(record)
+    warmup = WarmupResult(False, 1.0, registry.compilation_times(), registry.by_component())
+    meta = {"model": "tests", "backend": "eager"} if meta is None else dict(meta)
+    ProfileRun(registry.records(), warmup, meta).save(path)
+    return Path(path)
+
+
+def run_of(
+    records: Iterable[GraphRecord],
+    meta: Mapping[str, Any] | None = None,
+    *,
+    warmup_s: float | None = None,
+) -> ProfileRun:
+    """A run of ``records`` for the views (``meta`` as given, and a warm-up of ``warmup_s``
+    seconds that recorded them when given, else one second)."""
+    registry = Registry()
+    for record in records:
+        registry.add(record)
+    seconds = 1.0 if warmup_s is None else warmup_s
+    warmup = WarmupResult(False, seconds, registry.compilation_times(), registry.by_component())
+    return ProfileRun(registry.records(), warmup, dict(meta or {}))

@@ -36,6 +36,7 @@ PUBLIC = {
     "export_chrome_trace",
     "get_registry",
     "instrument",
+    "load",
     "load_ipython_extension",
     "phase",
     "profile",

@@ -8,15 +8,14 @@ that what ``profile`` saves compares too.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 import compiletrace
-from compiletrace import CacheOutcome, CompilationTimes, GraphRecord, ProfileRun, WarmupResult
+from compiletrace import CacheOutcome, GraphRecord
 from compiletrace._app.compare import compare_files, load_run_file
-from tests.conftest import S, make_record
+from tests.conftest import S, make_record, save_run
 
 REASON = "tensor 'x' size mismatch at index 0. expected 2, actual 5"
 PLANTED_NS = S // 2  # the regression planted in the language model's backend: 0.5 s
@@ -40,12 +39,6 @@ def second_shape() -> list[GraphRecord]:
                     is_recompile=True, recompile_reason=REASON)
         for frame, component, code in (("0", "encoder", "encoder_fn"), ("1", "language_model", "lm_fn"))
     ]  # fmt: skip
-
-
-def save_run(path: Path, records: Sequence[GraphRecord]) -> Path:
-    warmup = WarmupResult(skipped=False, duration_s=1.0, compilation_times=CompilationTimes())
-    ProfileRun(tuple(records), warmup, {"model": "tests", "backend": "eager"}).save(path)
-    return path
 
 
 def test_identical_runs_have_no_regression(tmp_path: Path) -> None:

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from compiletrace import CompilationTimes, GraphRecord, ProfileRun, WarmupResult, cli
+from compiletrace import GraphRecord, cli
 from compiletrace._app.compare import DEFAULT_GATES, GATES, compare_files, parse_gates
 from compiletrace._io.errors import UsageError
-from tests.conftest import MS, S, make_record
-
-
-def save_run(path: Path, records: Sequence[GraphRecord]) -> str:
-    warmup = WarmupResult(skipped=False, duration_s=1.0, compilation_times=CompilationTimes())
-    ProfileRun(tuple(records), warmup, {"model": "tests", "backend": "inductor"}).save(path)
-    return str(path)
+from tests.conftest import MS, S, make_record, save_run
 
 
 def slow_run() -> list[GraphRecord]:
@@ -55,7 +48,10 @@ def row(out: str, scope: str, name: str) -> list[str]:
 def test_a_much_faster_run_passes_although_one_phase_grew(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base, new = save_run(tmp_path / "base.json", slow_run()), save_run(tmp_path / "new.json", fast_run())
+    base, new = (
+        str(save_run(tmp_path / "base.json", slow_run())),
+        str(save_run(tmp_path / "new.json", fast_run())),
+    )
     assert cli.main(["compare", base, new]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -90,8 +86,10 @@ def test_the_total_catches_what_no_component_shows(
 ) -> None:
     # A new component has no base to grow from; the total grows by all of it.
     lm = make_record("0/0", "language_model", frame_ns=S)
-    base = save_run(tmp_path / "base.json", [lm])
-    new = save_run(tmp_path / "new.json", [lm, make_record("1/0", "audio", start_unix_ns=S, frame_ns=2 * S)])
+    base = str(save_run(tmp_path / "base.json", [lm]))
+    new = str(
+        save_run(tmp_path / "new.json", [lm, make_record("1/0", "audio", start_unix_ns=S, frame_ns=2 * S)])
+    )
     assert cli.main(["compare", base, new]) == 1
     out = capsys.readouterr().out
     assert row(out, "total", "compile time")[-1] == "REGRESSED"
@@ -101,14 +99,17 @@ def test_the_total_catches_what_no_component_shows(
 def test_a_new_graph_fails_only_the_graph_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # A graph break splits the language model's 0.5 s in two: same totals, one graph more.
     enc = make_record("0/0", "encoder", code_name="enc", frame_ns=S // 4)
-    base = save_run(
-        tmp_path / "base.json", [enc, make_record("1/0", "language_model", code_name="lm", frame_ns=S // 2)]
+    base = str(
+        save_run(
+            tmp_path / "base.json",
+            [enc, make_record("1/0", "language_model", code_name="lm", frame_ns=S // 2)],
+        )
     )
-    new = save_run(
+    new = str(save_run(
         tmp_path / "new.json",
         [enc, make_record("1/0", "language_model", code_name="lm", frame_ns=S // 4),
          make_record("2/0", "language_model", code_name="lm_tail", frame_ns=S // 4)],
-    )  # fmt: skip
+    ))  # fmt: skip
     assert cli.main(["compare", base, new]) == 0
     out = capsys.readouterr().out
     assert row(out, "graph", "language_model:lm_tail#0")[-1] == "new graph (not gated)"
@@ -143,7 +144,7 @@ def test_bench_metrics_are_always_gated(tmp_path: Path, capsys: pytest.CaptureFi
 def test_bad_options_exit_2_with_one_line(
     flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = save_run(tmp_path / "base.json", slow_run())
+    base = str(save_run(tmp_path / "base.json", slow_run()))
     assert cli.main(["compare", base, base, *flags]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1

@@ -33,8 +33,8 @@ from compiletrace._app.profile import ProfileRun
 from compiletrace._app.warmup import WarmupResult
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.backend import CompiletraceBackend
-from compiletrace._core.records import CacheLookup, CompilationTimes, GraphBreak
 from compiletrace._core.tracker import Tracker
+from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak
 from compiletrace.distributed import GatherResult, RankTimes
 from compiletrace.reports._findings import findings_html, findings_text
 from tests.conftest import MS, FakeClock, S, make_record

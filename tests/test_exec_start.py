@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from compiletrace import CompilationTimes, ProfileRun, RunFileError, WarmupResult
-from compiletrace._core.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, PhaseRecord, build_timeline
+from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, PhaseRecord, build_timeline
 from compiletrace._io.exec_time import FLOOR_NS, ExecProbe, exec_start
 from compiletrace.reports import chrome_trace_dict
 from compiletrace.reports._timeline import timeline_html, timeline_lines

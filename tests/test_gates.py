@@ -16,22 +16,13 @@ import torch
 import compiletrace
 from compiletrace import cli
 from compiletrace.models import Demo
-from tests.conftest import MS, make_record
-
-
-def _save_run(path: Path, *records: compiletrace.GraphRecord) -> Path:
-    reg = compiletrace.Registry()
-    for r in records:
-        reg.add(r)
-    warmup = compiletrace.WarmupResult(False, 1.0, reg.compilation_times(), reg.by_component())
-    compiletrace.ProfileRun(reg.records(), warmup, {}).save(path)
-    return path
+from tests.conftest import MS, make_record, save_run
 
 
 @pytest.fixture
 def runs(tmp_path: Path) -> tuple[Path, Path]:
-    base = _save_run(tmp_path / "base.json", make_record("0/0", "encoder", frame_ns=1000 * MS))
-    slower = _save_run(tmp_path / "new.json", make_record("0/0", "encoder", frame_ns=11_000 * MS))
+    base = save_run(tmp_path / "base.json", [make_record("0/0", "encoder", frame_ns=1000 * MS)])
+    slower = save_run(tmp_path / "new.json", [make_record("0/0", "encoder", frame_ns=11_000 * MS)])
     return base, slower
 
 

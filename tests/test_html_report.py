@@ -26,7 +26,7 @@ from compiletrace.reports import (
 )
 from compiletrace.reports._html import PHASE_COLORS
 from compiletrace.reports._text import cache_line, cache_state
-from tests.conftest import MS, S, make_record
+from tests.conftest import MS, S, make_record, run_of
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
@@ -68,7 +68,7 @@ def open_in_chromium(page: Path, tmp_path: Path, window: str = "1300,1000") -> t
 
 
 def test_report_is_self_contained() -> None:
-    page = html_report(RECORDS, meta={"model": "m:f", "backend": "inductor"})
+    page = html_report(run_of(RECORDS, {"model": "m:f", "backend": "inductor"}))
     assert "<link" not in page and "<img" not in page and "<iframe" not in page
     assert not re.search(r"(src|href)\s*=", page)
     assert "url(" not in page and "@import" not in page
@@ -84,9 +84,9 @@ def test_report_is_self_contained() -> None:
 
 
 def test_notebook_fragment_has_no_script_and_no_dead_control() -> None:
-    fragment = report_fragment(FULL, meta=META)
+    fragment = report_fragment(run_of(FULL, META))
     assert "<script" not in fragment and "ct-filter" not in fragment
-    page = html_report(FULL, meta=META)
+    page = html_report(run_of(FULL, META))
     # The filter shows only where the script runs (the script un-hides it).
     assert '<p class="ct-filter-line" hidden>' in page
     assert '<option value="vision_tower">vision_tower</option>' in page
@@ -201,7 +201,7 @@ def test_header_shows_versions_and_how_warm_the_cache_was(
 ) -> None:
     records = [make_record(f"{i}/0", aot_autograd_cache=o) for i, o in enumerate(outcomes)]
     assert cache_state(records) == state
-    header = re.search(r"<header>(.*?)</header>", html_report(records, meta=META, title="t"), re.S)
+    header = re.search(r"<header>(.*?)</header>", html_report(run_of(records, META), title="t"), re.S)
     assert header and "<h1>t</h1>" in header.group(1)
     assert f'cache: <strong class="cache-state">{state}</strong>' in header.group(1)
     # The text report's words, so the two views never disagree.
@@ -212,7 +212,7 @@ def test_header_shows_versions_and_how_warm_the_cache_was(
 
 
 def test_figures_are_right_aligned_in_tabular_digits() -> None:
-    page = html_report(FULL, meta=META)
+    page = html_report(run_of(FULL, META))
     graphs = re.search(r'<table class="compiletrace" data-table="graphs">.*?</table>', page, re.S)
     assert graphs
     heads = re.findall(r'<th scope="col"( class="num")?>([^<]+)</th>', graphs.group())
@@ -238,7 +238,7 @@ def test_multi_line_reasons_show_their_first_line_and_expand() -> None:
 @needs_chromium
 def test_report_renders_in_chromium_without_errors(tmp_path: Path) -> None:
     page = tmp_path / "report.html"
-    page.write_text(html_report(RECORDS, meta={"model": "compiletrace.models:build_demo"}))
+    page.write_text(html_report(run_of(RECORDS, {"model": "compiletrace.models:build_demo"})))
     dom, console = open_in_chromium(page, tmp_path)
     assert console == []
     assert summary_line(RECORDS) in dom
@@ -345,7 +345,7 @@ def _measure_in_chromium(page: str, tmp_path: Path) -> tuple[dict[str, Any], lis
 @needs_chromium
 @pytest.mark.parametrize("width", ["wide", "phone"])
 def test_report_fits_a_laptop_and_a_phone(tmp_path: Path, width: str) -> None:
-    result, console = _measure_in_chromium(html_report(FULL, meta=META, warmup={"duration_s": 2.5}), tmp_path)
+    result, console = _measure_in_chromium(html_report(run_of(FULL, META, warmup_s=2.5)), tmp_path)
     assert console == []
     seen = result[width]
     assert seen["width"] == {"wide": 1300, "phone": 390}[width]  # the frame is the viewport
@@ -374,7 +374,7 @@ def test_report_fits_a_laptop_and_a_phone(tmp_path: Path, width: str) -> None:
 
 @needs_chromium
 def test_tables_sort_by_any_column_and_graphs_filter_by_component(tmp_path: Path) -> None:
-    result, console = _measure_in_chromium(html_report(FULL, meta=META), tmp_path)
+    result, console = _measure_in_chromium(html_report(run_of(FULL, META)), tmp_path)
     assert console == []
     done = result["interaction"]
     # Totals 1, 3, 7 and 12 s: as numbers, not as text (where "12.000" comes before "3.000").

@@ -6,7 +6,7 @@ import torch
 
 import compiletrace
 from compiletrace import Registry
-from compiletrace._core.phases import OTHER, PHASES, fit_to, phase_of, split_phases
+from compiletrace._data.phases import OTHER, PHASES, fit_to, phase_of, split_phases
 
 
 def test_innermost_region_wins_and_phases_cover_the_window() -> None:

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from compiletrace import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord, Registry
-from compiletrace._core.registry import SCHEMA_VERSION
+from compiletrace._data.registry import SCHEMA_VERSION
 from tests.conftest import MS, make_record
 
 

@@ -11,8 +11,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from compiletrace import CompilationTimes, ProfileRun, WarmupResult, cli
-from compiletrace._core.records import TRACE_OTHER, GraphBreak, TraceNode
-from compiletrace._core.timeline import PhaseRecord, build_timeline
+from compiletrace._data.records import TRACE_OTHER, GraphBreak, TraceNode
+from compiletrace._data.timeline import PhaseRecord, build_timeline
 from compiletrace._io import artifacts
 from compiletrace._io.text import printable
 from compiletrace.reports import collapsed_stacks, findings_text, timeline_text

@@ -33,15 +33,8 @@ from compiletrace import telemetry
 from compiletrace._app.compare import compare_files, load_run_file
 from compiletrace._app.profile import ProfileRun
 from compiletrace._app.timeline import process_start_unix_ns, startup_timeline
-from compiletrace._core.timeline import (
-    PROCESS,
-    SPAN,
-    UNATTRIBUTED,
-    PhaseRecord,
-    Timeline,
-    build_timeline,
-    unix_now_ns,
-)
+from compiletrace._core.startup import unix_now_ns
+from compiletrace._data.timeline import PROCESS, SPAN, UNATTRIBUTED, PhaseRecord, Timeline, build_timeline
 from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
 from compiletrace.reports import chrome_trace_dict
 from compiletrace.reports._timeline import timeline_html, timeline_lines

@@ -14,8 +14,8 @@ import compiletrace
 from compiletrace import GraphRecord, RunFileError, cli
 from compiletrace._app.profile import ProfileRun
 from compiletrace._core import torch_compat as tc
-from compiletrace._core.records import TRACE_OTHER, TraceNode, top_self_times, walk_trace
 from compiletrace._core.trace_cost import TraceCollector
+from compiletrace._data.records import TRACE_OTHER, TraceNode, top_self_times, walk_trace
 from compiletrace.reports import (
     collapsed_stacks,
     speedscope_dict,

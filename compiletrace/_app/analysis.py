@@ -3,17 +3,13 @@ across two runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from compiletrace._core.phases import AOT_AUTOGRAD, CACHE, INDUCTOR, KERNEL_COMPILE, OTHER
-from compiletrace._core.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._data.phases import AOT_AUTOGRAD, CACHE, INDUCTOR, KERNEL_COMPILE, OTHER
+from compiletrace._data.records import NS_PER_S, CacheOutcome, GraphKey, GraphRecord, graph_keys
 
 __all__ = ["ExpensiveHit", "GraphKey", "find_expensive_hits", "graph_keys"]
-
-# A graph's identity across runs: compile ids are assigned in order and can shift, so match
-# by component, code name and the occurrence of that code name (its recompiles included).
-GraphKey = tuple[str, str, int]
 
 DEFAULT_MIN_SHARE = 0.25  # a hit still costing a quarter of the same graph's cold compile is no hit
 DEFAULT_MIN_SECONDS = 1.0  # nor is one that costs a second, whatever the cold compile cost
@@ -29,18 +25,6 @@ _PHASE_WORDS = {
     "aot_autograd": "in AOTAutograd",
     OTHER: "elsewhere in the backend",
 }
-
-
-def graph_keys(records: Iterable[GraphRecord]) -> list[tuple[GraphKey, GraphRecord]]:
-    """Each record with its cross-run key, in record order."""
-    seen: dict[tuple[str, str], int] = {}
-    out = []
-    for r in records:
-        base = (r.component, r.code_name)
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        out.append(((r.component, r.code_name, n), r))
-    return out
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from compiletrace._app.analysis import graph_keys
-from compiletrace._core.records import NS_PER_S, GraphRecord, component_totals, top_self_times
-from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry
-from compiletrace._io.envelope import Fields, read_json_file
-from compiletrace._io.errors import RunFileError, UsageError
-from compiletrace._io.kinds import FileKind
+from compiletrace._data.bench import BenchResult, phase_metric
+from compiletrace._data.files import read
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, top_self_times
+from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
+from compiletrace._io.errors import UsageError
 from compiletrace.reports import render_table
 
 __all__ = [
@@ -55,8 +56,6 @@ GATES = (
     "function",
 )  # the scopes of a profile comparison, in table order
 DEFAULT_GATES = (TOTAL, "component")
-_BENCH_PREFIXES = ("cold", "warm", "portable")
-_BENCH_METRICS = ("startup_time", "compilation_time", "encoder_compilation_time", "artifact_load_time")
 
 
 @dataclass(frozen=True)
@@ -78,54 +77,11 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     missing file and for anything else that is not a valid compiletrace run.
     """
     name = os.fspath(path)
-    data = read_json_file(name)
-    if not isinstance(data, dict):
-        raise RunFileError(f"{name} is not a compiletrace run (expected a JSON object)")
-    try:
-        return _parse_run_file(name, Fields(data, name))
-    except RunFileError:
-        raise
-    except Exception as exc:
-        # Whatever a field check missed is still a damaged file, bad input (exit 2): never
-        # an error that compare's exit 1 would report as a regression.
-        raise RunFileError(f"{name} is not a valid compiletrace run ({type(exc).__name__}: {exc})") from None
-
-
-def _parse_run_file(name: str, f: Fields) -> RunFile:
-    kind = f.data.get("kind")
-    file_kind = FileKind.of(f.data)
-    if file_kind is FileKind.RUN:
-        version = f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, "a compiletrace run")
-        records = Registry.from_dict(f.obj("registry").data, name, "registry").records()
-        return RunFile(name, PROFILE, version, records=records)
-    if file_kind is FileKind.BENCH:
-        bench = FileKind.BENCH
-        version = f.check_kind(bench.value, {bench.schema_version}, "a start-up benchmark") if kind else 1
-        metrics = {
-            key: f.number(key, minimum=0.0)
-            for key in (f"avg_{p}_{m}" for p in _BENCH_PREFIXES for m in _BENCH_METRICS)
-            if key in f.data
-        }
-        for prefix in _BENCH_PREFIXES:
-            key = f"avg_{prefix}_phase_time"
-            if key in f.data:  # absent from bench runs saved before phases were recorded
-                for phase, seconds in f.seconds_by_name(key).items():
-                    metrics[phase_metric(prefix, phase)] = seconds
-        return RunFile(name, BENCH, version, metrics=metrics)
-    what = "not a compiletrace run" if file_kind is None else f"{file_kind.description}"
-    raise RunFileError(
-        f"{name} is {what}: compare reads the JSON of 'compiletrace profile --json' "
-        "or 'compiletrace bench startup --output-json'"
-    )
-
-
-def phase_metric(prefix: str, phase: str) -> str:
-    """The compared name of a start-up phase's average in a bench run.
-
-    >>> phase_metric("cold", "load weights")
-    'avg_cold_phase_time[load weights]'
-    """
-    return f"avg_{prefix}_phase_time[{phase}]"
+    data = read(name, accept={FileKind.RUN, FileKind.BENCH}, command="compare")
+    if isinstance(data, Run):
+        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records)
+    assert isinstance(data, BenchResult)
+    return RunFile(name, BENCH, data.schema_version, metrics=data.metrics)
 
 
 def parse_gates(values: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -27,16 +27,15 @@ from __future__ import annotations
 import enum
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from compiletrace._app.analysis import compile_ns, find_expensive_hits
-from compiletrace._core.phases import KERNEL_COMPILE, OTHER
-from compiletrace._core.records import NS_PER_S, TRACE_OTHER, CacheOutcome, GraphRecord, TraceNode, walk_trace
-from compiletrace._core.registry import Registry, get_registry
-from compiletrace._io.envelope import envelope
-from compiletrace._io.kinds import FileKind
+from compiletrace._data.findings import DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, Finding, FindingKind, doctor_dict
+from compiletrace._data.gather import RankTimes
+from compiletrace._data.phases import KERNEL_COMPILE, OTHER
+from compiletrace._data.records import NS_PER_S, TRACE_OTHER, CacheOutcome, GraphRecord, TraceNode, walk_trace
+from compiletrace._data.registry import Registry, get_registry
 
 __all__ = [
     "DOCTOR_KIND",
@@ -55,65 +54,10 @@ __all__ = [
     "root_code_name",
 ]
 
-DOCTOR_KIND = FileKind.DOCTOR.value
-DOCTOR_SCHEMA_VERSION = FileKind.DOCTOR.schema_version
 
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break
 _RESUME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")
-
-
-class FindingKind(str, enum.Enum):
-    """What the doctor found."""
-
-    RECOMPILES = "recompiles"  # a frame compiled again because a guard failed
-    RECOMPILE_LIMIT = "recompile_limit"  # torch stopped recompiling a frame: it runs eagerly
-    GRAPH_BREAK = "graph_break"  # Dynamo split a frame (or gave up on it)
-    REPEATED_GRAPH = "repeated_graph"  # one structure compiled in several frames
-    CACHE_MISS = "cache_miss"  # graphs compiled afresh: the cache missed or was bypassed
-    EXPENSIVE_HIT = "expensive_hit"  # a cache hit that still compiled
-    COMPILE_AFTER_WARMUP = "compile_after_warmup"  # a latency spike while serving
-    SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
-    RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
-    COSTLY_TRACE = "costly_trace"  # one user function holds much of a component's Dynamo time
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing to change, with the seconds at stake, the evidence and the fix.
-
-    >>> f = Finding("recompiles", "encoder", 1.5, "forward recompiled 3 times", "compile with dynamic=True")
-    >>> f.to_dict()["kind"], f.to_dict()["seconds"]
-    ('recompiles', 1.5)
-    """
-
-    kind: str  # a FindingKind value
-    component: str  # the component it concerns ("" for a whole job)
-    seconds: float  # compile seconds at stake: what the fix would save, or what the problem cost
-    title: str  # one line
-    fix: str  # what to change, concretely
-    location: str = ""  # file:line of the compiled code or of the break ("" if unknown)
-    evidence: Mapping[str, Any] = field(default_factory=dict)  # JSON-ready: records, guards, keys
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "component": self.component,
-            "seconds": self.seconds,
-            "title": self.title,
-            "location": self.location,
-            "evidence": dict(self.evidence),
-            "fix": self.fix,
-        }
-
-
-def doctor_dict(findings: Iterable[Finding]) -> dict[str, Any]:
-    """The JSON ``compiletrace doctor --json`` writes.
-
-    >>> doctor_dict([])
-    {'kind': 'compiletrace.doctor', 'schema_version': 1, 'findings': []}
-    """
-    return envelope(DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, {"findings": [f.to_dict() for f in findings]})
 
 
 # -- failed guards ---------------------------------------------------------------------------
@@ -329,7 +273,7 @@ def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[
         kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
         findings.append(
             Finding(
-                FindingKind.RECOMPILES.value,
+                FindingKind.RECOMPILES,
                 owner[0],
                 _s(group),
                 f"{owner[2]} recompiled {len(group)} time{'s' if len(group) > 1 else ''}: {kinds}",
@@ -351,7 +295,7 @@ def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) ->
         kind = classify_guard(last.recompile_reason)
         findings.append(
             Finding(
-                FindingKind.RECOMPILE_LIMIT.value,
+                FindingKind.RECOMPILE_LIMIT,
                 owner[0],
                 _s(spent),
                 f"{owner[2]} hit torch's recompile limit ({limit if limit is not None else '?'}) "
@@ -459,7 +403,7 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             title = f"{n} split {root} into {pieces} graphs{compiled}"
         findings.append(
             Finding(
-                FindingKind.GRAPH_BREAK.value,
+                FindingKind.GRAPH_BREAK,
                 component,
                 _s(frame),
                 f"{title}: {first['reason']}",
@@ -486,7 +430,7 @@ def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
         repeats = group[1:]
         findings.append(
             Finding(
-                FindingKind.REPEATED_GRAPH.value,
+                FindingKind.REPEATED_GRAPH,
                 component,
                 _s(repeats),
                 f"{len(group)} structurally identical graphs of {group[0].graph_node_count} nodes "
@@ -541,7 +485,7 @@ def _cache_misses(records: Sequence[GraphRecord]) -> list[Finding]:
             fix += f"; inductor bypassed its cache ({bypassed[0].detail or 'no reason given'})"
         findings.append(
             Finding(
-                FindingKind.CACHE_MISS.value,
+                FindingKind.CACHE_MISS,
                 component,
                 sum(compile_ns(r) for r in missed) / NS_PER_S,
                 f"{len(missed)} of {len(group)} graphs compiled afresh: the compile cache "
@@ -587,7 +531,7 @@ _HIT_FIX = (
 def _expensive_hits(records: Sequence[GraphRecord]) -> list[Finding]:
     return [
         Finding(
-            FindingKind.EXPENSIVE_HIT.value,
+            FindingKind.EXPENSIVE_HIT,
             hit.record.component,
             compile_ns(hit.record) / NS_PER_S,
             hit.explanation(),
@@ -614,7 +558,7 @@ def _after_warmup(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             fix = f"{guard_fixes}; or {fix}"
         findings.append(
             Finding(
-                FindingKind.COMPILE_AFTER_WARMUP.value,
+                FindingKind.COMPILE_AFTER_WARMUP,
                 owner[0],
                 _s(group),
                 f"{owner[2]} compiled {len(group)} time{'s' if len(group) > 1 else ''} after warm-up "
@@ -639,7 +583,7 @@ def _shared_frames(records: Sequence[GraphRecord]) -> list[Finding]:
         later = [r for r in group if r.component != components[0]]
         findings.append(
             Finding(
-                FindingKind.SHARED_FRAME.value,
+                FindingKind.SHARED_FRAME,
                 components[0],
                 _s(later),
                 f"{name} ({where}) is compiled by {' and '.join(components)}: they share torch's "
@@ -715,7 +659,7 @@ def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
         share = total / dynamo
         findings.append(
             Finding(
-                FindingKind.COSTLY_TRACE.value,
+                FindingKind.COSTLY_TRACE,
                 component,
                 total / NS_PER_S,
                 f"Dynamo spent {total / NS_PER_S:.2f} s ({share:.0%} of {component}'s Dynamo time) "
@@ -760,7 +704,7 @@ def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:
-    order = {kind.value: i for i, kind in enumerate(FindingKind)}
+    order = {kind: i for i, kind in enumerate(FindingKind)}
     return sorted(findings, key=lambda f: (-f.seconds, order.get(f.kind, len(order))))
 
 
@@ -772,7 +716,7 @@ def diagnose(registry: Registry | None = None) -> list[Finding]:
     >>> reg = compiletrace.Registry()
     >>> f = compiletrace.compile(lambda x: x * 2, backend="eager", dynamic=False, registry=reg)
     >>> _ = f(torch.ones(2)), f(torch.ones(3))
-    >>> [(d.kind, list(d.evidence["guards"])) for d in compiletrace.diagnose(reg)]
+    >>> [(str(d.kind), list(d.evidence["guards"])) for d in compiletrace.diagnose(reg)]
     [('recompiles', ['tensor shape/stride'])]
     """
     return diagnose_records((registry if registry is not None else get_registry()).records())
@@ -781,24 +725,11 @@ def diagnose(registry: Registry | None = None) -> list[Finding]:
 # -- ranks -----------------------------------------------------------------------------------
 
 
-class RankView(Protocol):
-    """What the doctor reads of one rank's figures (``compiletrace.distributed.RankTimes``)."""
-
-    @property
-    def rank(self) -> int: ...
-    @property
-    def by_component(self) -> dict[str, float]: ...
-    @property
-    def graphs(self) -> int: ...
-    @property
-    def graph_cache(self) -> dict[str, str]: ...
-
-
 # When ranks disagree evenly, the slower outcome is the odd one out.
 _OUTCOME_COST = {"miss": 3, "bypass": 2, "none": 1, "hit": 0, "absent": 4}
 
 
-def diagnose_ranks(ranks: Sequence[RankView]) -> list[Finding]:
+def diagnose_ranks(ranks: Sequence[RankTimes]) -> list[Finding]:
     """Findings on a gathered multi-rank result: ranks whose graphs or cache outcomes differ
     from the others', per component (``rank_divergence``).
 
@@ -838,7 +769,7 @@ def diagnose_ranks(ranks: Sequence[RankView]) -> list[Finding]:
             )
         findings.append(
             Finding(
-                FindingKind.RANK_DIVERGENCE.value,
+                FindingKind.RANK_DIVERGENCE,
                 component,
                 max(seconds) - min(seconds),
                 f"rank{'s' if len(odd) > 1 else ''} {names} diverge{'' if len(odd) > 1 else 's'} from the "
@@ -856,7 +787,7 @@ def diagnose_ranks(ranks: Sequence[RankView]) -> list[Finding]:
     return _ranked(findings)
 
 
-def _graph_count_divergence(ranks: Sequence[RankView]) -> list[Finding]:
+def _graph_count_divergence(ranks: Sequence[RankTimes]) -> list[Finding]:
     # Figures from a compiletrace that did not save each graph's outcome: counts only.
     counts = Counter(r.graphs for r in ranks)
     usual = counts.most_common(1)[0][0]
@@ -866,7 +797,7 @@ def _graph_count_divergence(ranks: Sequence[RankView]) -> list[Finding]:
     totals = [sum(r.by_component.values()) for r in ranks]
     return [
         Finding(
-            FindingKind.RANK_DIVERGENCE.value,
+            FindingKind.RANK_DIVERGENCE,
             "",
             max(totals) - min(totals),
             f"ranks {', '.join(map(str, odd))} compiled a different number of graphs than the others "

@@ -15,21 +15,19 @@ import inspect
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from compiletrace._app.timeline import OwnPhase, startup_timeline
-from compiletrace._app.warmup import WarmupResult, warm_up
+from compiletrace._app.warmup import warm_up
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
-from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
-from compiletrace._core.registry import RUN_KIND, RUN_SCHEMA_VERSION, Registry, registry_dict
-from compiletrace._core.timeline import Timeline, build_timeline
-from compiletrace._io.envelope import Fields, envelope, read_json_file
+from compiletrace._data.files import read
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.registry import Registry
+from compiletrace._data.run import RUN_KIND, RUN_SCHEMA_VERSION, Run
 from compiletrace._io.errors import UsageError
-from compiletrace._io.files import write_json
 from compiletrace._version import __version__
 
 if TYPE_CHECKING:
@@ -157,16 +155,13 @@ def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -
 # -- the run -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProfileRun:
-    """One profiled start-up: the graph records, the warm-up result, how it was run, and the
-    start-up timeline (from the process's start to the end of the run: imports, building
-    the model, the warm-up with its compiles, the phases the model declared, and what no
-    phase covers; None for a run saved before timelines were recorded).
-
-    Plain data: it holds records, not a live registry. Saves to versioned JSON
-    (:meth:`save`, :meth:`load`) and renders as text (:meth:`summary`), a self-contained
-    HTML page (:meth:`html`) and, in a notebook, as HTML tables and a chart.
+class ProfileRun(Run):
+    """One profiled start-up (the plain data of :class:`compiletrace._data.run.Run`: the
+    graph records, the warm-up result, how it was run, and the start-up timeline from the
+    process's start to the end of the run), with its views: text (:meth:`summary`), a
+    self-contained HTML page (:meth:`html`), the doctor's findings (:meth:`diagnose`) and,
+    in a notebook, HTML tables and a chart. Saves to versioned JSON (:meth:`save`) and
+    reads back with :meth:`load` or :func:`compiletrace.load`.
 
     >>> run = profile(backend="eager")
     >>> sorted(run.by_component())
@@ -178,36 +173,16 @@ class ProfileRun:
     True
     """
 
-    graph_records: tuple[GraphRecord, ...]  # every graph of this run, in the order compiles finished
-    warmup: WarmupResult
-    meta: dict[str, Any] = field(default_factory=dict)  # model, backend, mode, device, versions
-    timeline: Timeline | None = None  # the start-up timeline, up to the end of the run
-
-    def records(self) -> tuple[GraphRecord, ...]:
-        return self.graph_records
-
     def __repr__(self) -> str:
         # Short, like the registry's: the records' nanoseconds and paths are for to_dict().
         parts = ", ".join(f"{name}={s:.3f}s" for name, s in self.by_component().items())
         model = self.meta.get("model", "?")
         return f"<ProfileRun {model}: {len(self.graph_records)} graphs{': ' + parts if parts else ''}>"
 
-    def by_component(self) -> dict[str, float]:
-        """Compile seconds per component."""
-        return {name: ns / NS_PER_S for name, ns in component_totals(self.graph_records).items()}
-
-    def compilation_times(self) -> CompilationTimes:
-        return CompilationTimes.from_components(self.by_component())
-
-    @property
-    def registry(self) -> Registry:
-        """A new registry holding this run's records and phases (for code that takes a registry)."""
-        registry = Registry()
-        for record in self.graph_records:
-            registry.add(record)
-        for phase_record in self.timeline.phases if self.timeline is not None else ():
-            registry.add_phase(phase_record)
-        return registry
+    @classmethod
+    def of(cls, run: Run) -> ProfileRun:
+        """The same run, with its views."""
+        return cls(run.graph_records, run.warmup, run.meta, run.timeline)
 
     def diagnose(self) -> list[Finding]:
         """The doctor's findings on this run: why its compile time went where it went and
@@ -227,73 +202,26 @@ class ProfileRun:
         one-line summary; in compilation mode none, the eager baseline instead."""
         from compiletrace.reports import summary_table
 
-        return summary_table(self.graph_records, self.meta)
+        return summary_table(self)
 
     def html(self, title: str = "compiletrace report") -> str:
         """The one-file HTML report (no network access needed to view it)."""
         from compiletrace.reports import html_report
 
-        return html_report(
-            self.graph_records,
-            warmup=self.warmup.to_dict(),
-            meta=self.meta,
-            title=title,
-            findings=self.diagnose(),
-            timeline=self.timeline,
-        )
+        return html_report(self, title=title, findings=self.diagnose())
 
     def _repr_html_(self) -> str:
         from compiletrace.reports import report_fragment
 
-        return report_fragment(
-            self.graph_records,
-            warmup=self.warmup.to_dict(),
-            meta=self.meta,
-            findings=self.diagnose(),
-            timeline=self.timeline,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "meta": dict(self.meta),
-            "registry": registry_dict(
-                self.graph_records, self.timeline.phases if self.timeline is not None else ()
-            ),
-            "warmup": self.warmup.to_dict(),
-        }
-        if self.timeline is not None:
-            # The window alone: the phases are in the registry, the entries are derived.
-            body["timeline"] = self.timeline.window_dict()
-        return envelope(RUN_KIND, RUN_SCHEMA_VERSION, body)
-
-    @classmethod
-    def from_dict(cls, data: Any, source: str = "run") -> ProfileRun:
-        """Read :meth:`to_dict` output, checking every field; raises
-        :class:`~compiletrace.RunFileError` naming the first bad one."""
-        f = Fields(data, source)
-        f.check_kind(
-            RUN_KIND,
-            {RUN_SCHEMA_VERSION},
-            "a compiletrace run (the JSON 'compiletrace profile --json' writes)",
-        )
-        registry = Registry.from_dict(f.obj("registry").data, source, "registry")
-        warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
-        timeline = None
-        if "timeline" in f.data:  # absent from runs saved before timelines were recorded
-            start, end, origin, before_exec = Timeline.read_window(f.data["timeline"], source)
-            phases, records = registry.phase_records(), registry.records()
-            timeline = build_timeline(phases, records, start, end, origin=origin, before_exec_ns=before_exec)
-        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data), timeline)
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the run as JSON, atomically."""
-        write_json(path, self.to_dict())
+        return report_fragment(self, findings=self.diagnose())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ProfileRun:
-        """Read a run saved by :meth:`save`; raises :class:`~compiletrace.RunFileError` for
-        a file that is not one."""
-        return cls.from_dict(read_json_file(path), os.fspath(path))
+        """Read a run saved by :meth:`save` (through the one reader of compiletrace's
+        files); raises :class:`~compiletrace.RunFileError` for a file that is not one."""
+        run = read(path, accept={FileKind.RUN}, command="ProfileRun.load")
+        assert isinstance(run, Run)
+        return cls.of(run)
 
 
 @contextlib.contextmanager

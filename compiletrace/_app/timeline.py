@@ -1,14 +1,16 @@
 """``compiletrace.phase``: mark the phases of a start-up; and the timeline of this
 process's start-up, from its own start (:func:`startup_timeline`).
 
-A phase is recorded in a registry (as a :class:`~compiletrace._core.timeline.PhaseRecord`)
+A phase is recorded in a registry (as a :class:`~compiletrace._data.timeline.PhaseRecord`)
 and, when telemetry records, is an OpenTelemetry span under the start-up's root span (see
 ``compiletrace.telemetry._startup``). Its cost with no SDK set up is the recorder's alone:
 OpenTelemetry is not even loaded for it (without it loaded, no SDK can have been set up).
 
-Layering: the data and the recorder are the core's (``_core.timeline``, ``_core.recorder``),
-so the registry and the views can use them without an application; this module joins them
-to telemetry and to the process's start time (read from ``/proc`` by ``_app.progress``).
+The timeline in three places, one concept: its data is ``_data.timeline`` (phases and the
+timeline laid out from them: what the registry, a run file and the views hold); recording
+is the core's (``_core.startup``: the clock, the import marks, the process's start;
+``_core.recorder``: phases on that clock); this module is the user's API, joining them to
+telemetry and to the process's start time (read from ``/proc`` by ``_app.progress``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 from compiletrace._app.progress import process_start_unix_s
 from compiletrace._core import recorder
 from compiletrace._core.recorder import CURRENT as _CURRENT
-from compiletrace._core.records import NS_PER_S
-from compiletrace._core.registry import Registry, checked_registry, get_registry
-from compiletrace._core.timeline import (
+from compiletrace._core.startup import UnixClock, exec_probe, import_marks, process_records, unix_now_ns
+from compiletrace._data.records import NS_PER_S
+from compiletrace._data.registry import Registry, checked_registry, get_registry
+from compiletrace._data.timeline import (
     ORIGIN_EXEC,
     ORIGIN_FORK,
     ORIGIN_IMPORT,
@@ -35,12 +38,7 @@ from compiletrace._core.timeline import (
     PHASE,
     PhaseRecord,
     Timeline,
-    UnixClock,
     build_timeline,
-    exec_probe,
-    import_marks,
-    process_records,
-    unix_now_ns,
 )
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.exec_time import exec_start

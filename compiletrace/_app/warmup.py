@@ -9,15 +9,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from compiletrace._app.timeline import OwnPhase
-from compiletrace._core.compile import CompilationMode
-from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord
-from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.tracker import Clock, get_tracker
-from compiletrace._io.envelope import Fields
+from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord
+from compiletrace._data.registry import Registry, checked_registry, get_registry
+from compiletrace._data.run import CompilationMode, WarmupResult
 from compiletrace._io.errors import ArgumentTypeError, UnexpectedCompileError, UsageError
 from compiletrace._io.state import warn_once
 
@@ -31,42 +29,6 @@ def warmup_span_name(device: object) -> str:
     dev_type = str(getattr(device, "type", device)).split(":")[0].lower()
     label = _DEVICE_LABELS.get(dev_type, dev_type.upper() or "CPU")
     return f"Warmup ({label})"
-
-
-@dataclass(frozen=True)
-class WarmupResult:
-    """What a warm-up did."""
-
-    skipped: bool  # True in CompilationMode.NONE: nothing compiles, so nothing to warm up
-    duration_s: float  # wall time of the warm-up run (0.0 when skipped)
-    compilation_times: CompilationTimes  # compile seconds recorded during the warm-up
-    by_component: dict[str, float] = field(default_factory=dict)  # the same, for any component
-    mode: CompilationMode = CompilationMode.STOCK_TORCH_COMPILE
-    device: str = "cpu"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "skipped": self.skipped,
-            "duration_s": self.duration_s,
-            "compilation_times": self.compilation_times._asdict(),
-            "by_component": dict(self.by_component),
-            "mode": self.mode.value,
-            "device": self.device,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Any, source: str = "warm-up", where: str = "") -> WarmupResult:
-        """Read :meth:`to_dict` output back, checking every field."""
-        f = Fields(data, source, where)
-        by_component = f.seconds_by_name("by_component", {})
-        return cls(
-            skipped=f.boolean("skipped"),
-            duration_s=f.number("duration_s", minimum=0.0),
-            compilation_times=CompilationTimes.from_components(by_component),
-            by_component=by_component,
-            mode=f.choice("mode", CompilationMode, CompilationMode.STOCK_TORCH_COMPILE),
-            device=f.string("device", "cpu"),
-        )
 
 
 def warm_up(

@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from compiletrace._core import torch_compat as tc
-from compiletrace._core.records import LANGUAGE_MODEL
-from compiletrace._core.registry import Registry, checked_registry, get_registry
 from compiletrace._core.tracker import Tracker, get_tracker
+from compiletrace._data.records import LANGUAGE_MODEL
+from compiletrace._data.registry import Registry, checked_registry, get_registry
 from compiletrace._io.errors import ArgumentTypeError, CompileOptionError, UsageError
 from compiletrace._io.state import STATE
 
@@ -69,7 +69,10 @@ def inductor_config_patches(
 
 class CompiletraceBackend:
     """A Dynamo backend that wraps a real one (inductor by default), times every graph it
-    compiles, and records it under ``component`` in ``registry``.
+    compiles, and records it under ``component`` in ``registry``; ``compiletrace.backend``
+    is this class, to pass to ``torch.compile(..., backend=...)`` yourself. Making one
+    installs the compile callbacks (unless a ``tracker`` is given), so the first compile is
+    seen whole.
 
     Use one object per compiled model: Dynamo recompiles when the backend object changes.
 
@@ -122,6 +125,8 @@ class CompiletraceBackend:
         self._dynamic = dynamic
         self._registry = registry
         self._tracker = tracker
+        if tracker is None:
+            get_tracker()  # install the compile callbacks before the first compile
         self._inner: Callable[..., Any] | None = None
         self._inner_lock = threading.Lock()
         self._kwargs: dict[str, Any] = {}
@@ -188,36 +193,9 @@ class CompiletraceBackend:
         return f"CompiletraceBackend(component={self.component!r}, backend={self.backend_name!r})"
 
 
-def backend(
-    component: str = LANGUAGE_MODEL,
-    *,
-    backend: str | Callable[..., Any] = INDUCTOR,
-    mode: str | None = None,
-    options: Mapping[str, Any] | None = None,
-    dynamic: bool | None = None,
-    registry: Registry | None = None,
-    trace_cost: bool = False,
-) -> CompiletraceBackend:
-    """A compiletrace backend to pass to ``torch.compile`` yourself.
-
-    >>> import torch, compiletrace
-    >>> reg = compiletrace.Registry()
-    >>> be = compiletrace.backend("encoder", backend="eager", registry=reg)
-    >>> f = torch.compile(lambda x: x + 1, backend=be)
-    >>> _ = f(torch.ones(3))
-    >>> [r.component for r in reg.records()]
-    ['encoder']
-    """
-    get_tracker()  # install the compile callbacks before the first compile
-    return CompiletraceBackend(
-        component,
-        backend=backend,
-        mode=mode,
-        options=options,
-        dynamic=dynamic,
-        registry=registry,
-        trace_cost=trace_cost,
-    )
+# ``compiletrace.backend("encoder", backend="eager")``: the class is its own factory, so its
+# keywords are written once.
+backend = CompiletraceBackend
 
 
 def __getattr__(name: str) -> Any:

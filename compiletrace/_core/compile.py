@@ -2,43 +2,20 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import torch
 
 from compiletrace._core.backend import CompiletraceBackend, validate_component
-from compiletrace._core.records import ENCODER, LANGUAGE_MODEL
-from compiletrace._core.registry import Registry
-from compiletrace._core.tracker import get_tracker
+from compiletrace._data.records import ENCODER, LANGUAGE_MODEL
+from compiletrace._data.registry import Registry
+from compiletrace._data.run import CompilationMode
 from compiletrace._io.errors import ArgumentTypeError, UsageError
 
 __all__ = ["CompilationMode", "compile", "resolve_component"]
 
 _Model = TypeVar("_Model", bound=Callable[..., Any])
-
-
-class CompilationMode(enum.Enum):
-    """Whether an application compiles at all; one setting switches eager vs compiled."""
-
-    NONE = "none"  # no torch.compile: the model runs eagerly, warm-up is skipped
-    STOCK_TORCH_COMPILE = "stock"  # torch.compile through compiletrace's backend
-
-    @classmethod
-    def parse(cls, value: CompilationMode | str) -> CompilationMode:
-        """Accept a member or its value ("none", "stock")."""
-        if isinstance(value, cls):
-            return value
-        valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
-        if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"compilation mode must be a CompilationMode ({valid}), got {type(value).__name__}"
-            )
-        for member in cls:
-            if value.lower() in (member.value, member.name.lower()):
-                return member
-        raise UsageError(f"unknown compilation mode {value!r}; valid modes: {valid}")
 
 
 def resolve_component(is_encoder: object, component: object) -> str:
@@ -106,5 +83,4 @@ def compile(
     )
     if cmode is CompilationMode.NONE:
         return model
-    get_tracker()  # install the compile callbacks before the first compile
     return torch.compile(model, backend=be, dynamic=dynamic, fullgraph=fullgraph)  # type: ignore[return-value,no-any-return]

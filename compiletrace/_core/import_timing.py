@@ -7,9 +7,9 @@ When torch was imported before compiletrace this costs nothing, and the timeline
 
 from __future__ import annotations
 
-from compiletrace._core import timeline
+from compiletrace._core import startup
 
 # isort: split
 import torch  # noqa: F401  (imported to be timed: everything below the front door needs it)
 
-timeline.mark_import("import torch")
+startup.mark_import("import torch")

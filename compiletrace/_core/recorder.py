@@ -8,7 +8,7 @@ the registry of the phase around it, else to the process registry. Torch-free, a
 raises into the code it times: the front door's ``phase``, ``warm_up`` and ``instrument``
 all record through it.
 
->>> from compiletrace._core.registry import Registry
+>>> from compiletrace._data.registry import Registry
 >>> reg = Registry()
 >>> outer = begin("build the model", registry=reg)
 >>> inner = begin("load weights")  # nested: same thread, same registry
@@ -26,9 +26,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from compiletrace._core.records import qualified_type_name
-from compiletrace._core.registry import Registry, get_registry
-from compiletrace._core.timeline import PHASE, PHASE_IDS, SPAN, PhaseRecord, UnixClock, unix_now_ns
+from compiletrace._core.startup import PHASE_IDS, UnixClock, unix_now_ns
+from compiletrace._data.records import qualified_type_name
+from compiletrace._data.registry import Registry, get_registry
+from compiletrace._data.timeline import PHASE, SPAN, PhaseRecord
 from compiletrace._io.state import warn_once
 
 __all__ = ["CURRENT", "OpenPhase", "begin", "current_phase", "end", "rank", "recording"]

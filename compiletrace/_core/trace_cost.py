@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from compiletrace._core.records import TRACE_OTHER, TraceNode
+from compiletrace._data.records import TRACE_OTHER, TraceNode
 
 __all__ = ["TraceCollector"]
 

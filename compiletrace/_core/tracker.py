@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from compiletrace._core import torch_compat as tc
-from compiletrace._core.phases import TimedRegion, fit_to, split_phases
-from compiletrace._core.records import (
+from compiletrace._core.trace_cost import TraceCollector
+from compiletrace._data.phases import TimedRegion, fit_to, split_phases
+from compiletrace._data.records import (
     CacheLookup,
     CacheOutcome,
     CompileStatus,
@@ -45,8 +46,7 @@ from compiletrace._core.records import (
     GraphRecord,
     qualified_type_name,
 )
-from compiletrace._core.registry import Registry
-from compiletrace._core.trace_cost import TraceCollector
+from compiletrace._data.registry import Registry
 from compiletrace._io.state import STATE, warn_once
 from compiletrace._io.text import first_line
 

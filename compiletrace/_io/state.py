@@ -57,6 +57,20 @@ class ProcessState:
         warnings.warn(f"compiletrace: {message}", RuntimeWarning, stacklevel=stacklevel)
         return True
 
+    def unsettled(self) -> list[str]:
+        """What is not at rest between two uses of compiletrace: providers left set, a
+        start-up root span left open. Empty when the process state is clean (the test suite
+        checks it before and after every test)."""
+        with self.lock:
+            found = []
+            if self.tracer_provider is not None or self.meter_provider is not None:
+                found.append("telemetry providers are set (telemetry.set_providers without a reset)")
+            if self.startup_root is not None:
+                found.append("the start-up root span is open")
+            if self.tracker is not None and self.tracker.open_frames():
+                found.append(f"{self.tracker.open_frames()} frame compiles are open")
+            return found
+
     def forget_warnings(self) -> None:
         """Let every warning be given again (tests that check a warning is given)."""
         with self.lock:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from compiletrace._app.profile import profile
-from compiletrace._core.records import ENCODER, CacheOutcome
+from compiletrace._data.records import ENCODER, CacheOutcome
 from compiletrace._io.files import write_json
 
 # Running as ``-m compiletrace.bench._child`` imports the package (and torch) before this

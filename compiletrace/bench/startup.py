@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from compiletrace._app.progress import Progress
-from compiletrace._core.timeline import seconds_lists
+from compiletrace._data.bench import seconds_lists
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.signals import owned_temporary_directory, parent_death_preexec
 from compiletrace._io.text import tail_lines

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from compiletrace._core.registry import Registry
+from compiletrace._data.registry import Registry
 from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.files import write_json
 from compiletrace._io.signals import die_with_parent

@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from compiletrace._core.registry import Registry, checked_registry, get_registry
+from compiletrace._data.registry import Registry, checked_registry, get_registry
 from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.text import first_line
 from compiletrace.distributed.results import GatherResult, RankTimes

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from compiletrace._core.phases import lay_out
-from compiletrace._core.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode
-from compiletrace._core.registry import Registry, checked_registry, get_registry
-from compiletrace._core.timeline import UNATTRIBUTED, Timeline, build_timeline
+from compiletrace._data.phases import lay_out
+from compiletrace._data.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode
+from compiletrace._data.registry import Registry, checked_registry, get_registry
+from compiletrace._data.timeline import UNATTRIBUTED, Timeline, build_timeline
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.files import write_json
 

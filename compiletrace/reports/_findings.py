@@ -1,8 +1,7 @@
 """The doctor's findings as text and as an HTML fragment.
 
-A view: it takes plain data (any object with the fields of
-:class:`compiletrace._app.doctor.Finding`, which it never imports) and reaches back into
-nothing.
+A view: it takes the doctor's findings as plain data (:class:`compiletrace._data.findings.Finding`)
+and reaches back into nothing.
 """
 
 from __future__ import annotations
@@ -10,33 +9,15 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
+from compiletrace._data.findings import Finding
 from compiletrace._io.text import printable, shorten
 
-__all__ = ["FindingView", "evidence_lines", "findings_html", "findings_text"]
+__all__ = ["evidence_lines", "findings_html", "findings_text"]
 
 LINE_WIDTH = 160  # one evidence line, at most
 MAX_ITEMS = 3  # items of a list shown before "(+N more)"
-
-
-class FindingView(Protocol):
-    """What these views read of a finding."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def component(self) -> str: ...
-    @property
-    def seconds(self) -> float: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def fix(self) -> str: ...
-    @property
-    def location(self) -> str: ...
-    @property
-    def evidence(self) -> Mapping[str, Any]: ...
 
 
 def _compact(value: Any) -> str:
@@ -84,7 +65,7 @@ def evidence_lines(evidence: Mapping[str, Any], width: int = LINE_WIDTH) -> list
     return [shorten(printable(line), width) for line in lines]
 
 
-def findings_text(findings: Sequence[FindingView], limit: int | None = None) -> str:
+def findings_text(findings: Sequence[Finding], limit: int | None = None) -> str:
     """The findings as text, in the order given (the doctor gives most seconds first), the
     first ``limit`` of them when given.
 
@@ -108,7 +89,7 @@ def findings_text(findings: Sequence[FindingView], limit: int | None = None) -> 
     return "\n".join(lines)
 
 
-def findings_html(findings: Sequence[FindingView]) -> str:
+def findings_html(findings: Sequence[Finding]) -> str:
     """The findings as an HTML fragment (a ``<section>`` holding a table; the evidence in
     ``<details>``), every string escaped.
 

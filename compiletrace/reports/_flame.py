@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiletrace._core.records import (
+from compiletrace._data.records import (
     NS_PER_S,
     GraphRecord,
     TraceNode,

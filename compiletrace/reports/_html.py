@@ -14,11 +14,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from compiletrace._core.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode, component_totals
-from compiletrace._core.timeline import Timeline
+from compiletrace._data.findings import Finding
+from compiletrace._data.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode, component_totals
+from compiletrace._data.run import RunOrRecords, run_parts
 from compiletrace._io.text import shorten
 from compiletrace._version import __version__
-from compiletrace.reports._findings import FindingView, findings_html
+from compiletrace.reports._findings import findings_html
 from compiletrace.reports._flame import component_trees
 from compiletrace.reports._text import (
     COMPONENT_HEADERS,
@@ -336,7 +337,7 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
     cache, other; the lazy backward), under a legend of the phases it shows. It carries its
     own font, so it reads the same alone (in a notebook) as in the report.
 
-    >>> from compiletrace._core.records import GraphRecord
+    >>> from compiletrace._data.records import GraphRecord
     >>> graph = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 3 * 10**9, 10**9, 2 * 10**9, 10**9)
     >>> svg = component_chart_svg([graph])
     >>> svg.startswith("<svg") and 'width="100%"' in svg and "encoder backend: 2.000 s" in svg
@@ -445,7 +446,7 @@ def timeline_svg(records: Sequence[GraphRecord]) -> str:
     :func:`component_chart_svg`. Rows carry ``data-component`` (the page's filter hides rows
     and closes the gaps).
 
-    >>> from compiletrace._core.records import GraphRecord
+    >>> from compiletrace._data.records import GraphRecord
     >>> graph = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 3 * 10**9, 10**9, 2 * 10**9, 10**9)
     >>> svg = timeline_svg([graph])
     >>> svg.startswith("<svg") and svg.count('class="graph"') == 1 and ">3.00 s<" in svg
@@ -583,16 +584,9 @@ def _filter_control(records: Sequence[GraphRecord]) -> str:
 
 
 def _body(
-    records: Sequence[GraphRecord],
-    warmup: Mapping[str, Any] | None,
-    meta: Mapping[str, Any] | None,
-    *,
-    title: str | None,
-    interactive: bool,
-    findings: Sequence[FindingView] | None = None,
-    timeline: Timeline | None = None,
+    run: RunOrRecords, *, title: str | None, interactive: bool, findings: Sequence[Finding] | None = None
 ) -> str:
-    meta = dict(meta or {})
+    records, warmup, meta, timeline = run_parts(run)
     facts: list[tuple[str, str]] = []
     for key in ("model", "backend", "mode", "compilation_mode", "device", "created"):
         if meta.get(key) not in (None, ""):
@@ -600,9 +594,7 @@ def _body(
     facts.append(("graphs", str(len(records))))
     facts.append(("recompiles", str(sum(r.is_recompile for r in records))))
     if warmup is not None:
-        skipped = bool(warmup.get("skipped", False))
-        duration = float(warmup.get("duration_s", 0.0))
-        facts.append(("warm-up", "skipped (eager)" if skipped else f"{duration:.3f} s"))
+        facts.append(("warm-up", "skipped (eager)" if warmup.skipped else f"{warmup.duration_s:.3f} s"))
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_breakable(v)}</dd>" for k, v in facts)
     h1 = f"<h1>{_esc(title)}</h1>" if title is not None else ""
     return (
@@ -635,26 +627,21 @@ def _body(
     )
 
 
-def report_fragment(
-    records: Sequence[GraphRecord],
-    *,
-    warmup: Mapping[str, Any] | None = None,
-    meta: Mapping[str, Any] | None = None,
-    findings: Sequence[FindingView] | None = None,
-    timeline: Timeline | None = None,
-) -> str:
-    """The report's body (versions and cache state, summary, chart, timeline, tables) as an
-    HTML fragment with its own scoped style and no script: what a notebook cell shows for a
-    run. ``warmup`` is a warm-up result's ``to_dict()``; ``meta`` a run's meta (model,
-    backend, versions, ...).
+def report_fragment(run: RunOrRecords, *, findings: Sequence[Finding] | None = None) -> str:
+    """The report's body (versions and cache state, summary, chart, timeline, tables) of a
+    run (or of records alone) as an HTML fragment with its own scoped style and no script:
+    what a notebook cell shows for a run. ``findings`` are the doctor's, shown first.
 
-    >>> fragment = report_fragment([], meta={"compiletrace_version": "0.1.0"})
+    >>> from compiletrace._data.records import CompilationTimes
+    >>> from compiletrace._data.run import Run, WarmupResult
+    >>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), {"compiletrace_version": "0.1.0"})
+    >>> fragment = report_fragment(run)
     >>> fragment.startswith('<div class="compiletrace-report">') and "<script" not in fragment
     True
     >>> 'compiletrace 0.1.0 · cache: <strong class="cache-state">none</strong>' in fragment
     True
     """
-    body = _body(records, warmup, meta, title=None, interactive=False, findings=findings, timeline=timeline)
+    body = _body(run, title=None, interactive=False, findings=findings)
     return f'<div class="compiletrace-report"><style>{_CSS}</style>{body}</div>'
 
 
@@ -665,13 +652,7 @@ body { margin: 0; padding: 12px 16px; }
 
 
 def html_report(
-    records: Sequence[GraphRecord],
-    *,
-    warmup: Mapping[str, Any] | None = None,
-    meta: Mapping[str, Any] | None = None,
-    title: str = "compiletrace report",
-    findings: Sequence[FindingView] | None = None,
-    timeline: Timeline | None = None,
+    run: RunOrRecords, *, title: str = "compiletrace report", findings: Sequence[Finding] | None = None
 ) -> str:
     """A complete, self-contained HTML page for a run: it opens offline (no fonts, no
     external resources, no request; one small inline script sorts the tables by any column
@@ -683,7 +664,7 @@ def html_report(
     >>> page.count("<script>"), "src=" in page
     (1, False)
     """
-    body = _body(records, warmup, meta, title=title, interactive=True, findings=findings, timeline=timeline)
+    body = _body(run, title=title, interactive=True, findings=findings)
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -8,14 +8,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from compiletrace._core.phases import PHASES
-from compiletrace._core.records import (
+from compiletrace._data.phases import PHASES
+from compiletrace._data.records import (
     LANGUAGE_MODEL,
     NS_PER_S,
     CacheOutcome,
     GraphRecord,
     component_totals,
 )
+from compiletrace._data.run import RunOrRecords, run_parts
 from compiletrace._io.text import printable, shorten
 from compiletrace.reports._flame import top_functions_lines
 
@@ -212,7 +213,7 @@ def by_cost(records: Sequence[GraphRecord]) -> list[GraphRecord]:
     """The records costliest first (total time: frame compile plus lazy backward); ties in
     compile order (start time, then record order).
 
-    >>> from compiletrace._core.records import GraphRecord
+    >>> from compiletrace._data.records import GraphRecord
     >>> def rec(cid, start, end):
     ...     return GraphRecord(cid, "encoder", "eager", "forward", 1, start, end, 0, 0, None)
     >>> [r.compile_id for r in by_cost([rec("0/0", 0, 1), rec("1/0", 1, 9), rec("2/0", 9, 10)])]
@@ -226,7 +227,7 @@ def component_order(records: Sequence[GraphRecord]) -> list[str]:
     """Component names costliest first (total time of their graphs); ties in compile order
     (the component whose first graph started first).
 
-    >>> from compiletrace._core.records import GraphRecord
+    >>> from compiletrace._data.records import GraphRecord
     >>> def rec(component, start, end):
     ...     return GraphRecord("0/0", component, "eager", "forward", 1, start, end, 0, 0, None)
     >>> component_order([rec("encoder", 0, 85), rec("language_model", 85, 100)])
@@ -442,15 +443,15 @@ def _phase_table(shown: Sequence[GraphRecord]) -> list[str]:
     return render_table(headers, rows)
 
 
-def summary_table(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None = None) -> str:
-    """The text report: the header (:func:`header_lines`), then per component and per graph,
-    costliest first, each with its share of the compile time (columns no row uses left
-    out), the backend phases, the functions Dynamo spent most time tracing (when recorded
-    with ``trace_cost``), and last the one-line summary (:func:`summary_line`).
+def summary_table(run: RunOrRecords) -> str:
+    """The text report of a run (or of records alone): the header (:func:`header_lines`),
+    then per component and per graph, costliest first, each with its share of the compile
+    time (columns no row uses left out), the backend phases, the functions Dynamo spent
+    most time tracing (when recorded with ``trace_cost``), and last the one-line summary
+    (:func:`summary_line`).
 
-    ``meta`` is a run's (``ProfileRun.meta``); in compilation mode none, where nothing
-    compiles, the eager baseline (:func:`eager_baseline_lines`) stands in for the tables
-    and the summary line.
+    In a run in compilation mode none, where nothing compiles, the eager baseline
+    (:func:`eager_baseline_lines`) stands in for the tables and the summary line.
 
     >>> print(summary_table([]))
     cache: none (no graph compiled)
@@ -459,6 +460,7 @@ def summary_table(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None
     <BLANKLINE>
     compilation took 0.00 s (language_model: 0.00 s)
     """
+    records, _, meta, _ = run_parts(run)
     lines = [*header_lines(records, meta), ""]
     if meta and meta.get("compilation_mode") == "none" and not records:
         return "\n".join([*lines, *eager_baseline_lines(meta)])

@@ -18,8 +18,8 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compiletrace._core.records import NS_PER_S, GraphRecord
-from compiletrace._core.timeline import (
+from compiletrace._data.records import NS_PER_S, GraphRecord
+from compiletrace._data.timeline import (
     ORIGIN_EXEC,
     ORIGIN_FORK,
     ORIGIN_PROCESS,
@@ -164,7 +164,7 @@ def timeline_lines(timeline: Timeline) -> list[str]:
     """The timeline as text lines: a title, the table (a row per entry, nested phases
     indented, the total last) and a line saying what the total is made of.
 
-    >>> from compiletrace._core.timeline import PhaseRecord, build_timeline
+    >>> from compiletrace._data.timeline import PhaseRecord, build_timeline
     >>> S = 1_000_000_000
     >>> tl = build_timeline([PhaseRecord("load weights", 0, 3 * S, phase_id=1)], [], 0, 4 * S)
     >>> print("\\n".join(timeline_lines(tl)))
@@ -292,7 +292,7 @@ def timeline_html(timeline: Timeline, records: Sequence[GraphRecord] = ()) -> st
     compiles of ``records`` marked inside the entries they fell in) and the table
     :func:`timeline_lines` prints. Self-contained: inline SVG, no script, no network.
 
-    >>> from compiletrace._core.timeline import PhaseRecord, build_timeline
+    >>> from compiletrace._data.timeline import PhaseRecord, build_timeline
     >>> S = 1_000_000_000
     >>> tl = build_timeline([PhaseRecord("load <weights>", 0, 3 * S, phase_id=1)], [], 0, 4 * S)
     >>> page = timeline_html(tl)

@@ -15,8 +15,8 @@ from opentelemetry.trace import INVALID_SPAN, Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from compiletrace._core.recorder import recording
-from compiletrace._core.records import qualified_type_name
-from compiletrace._core.timeline import SPAN
+from compiletrace._data.records import qualified_type_name
+from compiletrace._data.timeline import SPAN
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.state import warn_once
 from compiletrace.telemetry import _providers

@@ -14,8 +14,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import Status, StatusCode
 
-from compiletrace._core.phases import lay_out
-from compiletrace._core.records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
+from compiletrace._data.phases import lay_out
+from compiletrace._data.records import NS_PER_S, CacheOutcome, CompileStatus, GraphRecord
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._propagation import parent_context
 

@@ -27,7 +27,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from compiletrace._core.timeline import PhaseRecord, unix_now_ns
+from compiletrace._core.startup import unix_now_ns
+from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.state import STATE, warn_once
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._instrument import record_error

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from compiletrace._core.phases import TimedRegion
 from compiletrace._core.torch_compat.frames import current_compile_context, current_compile_id
+from compiletrace._data.phases import TimedRegion
 from compiletrace._io.state import STATE, warn_once
 
 # ---------------------------------------------------------------------------------------

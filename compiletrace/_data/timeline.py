@@ -3,7 +3,7 @@
 A phase is a named stretch of a start-up (loading weights, building the model, warm-up,
 the first request): one immutable :class:`PhaseRecord` each, with its thread, rank and
 the phase it is nested in. :func:`build_timeline` lays the phases and the graph records
-over a window, from the process's own start to now, so that the timeline adds up to the
+over a window, from the program's own start to now, so that the timeline adds up to the
 elapsed wall time:
 
 - whatever no phase covers is an explicit "unattributed" entry, never dropped;
@@ -11,9 +11,8 @@ elapsed wall time:
 - the compile time inside each entry is given per component (a compile during
   "first request" rather than "warm-up" is a finding in itself).
 
-Also here: the one clock phases are timed on (Unix nanoseconds that never go back), and
-the marks the front door leaves while it imports (torch's import timed on its own), which
-become the timeline's first entries. Torch-free: views import this module.
+Recording the phases (the clock, the import marks, ``compiletrace.phase``) is the capture
+side's: :mod:`compiletrace._core.recorder` and :mod:`compiletrace._app.timeline`.
 
 >>> S = 1_000_000_000
 >>> load = PhaseRecord("load weights", 0, 2 * S, phase_id=1)
@@ -28,15 +27,11 @@ True
 from __future__ import annotations
 
 import bisect
-import itertools
-import sys
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from compiletrace._core.records import NS_PER_S, GraphRecord, ordered_components
-from compiletrace._io import exec_time
+from compiletrace._data.records import NS_PER_S, GraphRecord, ordered_components
 from compiletrace._io.envelope import Fields
 
 __all__ = [
@@ -46,22 +41,13 @@ __all__ = [
     "ORIGIN_IMPORT",
     "ORIGIN_PROCESS",
     "PHASE",
-    "PHASE_IDS",
     "PROCESS",
     "SPAN",
     "UNATTRIBUTED",
     "PhaseRecord",
     "Timeline",
     "TimelineEntry",
-    "UnixClock",
     "build_timeline",
-    "exec_probe",
-    "import_marks",
-    "mark_import",
-    "next_phase_id",
-    "process_records",
-    "seconds_lists",
-    "unix_now_ns",
 ]
 
 PROCESS = "process"  # the process's own start: interpreter start, imports
@@ -77,93 +63,6 @@ ORIGIN_EXEC = "exec"
 # ... at the process's creation, where whether it ran another program first cannot be told
 ORIGIN_FORK = "fork"
 ORIGIN_IMPORT = "import compiletrace"  # ... where that cannot be read: when compiletrace was imported
-
-UnixClock = Callable[[], int]  # Unix-epoch nanoseconds
-
-# perf_counter shifted to the epoch once: Unix nanoseconds that never go back (time.time_ns
-# can, when the system clock is set), on the same footing as the tracker's record times.
-_EPOCH_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
-
-
-def unix_now_ns() -> int:
-    """Now, in Unix nanoseconds, on a monotonic clock: what phases are timed with.
-
-    >>> abs(unix_now_ns() - time.time_ns()) < 60 * 1_000_000_000
-    True
-    """
-    return time.perf_counter_ns() + _EPOCH_OFFSET_NS
-
-
-# Phase ids, unique in this process: ``next`` on a counter is atomic under the GIL.
-PHASE_IDS = itertools.count(1)
-
-
-def next_phase_id() -> int:
-    """A phase id unique in this process."""
-    return next(PHASE_IDS)
-
-
-# -- the front door's import marks ----------------------------------------------------------
-
-# This module is the first thing ``import compiletrace`` imports (see _core.import_timing):
-# its own import time is when that import began.
-_IMPORT_BEGAN_NS = unix_now_ns()
-# Read now, before anything of compiletrace's runs: when this program began (its exec).
-_EXEC_PROBE = exec_time.probe(_IMPORT_BEGAN_NS)
-_TORCH_LOADED_BEFORE = "torch" in sys.modules
-_MARKS: list[tuple[str, int]] = []
-
-
-def mark_import(name: str) -> None:
-    """Note that the import ``name`` (``"import torch"``, ``"import compiletrace"``) ended
-    now; it began where the previous mark ended."""
-    _MARKS.append((name, unix_now_ns()))
-
-
-def import_marks() -> tuple[int, bool, tuple[tuple[str, int], ...]]:
-    """(when ``import compiletrace`` began, whether torch was imported before it, the marks)."""
-    return _IMPORT_BEGAN_NS, _TORCH_LOADED_BEFORE, tuple(_MARKS)
-
-
-def exec_probe() -> exec_time.ExecProbe | None:
-    """What the kernel said when ``import compiletrace`` began, to date this program's exec
-    (see :func:`compiletrace._io.exec_time.exec_start`)."""
-    return _EXEC_PROBE
-
-
-def process_records(
-    process_start_unix_ns: int | None,
-    *,
-    thread: str = "MainThread",
-    rank: int = 0,
-    marks: tuple[int, bool, Sequence[tuple[str, int]]] | None = None,
-) -> tuple[PhaseRecord, ...]:
-    """The timeline's first entries, kind "process": "interpreter start" (from the program's
-    start, ``process_start_unix_ns``: its exec, or the process's creation, to ``import
-    compiletrace``), then each import the front door timed. Where torch
-    was imported before compiletrace, the first entry holds that import and is named so.
-
-    >>> S = 1_000_000_000
-    >>> recs = process_records(0, marks=(S, False, [("import torch", 4 * S), ("import compiletrace", 5 * S)]))
-    >>> [(r.name, r.duration_ns // S) for r in recs]
-    [('interpreter start', 1), ('import torch', 3), ('import compiletrace', 1)]
-    """
-    began, torch_before, found = marks if marks is not None else import_marks()
-    bounds: list[tuple[str, int, int]] = []
-    if process_start_unix_ns is not None:
-        first = "interpreter start + earlier imports" if torch_before else "interpreter start"
-        bounds.append((first, min(process_start_unix_ns, began), began))
-    start = began
-    for name, end in found:
-        # torch imported before compiletrace: its mark here holds no import of its own.
-        if not (torch_before and name == "import torch"):
-            bounds.append((name, start, max(end, start)))
-        start = max(end, start)
-    return tuple(
-        PhaseRecord(name, s, e, kind=PROCESS, thread=thread, rank=rank, phase_id=-(i + 1))
-        for i, (name, s, e) in enumerate(bounds)
-    )
-
 
 # -- records ------------------------------------------------------------------------------
 
@@ -356,7 +255,7 @@ class Timeline:
         and what in "first request" (entries of one name summed; "unattributed" holds the
         compiles outside every phase). Entries without compiles are left out.
 
-        >>> from compiletrace._core.records import GraphRecord
+        >>> from compiletrace._data.records import GraphRecord
         >>> S = 1_000_000_000
         >>> g = GraphRecord("0/0", "encoder", "eager", "forward", 3, 2 * S, 3 * S, 0, S, None)
         >>> tl = build_timeline([PhaseRecord("warm-up", S, 4 * S, phase_id=1)], [g], 0, 5 * S)
@@ -525,14 +424,3 @@ def build_timeline(
     if end_unix_ns > covered_until:
         entries.append(gap(covered_until, end_unix_ns))
     return Timeline(start_unix_ns, end_unix_ns, tuple(entries), tuple(kept), origin, before_exec_ns)
-
-
-def seconds_lists(per_iteration: Sequence[Mapping[str, float]]) -> dict[str, list[float]]:
-    """``[{name: s}, ...]`` -> ``{name: [s per iteration]}``, names in first-seen order, 0.0
-    where an iteration lacks the name: the per-iteration lists a benchmark reports.
-
-    >>> seconds_lists([{"load": 1.0, "unattributed": 0.5}, {"unattributed": 0.25}])
-    {'load': [1.0, 0.0], 'unattributed': [0.5, 0.25]}
-    """
-    names = list(dict.fromkeys(name for it in per_iteration for name in it))
-    return {name: [float(it.get(name, 0.0)) for it in per_iteration] for name in names}

@@ -24,9 +24,11 @@ __all__ = [
     "CompilationTimes",
     "CompileStatus",
     "GraphBreak",
+    "GraphKey",
     "GraphRecord",
     "TraceNode",
     "component_totals",
+    "graph_keys",
     "ordered_components",
     "top_self_times",
     "walk_trace",
@@ -217,7 +219,7 @@ class CompilationTimes(NamedTuple):
         >>> CompilationTimes.from_components({"encoder": 1.5, "vision": 9.0, "language_model": 0.5})
         CompilationTimes(language_model=9.5, encoder=1.5)
         """
-        rest = sum(seconds for name, seconds in by_component.items() if name != ENCODER)
+        rest = sum((seconds for name, seconds in by_component.items() if name != ENCODER), 0.0)
         return cls(language_model=rest, encoder=by_component.get(ENCODER, 0.0))
 
     @property
@@ -254,7 +256,7 @@ class GraphRecord:
     error_type: str | None = None  # qualified exception type when status is not OK
     rank: int = 0  # torch.distributed rank that compiled this graph
     world_size: int = 1
-    # Backend time split into phases (see compiletrace._core.phases), sorted (name, ns) pairs
+    # Backend time split into phases (see compiletrace._data.phases), sorted (name, ns) pairs
     # that add up to backend_ns: aot_autograd, inductor, kernel_compile, cache, other.
     phases: tuple[tuple[str, int], ...] = ()
     frame_attempt: int = 0  # torch's attempt in the compile id: > 0 means torch had compiled the frame
@@ -449,3 +451,20 @@ def component_totals(records: Iterable[GraphRecord]) -> dict[str, int]:
     for r in records:
         totals[r.component] = totals.get(r.component, 0) + r.total_ns
     return {name: totals[name] for name in ordered_components(totals)}
+
+
+# A graph's identity across runs: compile ids are assigned in order and can shift, so match
+# by component, code name and the occurrence of that code name (its recompiles included).
+GraphKey = tuple[str, str, int]
+
+
+def graph_keys(records: Iterable[GraphRecord]) -> list[tuple[GraphKey, GraphRecord]]:
+    """Each record with its cross-run key, in record order."""
+    seen: dict[tuple[str, str], int] = {}
+    out = []
+    for r in records:
+        base = (r.component, r.code_name)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.append(((r.component, r.code_name, n), r))
+    return out

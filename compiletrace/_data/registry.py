@@ -8,16 +8,13 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from compiletrace._core.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
-from compiletrace._core.timeline import PhaseRecord
+from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
+from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
-from compiletrace._io.kinds import FileKind
 from compiletrace._io.state import STATE, warn_once
 
 __all__ = [
-    "RUN_KIND",
-    "RUN_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "Registry",
     "checked_registry",
@@ -28,8 +25,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1  # of a registry's own JSON
 # A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
-RUN_KIND = FileKind.RUN.value
-RUN_SCHEMA_VERSION = FileKind.RUN.schema_version
 
 RecordListener = Callable[[GraphRecord], None]
 
@@ -41,7 +36,7 @@ DEFAULT_CAPACITY = 10_000
 
 class Registry:
     """Thread-safe store of :class:`GraphRecord` s, one per compiled graph, and beside them
-    the start-up's :class:`~compiletrace._core.timeline.PhaseRecord` s (``compiletrace.phase``,
+    the start-up's :class:`~compiletrace._data.timeline.PhaseRecord` s (``compiletrace.phase``,
     warm-ups, instrumented functions).
 
     Readers get snapshots (tuples of frozen records), never the live structure. Totals per
@@ -172,7 +167,7 @@ class Registry:
 
     def by_component(self) -> dict[str, float]:
         """Seconds per component name, for any component (language model and encoder first,
-        then as first seen: :func:`~compiletrace._core.records.ordered_components`)."""
+        then as first seen: :func:`~compiletrace._data.records.ordered_components`)."""
         with self._lock:
             totals = dict(self._totals_ns)
         return {name: totals[name] / NS_PER_S for name in ordered_components(totals)}

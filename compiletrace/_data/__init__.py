@@ -1,0 +1,13 @@
+"""The data compiletrace records, saves and reads back: plain, immutable, free of torch.
+
+Every file format lives here and only here, each read by one function that checks every
+field (see :mod:`compiletrace._data.files`); the capture side (``_core``) fills these types
+from torch's events, and the views (``reports``, ``telemetry``) and the applications read
+them. Modules:
+
+- ``kinds``: every kind of file, with its schema version and what writes it;
+- ``findings``: what the doctor found (:class:`Finding`, :class:`FindingKind`);
+- ``gather``: one rank's figures and a multi-rank job's (:class:`RankTimes`,
+  :class:`GatherResult`);
+- ``files``: the one reader of every file compiletrace writes.
+"""

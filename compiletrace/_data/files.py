@@ -1,0 +1,81 @@
+"""The one reader of every file compiletrace writes: :func:`read` parses the JSON once, tells
+its kind from the envelope, checks every field with the reader of that kind, and returns
+the typed data. A command names the kinds it can use (``accept``), and a file of another
+kind is one line that says what the file is and what the command reads.
+
+>>> import json, os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "findings.json")
+>>> with open(path, "w") as out:
+...     json.dump({"kind": "compiletrace.doctor", "schema_version": 1, "findings": []}, out)
+>>> read(path)
+[]
+>>> read(path, accept={FileKind.RUN}, command="report")
+Traceback (most recent call last):
+  ...
+compiletrace._io.errors.RunFileError: ... is the doctor's findings (...); report reads a profile run (...)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+from typing import Any
+
+from compiletrace._data.bench import BenchResult
+from compiletrace._data.findings import Finding, findings_from_dict
+from compiletrace._data.gather import GatherResult
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.run import Run
+from compiletrace._io.envelope import read_json_file
+from compiletrace._io.errors import CompiletraceError, RunFileError
+
+__all__ = ["FileData", "read", "read_data"]
+
+FileData = Run | BenchResult | GatherResult | list[Finding]
+
+
+def read(
+    path: str | os.PathLike[str],
+    *,
+    accept: Collection[FileKind] | None = None,
+    command: str = "this command",
+) -> FileData:
+    """The typed contents of the compiletrace file at ``path``: a :class:`Run`, a
+    :class:`BenchResult`, a :class:`GatherResult` or the doctor's findings.
+
+    Raises :class:`~compiletrace.RunFileError` (exit 2 on the command line) naming the file
+    for anything that is not such a file, a field that is wrong, or a kind not in
+    ``accept``.
+    """
+    name = os.fspath(path)
+    return read_data(read_json_file(name), name, accept=accept, command=command)
+
+
+def read_data(
+    data: Any,
+    source: str,
+    *,
+    accept: Collection[FileKind] | None = None,
+    command: str = "this command",
+) -> FileData:
+    """:func:`read` of a document already parsed from ``source``."""
+    kind = FileKind.of(data)
+    wanted = list(FileKind) if accept is None else [k for k in FileKind if k in accept]
+    if kind is None or kind not in wanted:
+        what = kind.description if kind is not None else "not a compiletrace run or any other file it writes"
+        reads = " or ".join(k.description for k in wanted)
+        raise RunFileError(f"{source} is {what}; {command} reads {reads}")
+    try:
+        if kind is FileKind.RUN:
+            return Run.from_dict(data, source)
+        if kind is FileKind.BENCH:
+            return BenchResult.from_dict(data, source)
+        if kind is FileKind.GATHER:
+            return GatherResult.from_dict(data, source=source)
+        return findings_from_dict(data, source)
+    except CompiletraceError:
+        raise
+    except Exception as exc:
+        # Whatever a field check missed is still a damaged file: bad input, never a crash.
+        why = f"{type(exc).__name__}: {exc}"
+        raise RunFileError(f"{source} is not a valid {kind.value} file ({why})") from None

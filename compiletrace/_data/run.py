@@ -1,0 +1,185 @@
+"""One profiled start-up as plain data: :class:`Run` holds the graph records, the warm-up
+(:class:`WarmupResult`), how it was run (``meta``) and the start-up timeline, and saves to
+and loads from the run file (``compiletrace.run``). The applications' ``ProfileRun`` is a
+``Run`` with its views (text, HTML, the doctor) attached.
+
+>>> from compiletrace._data.records import CompilationTimes
+>>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), {"model": "m"})
+>>> Run.from_dict(run.to_dict()) == run
+True
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
+from compiletrace._data.registry import Registry, registry_dict
+from compiletrace._data.timeline import Timeline, build_timeline
+from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.files import write_json
+
+__all__ = [
+    "RUN_KIND",
+    "RUN_SCHEMA_VERSION",
+    "CompilationMode",
+    "Run",
+    "RunOrRecords",
+    "WarmupResult",
+    "run_parts",
+]
+
+RUN_KIND = FileKind.RUN.value
+RUN_SCHEMA_VERSION = FileKind.RUN.schema_version
+
+
+class CompilationMode(enum.Enum):
+    """Whether an application compiles at all; one setting switches eager vs compiled."""
+
+    NONE = "none"  # no torch.compile: the model runs eagerly, warm-up is skipped
+    STOCK_TORCH_COMPILE = "stock"  # torch.compile through compiletrace's backend
+
+    @classmethod
+    def parse(cls, value: CompilationMode | str) -> CompilationMode:
+        """Accept a member or its value ("none", "stock")."""
+        if isinstance(value, cls):
+            return value
+        valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
+        if not isinstance(value, str):
+            raise ArgumentTypeError(
+                f"compilation mode must be a CompilationMode ({valid}), got {type(value).__name__}"
+            )
+        for member in cls:
+            if value.lower() in (member.value, member.name.lower()):
+                return member
+        raise UsageError(f"unknown compilation mode {value!r}; valid modes: {valid}")
+
+
+@dataclass(frozen=True)
+class WarmupResult:
+    """What a warm-up did."""
+
+    skipped: bool  # True in CompilationMode.NONE: nothing compiles, so nothing to warm up
+    duration_s: float  # wall time of the warm-up run (0.0 when skipped)
+    compilation_times: CompilationTimes  # compile seconds recorded during the warm-up
+    by_component: dict[str, float] = field(default_factory=dict)  # the same, for any component
+    mode: CompilationMode = CompilationMode.STOCK_TORCH_COMPILE
+    device: str = "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skipped": self.skipped,
+            "duration_s": self.duration_s,
+            "compilation_times": self.compilation_times._asdict(),
+            "by_component": dict(self.by_component),
+            "mode": self.mode.value,
+            "device": self.device,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "warm-up", where: str = "") -> WarmupResult:
+        """Read :meth:`to_dict` output back, checking every field."""
+        f = Fields(data, source, where)
+        by_component = f.seconds_by_name("by_component", {})
+        return cls(
+            skipped=f.boolean("skipped"),
+            duration_s=f.number("duration_s", minimum=0.0),
+            compilation_times=CompilationTimes.from_components(by_component),
+            by_component=by_component,
+            mode=f.choice("mode", CompilationMode, CompilationMode.STOCK_TORCH_COMPILE),
+            device=f.string("device", "cpu"),
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    """One profiled start-up: the graph records, the warm-up result, how it was run, and the
+    start-up timeline (from the process's start to the end of the run; None for a run saved
+    before timelines were recorded). Holds records, not a live registry."""
+
+    graph_records: tuple[GraphRecord, ...]  # every graph of this run, in the order compiles finished
+    warmup: WarmupResult
+    meta: dict[str, Any] = field(default_factory=dict)  # model, backend, mode, device, versions
+    timeline: Timeline | None = None  # the start-up timeline, up to the end of the run
+
+    def records(self) -> tuple[GraphRecord, ...]:
+        return self.graph_records
+
+    def by_component(self) -> dict[str, float]:
+        """Compile seconds per component."""
+        return {name: ns / NS_PER_S for name, ns in component_totals(self.graph_records).items()}
+
+    def compilation_times(self) -> CompilationTimes:
+        return CompilationTimes.from_components(self.by_component())
+
+    @property
+    def registry(self) -> Registry:
+        """A new registry holding this run's records and phases (for code that takes a registry)."""
+        registry = Registry()
+        for record in self.graph_records:
+            registry.add(record)
+        for phase_record in self.timeline.phases if self.timeline is not None else ():
+            registry.add_phase(phase_record)
+        return registry
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "meta": dict(self.meta),
+            "registry": registry_dict(
+                self.graph_records, self.timeline.phases if self.timeline is not None else ()
+            ),
+            "warmup": self.warmup.to_dict(),
+        }
+        if self.timeline is not None:
+            # The window alone: the phases are in the registry, the entries are derived.
+            body["timeline"] = self.timeline.window_dict()
+        return envelope(RUN_KIND, RUN_SCHEMA_VERSION, body)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "run") -> Self:
+        """Read :meth:`to_dict` output, checking every field; raises
+        :class:`~compiletrace.RunFileError` naming the first bad one."""
+        f = Fields(data, source)
+        f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, FileKind.RUN.description)
+        registry = Registry.from_dict(f.obj("registry").data, source, "registry")
+        warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
+        timeline = None
+        if "timeline" in f.data:  # absent from runs saved before timelines were recorded
+            start, end, origin, before_exec = Timeline.read_window(f.data["timeline"], source)
+            timeline = build_timeline(
+                registry.phase_records(),
+                registry.records(),
+                start,
+                end,
+                origin=origin,
+                before_exec_ns=before_exec,
+            )
+        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data), timeline)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the run as JSON, atomically."""
+        write_json(path, self.to_dict())
+
+
+# What a view takes: a run, or records from one (a registry's, say: no warm-up, meta or
+# timeline to show).
+RunOrRecords = Run | Sequence[GraphRecord]
+
+
+def run_parts(
+    run: RunOrRecords,
+) -> tuple[tuple[GraphRecord, ...], WarmupResult | None, dict[str, Any], Timeline | None]:
+    """(records, warm-up, meta, timeline) of what a view was given.
+
+    >>> run_parts([])
+    ((), None, {}, None)
+    """
+    if isinstance(run, Run):
+        return run.graph_records, run.warmup, dict(run.meta), run.timeline
+    return tuple(run), None, {}, None

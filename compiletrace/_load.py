@@ -1,0 +1,53 @@
+"""``compiletrace.load``: any file compiletrace writes, read back as the object that wrote it.
+
+The reading itself is :func:`compiletrace._data.files.read` (the one reader, which checks
+every field); this gives each kind its views: a run comes back as a
+:class:`~compiletrace.ProfileRun` (summary, HTML, the doctor), a multi-rank job as a
+:class:`compiletrace.distributed.GatherResult` (its table, the doctor), a bench file as
+its averages, a doctor file as its findings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection
+
+from compiletrace._app.profile import ProfileRun
+from compiletrace._data import gather
+from compiletrace._data.bench import BenchResult
+from compiletrace._data.files import read
+from compiletrace._data.findings import Finding
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.run import Run
+from compiletrace.distributed.results import GatherResult
+
+__all__ = ["load"]
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    accept: Collection[FileKind] | None = None,
+    command: str = "compiletrace.load",
+) -> ProfileRun | BenchResult | GatherResult | list[Finding]:
+    """Read any file compiletrace writes: a run (``profile --json``) as a
+    :class:`~compiletrace.ProfileRun`, a multi-rank job (``profile --nproc N --json``) as a
+    :class:`~compiletrace.distributed.GatherResult`, a start-up benchmark (``bench startup
+    --output-json``) as its averages, the doctor's findings (``doctor --json``) as a list of
+    :class:`~compiletrace.Finding`. Every field is checked; anything else raises
+    :class:`~compiletrace.RunFileError` naming the file (and the field). ``accept`` limits
+    the kinds taken (a command's), ``command`` names the reader in that message.
+
+    >>> import os, tempfile, compiletrace
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
+    >>> compiletrace.profile(backend="eager").save(path)
+    >>> run = compiletrace.load(path)
+    >>> type(run).__name__, sorted(run.by_component())
+    ('ProfileRun', ['encoder', 'language_model'])
+    """
+    data = read(path, accept=accept, command=command)
+    if isinstance(data, Run):
+        return ProfileRun.of(data)
+    if isinstance(data, gather.GatherResult):
+        return GatherResult.of(data.ranks, data.rank)
+    return data
