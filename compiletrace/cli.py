@@ -410,7 +410,7 @@ def _write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | Non
     if trace_path is not None:
         from compiletrace.reports import export_chrome_trace
 
-        export_chrome_trace(trace_path, registry=run.registry, timeline=run.timeline)
+        export_chrome_trace(trace_path, run)
         print(f"wrote Chrome trace to {trace_path}")
 
 

@@ -105,7 +105,7 @@ def test_a_process_that_ran_nothing_before_its_exec_reads_as_before() -> None:
 
 
 def test_the_chrome_trace_names_its_origin_and_the_time_before_the_exec() -> None:
-    other = chrome_trace_dict([], _exec_timeline())["otherData"]
+    other = chrome_trace_dict(_run(_exec_timeline()))["otherData"]
     assert other == {"origin_unix_ns": 0, "startup_origin": "exec", "before_exec_s": 3.0}
 
 

@@ -18,11 +18,11 @@ from compiletrace import CacheOutcome
 from compiletrace._version import __version__
 from compiletrace.reports import (
     component_chart_svg,
+    graph_timeline_svg,
     html_report,
     registry_html_table,
     report_fragment,
     summary_line,
-    timeline_svg,
 )
 from compiletrace.reports._html import PHASE_COLORS
 from compiletrace.reports._text import cache_line, cache_state
@@ -102,7 +102,7 @@ def test_chart_splits_each_component_by_phase() -> None:
     assert "language_model frame: 1.000 s" in svg
     assert "encoder backend: 2.000 s" in svg
     assert ">8.00 s<" in svg and ">3.00 s<" in svg  # per-component totals beside the bars
-    timeline = timeline_svg(RECORDS)
+    timeline = graph_timeline_svg(RECORDS)
     assert timeline.count('class="graph"') == 3
     assert [phase for phase, _ in _bars(timeline)].count("backward") == 1
 
@@ -124,7 +124,7 @@ def _legend(svg: str) -> list[tuple[str, str, str]]:
 
 def test_one_palette_a_legend_for_each_chart() -> None:
     assert len(set(PHASE_COLORS.values())) == len(PHASE_COLORS)  # a colour, one phase
-    for svg in (component_chart_svg(FULL), timeline_svg(FULL)):
+    for svg in (component_chart_svg(FULL), graph_timeline_svg(FULL)):
         bars, legend = _bars(svg), _legend(svg)
         assert bars and all(PHASE_COLORS[phase] == fill for phase, fill in bars)
         # The legend names each colour the chart draws, once, in one order, and no other.
@@ -137,7 +137,7 @@ def test_one_palette_a_legend_for_each_chart() -> None:
             (120 * (k % 3) + 17, 18 * (k // 3) + 12.5) for k in range(len(legend))
         ]
     # Components are rows, never colours: the timeline colours the same graph as the chart does.
-    timeline_phases = {phase for phase, _ in _bars(timeline_svg(FULL))}
+    timeline_phases = {phase for phase, _ in _bars(graph_timeline_svg(FULL))}
     assert timeline_phases <= set(PHASE_COLORS) and "kernel_compile" in timeline_phases
 
 

@@ -38,9 +38,13 @@ def _is_type_checking(test: ast.expr) -> bool:
 def _imports(tree: ast.AST, module: str) -> Iterator[str]:
     """Every module ``module`` imports at run time, resolved to a module name."""
     package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(tree):
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            node.body = []  # never runs; ast.walk has not entered it yet
+            todo.extend(node.orelse)  # the body never runs
+            continue
+        todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -92,6 +96,10 @@ def test_the_graph_sees_function_level_imports() -> None:
     # A check that cannot fail is no check: the reader must see an import inside a function.
     assert "compiletrace.reports" in GRAPH["compiletrace._app.profile"]  # imported in ProfileRun.summary
     assert "compiletrace._app.profile" in MODULES and len(MODULES) > 30
+    # ... and none under ``if TYPE_CHECKING:``, which never runs: the process state names the
+    # core's types there, and imports nothing of compiletrace.
+    assert "compiletrace._core.tracker" in MODULES["compiletrace._io.state"].read_text()
+    assert _internal("compiletrace._io.state") == set()
 
 
 def test_no_import_cycle() -> None:

@@ -374,7 +374,6 @@ def test_without_pdeathsig_children_start_with_one_warning(monkeypatch: pytest.M
     from compiletrace._io import signals
 
     monkeypatch.setattr(signals, "_prctl", lambda: None)  # as off Linux
-    monkeypatch.setattr(signals, "_warned_no_pdeathsig", False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert signals.parent_death_preexec() is None

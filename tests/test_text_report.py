@@ -25,14 +25,8 @@ from compiletrace import CacheOutcome, CompilationTimes, ProfileRun, WarmupResul
 from compiletrace._app.progress import Progress, process_start_unix_s, wall_time_s
 from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
 from compiletrace.reports import summary_table
-from compiletrace.reports._text import (
-    by_cost,
-    cache_line,
-    cache_state,
-    component_order,
-    header_lines,
-    warmup_lines,
-)
+from compiletrace.reports._table import by_cost, component_order
+from compiletrace.reports._text import cache_line, cache_state, header_lines, warmup_lines
 from tests.conftest import MS, S, make_record
 
 META = {

@@ -441,7 +441,11 @@ def test_html_fragment_is_self_contained_and_marks_compiles() -> None:
 
 def test_chrome_trace_puts_the_phases_on_start_up_tracks() -> None:
     tl, records = _small_timeline()
-    trace = chrome_trace_dict(records, tl)
+    trace = chrome_trace_dict(
+        compiletrace.ProfileRun(
+            tuple(records), compiletrace.WarmupResult(False, 0.0, compiletrace.CompilationTimes()), {}, tl
+        )
+    )
     names = {e["args"]["name"]: e["tid"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
     assert {"start-up", "start-up (loader)", "encoder"} <= set(names)
     assert names["start-up"] < names["encoder"]  # the start-up's tracks come first

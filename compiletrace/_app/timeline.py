@@ -65,6 +65,7 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
+# A memo of a module reference, read on every phase (the hot path), once OpenTelemetry is loaded.
 _startup_module: ModuleType | None = None
 _OTEL_TRACE = "opentelemetry.trace"
 
@@ -82,7 +83,8 @@ def _telemetry() -> Any:
     return _startup_module
 
 
-_process_start: tuple[int, int | None] | None = None  # (pid, its start in Unix ns)
+# A memo keyed by pid (a forked child reads its own): (pid, its start in Unix ns).
+_process_start: tuple[int, int | None] | None = None
 
 
 def process_start_unix_ns() -> int | None:

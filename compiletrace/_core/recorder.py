@@ -67,6 +67,8 @@ def current_phase() -> OpenPhase | None:
     return _CURRENT.get()
 
 
+# A memo, not state: the launcher sets RANK before the process starts, and a lookup in the
+# environment costs as much as a whole phase.
 _rank: int | None = None
 
 

@@ -60,6 +60,7 @@ _IMPORT_BEGAN_NS = unix_now_ns()
 # Read now, before anything of compiletrace's runs: when this program began (its exec).
 _EXEC_PROBE = exec_time.probe(_IMPORT_BEGAN_NS)
 _TORCH_LOADED_BEFORE = "torch" in sys.modules
+# Filled while the front door imports, before anything else of compiletrace exists; read-only after.
 _MARKS: list[tuple[str, int]] = []
 
 

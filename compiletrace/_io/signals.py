@@ -37,11 +37,12 @@ import stat
 import sys
 import tempfile
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+from compiletrace._io.state import warn_once
 
 __all__ = [
     "OWNER_FILE",
@@ -126,7 +127,6 @@ def terminate_on_signals(signums: Sequence[int] = TERMINATING_SIGNALS) -> Iterat
 # -- children that die with their parent -------------------------------------------------------
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent thread ends
-_warned_no_pdeathsig = False
 
 
 @functools.cache
@@ -177,16 +177,12 @@ def parent_death_preexec(sig: int = signal.SIGKILL) -> Callable[[], None] | None
 
     >>> subprocess.Popen(cmd, preexec_fn=parent_death_preexec())  # doctest: +SKIP
     """
-    global _warned_no_pdeathsig
     if _prctl() is None:
-        if not _warned_no_pdeathsig:
-            _warned_no_pdeathsig = True
-            warnings.warn(
-                f"child processes cannot be tied to their parent on {sys.platform} "
-                "(PR_SET_PDEATHSIG is Linux only): a SIGKILL of compiletrace leaves them running",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+        warn_once(
+            f"child processes cannot be tied to their parent on {sys.platform} "
+            "(PR_SET_PDEATHSIG is Linux only): a SIGKILL of compiletrace leaves them running",
+            key="no_pdeathsig",
+        )
         return None
     parent = os.getpid()
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the slots' types, never imported at run time: this module is the leaf
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from compiletrace._core.backend import CompiletraceBackend
+    from compiletrace._core.tracker import Tracker
+    from compiletrace._data.registry import Registry
 
 __all__ = ["STATE", "ProcessState", "warn_once"]
 
@@ -23,7 +31,7 @@ class ProcessState:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.tracker: Any = None  # the process Tracker, installed into torch on first use
+        self.tracker: Tracker | None = None  # the process Tracker, installed into torch on first use
         self.callbacks: Any = None  # the callback pair registered with Dynamo (see torch_compat)
         self.region_hook_installed = False  # torch's timed-region logger is teed (see torch_compat)
         self.region_listener: Any = None  # receives the frame and lazy-backward region ends
@@ -32,12 +40,12 @@ class ProcessState:
         # Builds the tracker's observer when the tracker is created: the front door registers
         # telemetry's here, so the core never imports telemetry.
         self.observer_factory: Callable[[], Any] | None = None
-        self.default_registry: Any = None  # the Registry compiletrace.compile records into
-        self.entry_point_backend: Any = None  # torch.compile(backend="compiletrace")
+        self.default_registry: Registry | None = None  # the Registry compiletrace.compile records into
+        self.entry_point_backend: CompiletraceBackend | None = None  # torch.compile(backend="compiletrace")
         # Where telemetry sends spans and metrics (None: the global providers), and the
         # tracer and instruments built for the current pair (see telemetry._providers).
-        self.tracer_provider: Any = None
-        self.meter_provider: Any = None
+        self.tracer_provider: TracerProvider | None = None
+        self.meter_provider: MeterProvider | None = None
         self.instruments: Any = None
         # The open "Start-up" root span (see telemetry._startup) and whether its exit hook,
         # which ends it before the providers flush, is registered.

@@ -14,14 +14,19 @@ from compiletrace.reports._flame import (
 )
 from compiletrace.reports._html import (
     component_chart_svg,
+    graph_timeline_svg,
     html_report,
     registry_html_table,
     report_fragment,
-    timeline_svg,
     trace_cost_svg,
 )
-from compiletrace.reports._text import log_summary, render_table, summary_line, summary_table, totals_line
+from compiletrace.reports._table import render_table
+from compiletrace.reports._text import log_summary, summary_line, summary_table, totals_line
 from compiletrace.reports._timeline import timeline_html, timeline_text
+
+# The chart of the graphs' compiles over time, by its former name (the start-up timeline is
+# timeline_html / timeline_text).
+timeline_svg = graph_timeline_svg
 
 __all__ = [
     "chrome_trace_dict",
@@ -31,6 +36,7 @@ __all__ = [
     "export_chrome_trace",
     "findings_html",
     "findings_text",
+    "graph_timeline_svg",
     "html_report",
     "log_summary",
     "registry_html_table",

@@ -12,13 +12,13 @@ Open the file at https://ui.perfetto.dev or chrome://tracing.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from compiletrace._data.phases import lay_out
-from compiletrace._data.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode
+from compiletrace._data.records import NS_PER_S, TRACE_OTHER, CompilationTimes, GraphRecord, TraceNode
 from compiletrace._data.registry import Registry, checked_registry, get_registry
+from compiletrace._data.run import Run, RunOrRecords, WarmupResult, run_parts
 from compiletrace._data.timeline import UNATTRIBUTED, Timeline, build_timeline
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.files import write_json
@@ -117,17 +117,19 @@ def _trace_cost_events(r: GraphRecord, start: int, end: int) -> list[_Event]:
     return out
 
 
-def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None = None) -> dict[str, Any]:
-    """Trace Event Format for ``records``: a dict ready for ``json.dump``.
+def chrome_trace_dict(run: RunOrRecords) -> dict[str, Any]:
+    """Trace Event Format for a run (or records alone): a dict ready for ``json.dump``.
 
-    Timestamps are microseconds since the first compile started; with a ``timeline``,
-    since the timeline's start (the process's), its entries first, on "start-up" tracks.
+    Timestamps are microseconds since the first compile started; for a run with a start-up
+    timeline, since the timeline's start (the program's), its entries first, on "start-up"
+    tracks.
 
     >>> from compiletrace import GraphRecord
     >>> rec = GraphRecord("0/0", "encoder", "eager", "forward", 3, 0, 10_000, 4_000, 6_000, 2_000)
     >>> [e["name"] for e in chrome_trace_dict([rec])["traceEvents"] if e["ph"] == "X"]
     ['forward [0/0]', 'Dynamo tracing', 'Backend compile']
     """
+    records, _, _, timeline = run_parts(run)
     recs = sorted(records, key=lambda r: (r.start_unix_ns, r.compile_id))
     # Top-level blocks: (start_ns, end_ns, rank, component, [events]) with phases inside.
     blocks: list[tuple[int, int, int, str, list[_Event]]] = []
@@ -223,13 +225,15 @@ def chrome_trace_dict(records: Iterable[GraphRecord], timeline: Timeline | None 
     return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": other}
 
 
-def export_chrome_trace(
-    path: str | os.PathLike[str], registry: Registry | None = None, *, timeline: Timeline | None = None
-) -> Path:
-    """Write the compiles in ``registry`` (default: the process registry) as a Chrome/Perfetto
-    trace (Trace Event Format JSON) to ``path``; returns the path. The start-up phases go on
-    tracks of their own: ``timeline``'s (from the process's start, what no phase covers
-    included) when given, else the registry's phases, from the first one.
+# A registry has no warm-up; the trace shows none.
+_NO_WARMUP = WarmupResult(False, 0.0, CompilationTimes())
+
+
+def export_chrome_trace(path: str | os.PathLike[str], registry: Run | Registry | None = None) -> Path:
+    """Write the compiles of a run or a registry (default: the process registry) as a
+    Chrome/Perfetto trace (Trace Event Format JSON) to ``path``; returns the path. The
+    start-up phases go on tracks of their own: a run's timeline (from the program's start,
+    what no phase covers included), else the registry's phases, from the first one.
 
     >>> import tempfile, os, compiletrace
     >>> path = os.path.join(tempfile.mkdtemp(), "t.json")
@@ -239,14 +243,18 @@ def export_chrome_trace(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise ArgumentTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    out = Path(path)
+    if isinstance(registry, Run):
+        write_json(out, chrome_trace_dict(registry))
+        return out
     checked_registry(registry)
     reg = registry if registry is not None else get_registry()
     records = reg.records()
     phases = reg.phase_records()
-    if timeline is None and phases:
+    timeline = None
+    if phases:
         start = min([p.start_unix_ns for p in phases] + [r.start_unix_ns for r in records])
         end = max([p.end_unix_ns for p in phases] + [r.end_unix_ns for r in records])
         timeline = build_timeline(phases, records, start, end)
-    out = Path(path)
-    write_json(out, chrome_trace_dict(records, timeline))
+    write_json(out, chrome_trace_dict(Run(records, _NO_WARMUP, {}, timeline)))
     return out

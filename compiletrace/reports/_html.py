@@ -21,28 +21,26 @@ from compiletrace._io.text import shorten
 from compiletrace._version import __version__
 from compiletrace.reports._findings import findings_html
 from compiletrace.reports._flame import component_trees
-from compiletrace.reports._text import (
+from compiletrace.reports._table import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
     PHASE_HEADERS,
-    cache_line,
-    cache_state,
     component_rows,
     costliest,
     graph_rows,
     phase_rows,
     rest_line,
-    summary_line,
 )
+from compiletrace.reports._text import cache_line, cache_state, summary_line
 from compiletrace.reports._timeline import timeline_html
 
 __all__ = [
     "PHASE_COLORS",
     "component_chart_svg",
+    "graph_timeline_svg",
     "html_report",
     "registry_html_table",
     "report_fragment",
-    "timeline_svg",
 ]
 
 # One palette for every chart: Okabe & Ito's colour-blind-safe set (Wong, Nature Methods
@@ -438,7 +436,7 @@ def _timeline_tip(r: GraphRecord) -> str:
     )
 
 
-def timeline_svg(records: Sequence[GraphRecord]) -> str:
+def graph_timeline_svg(records: Sequence[GraphRecord]) -> str:
     """An inline SVG timeline, as wide as its container: one row per graph (its id,
     component and code above its bars) on a shared time axis, under a legend: the frame
     compile in Dynamo's colour with the backend's span over it (in the backend's phases),
@@ -448,7 +446,7 @@ def timeline_svg(records: Sequence[GraphRecord]) -> str:
 
     >>> from compiletrace._data.records import GraphRecord
     >>> graph = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 3 * 10**9, 10**9, 2 * 10**9, 10**9)
-    >>> svg = timeline_svg([graph])
+    >>> svg = graph_timeline_svg([graph])
     >>> svg.startswith("<svg") and svg.count('class="graph"') == 1 and ">3.00 s<" in svg
     True
     """
@@ -608,7 +606,7 @@ def _body(
         f"{component_chart_svg(records)}"
         "<h2>Timeline of graphs</h2>"
         f"{_filter_control(records) if interactive else ''}"
-        f"{timeline_svg(records)}"
+        f"{graph_timeline_svg(records)}"
         "<h2>Per component</h2>"
         + _table(COMPONENT_HEADERS, component_rows(records), name="components")
         + "<h2>Per graph</h2>"

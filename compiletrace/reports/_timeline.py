@@ -30,7 +30,7 @@ from compiletrace._data.timeline import (
     TimelineEntry,
 )
 from compiletrace._io.text import printable
-from compiletrace.reports._text import render_table, share
+from compiletrace.reports._table import render_table, share
 
 __all__ = ["GAP_FLOOR_NS", "timeline_html", "timeline_lines", "timeline_text"]
 

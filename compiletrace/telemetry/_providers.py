@@ -78,6 +78,7 @@ def recording_possible(
 
 _NO_TRACES = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # no SDK: every span a no-op
 _UNREAD = object()
+# A memo: whether the API was asked once (after that, its own global is read; see below).
 _api_asked = False
 
 
@@ -97,7 +98,7 @@ def tracing_possible(tracer_provider: trace.TracerProvider | None = None) -> boo
     True
     """
     global _api_asked
-    tp = tracer_provider if tracer_provider is not None else STATE.tracer_provider
+    tp: object = tracer_provider if tracer_provider is not None else STATE.tracer_provider
     if tp is None:
         if _api_asked:
             tp = getattr(trace, "_TRACER_PROVIDER", _UNREAD)

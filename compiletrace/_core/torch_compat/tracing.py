@@ -29,7 +29,9 @@ class _TraceSink(threading.local):
 
 
 _trace_sink = _TraceSink()
-_user_files: dict[str, bool] = {}  # file -> whether its functions get nodes of their own
+# A memo of the user-file policy (file -> whether its functions get nodes of their own),
+# asked on every inlined call while tracing cost is on.
+_user_files: dict[str, bool] = {}
 
 
 def set_trace_collector(collector: Any) -> None:

@@ -1,0 +1,220 @@
+"""The table model every view shares: the rows of the per-graph, per-component and
+per-phase tables (and which graphs a table lists), and the plain-text table itself. The
+text view prints them, the HTML view renders them, compare and the benchmark print their
+own tables with :func:`render_table`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compiletrace._data.phases import PHASES
+from compiletrace._data.records import (
+    NS_PER_S,
+    GraphRecord,
+    component_totals,
+)
+from compiletrace._io.text import printable, shorten
+
+__all__ = [
+    "COMPONENT_HEADERS",
+    "GRAPH_HEADERS",
+    "GRAPH_ROW_LIMIT",
+    "PHASE_HEADERS",
+    "by_cost",
+    "component_order",
+    "component_rows",
+    "costliest",
+    "graph_rows",
+    "phase_rows",
+    "render_table",
+    "rest_line",
+    "share",
+]
+
+
+def _fmt_s(ns: int | None) -> str:
+    return "-" if ns is None else f"{ns / NS_PER_S:.3f}"
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A plain-text table: a header, a rule, one line per row, columns two spaces apart.
+
+    >>> print("\\n".join(render_table(["name", "s"], [["encoder", "1.50"]])))
+    name     s
+    -------  ----
+    encoder  1.50
+    """
+    # Names come from run files too: a control character never reaches the terminal raw.
+    head = [printable(h) for h in headers]
+    body = [[printable(c) for c in row] for row in rows]
+    widths = [len(h) for h in head]
+    for row in body:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    out = [line(head), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in body)
+    return out
+
+
+GRAPH_HEADERS = (
+    "compile id",
+    "component",
+    "code",
+    "nodes",
+    "dynamo s",
+    "backend s",
+    "backward s",
+    "total s",
+    "cache",
+    "status",
+    "recompile reason",
+)
+
+
+def graph_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
+    return [
+        [
+            r.compile_id,
+            r.component,
+            r.code_name,
+            str(r.graph_node_count),
+            _fmt_s(r.dynamo_ns),
+            _fmt_s(r.backend_ns),
+            _fmt_s(r.backward_ns),
+            _fmt_s(r.total_ns),
+            r.cache_outcome.value,
+            _status(r),
+            _reason(r),
+        ]
+        for r in records
+    ]
+
+
+REASON_WIDTH = 60  # the table shows the failed guard; the full reason is in JSON, HTML, spans
+
+
+def _status(r: GraphRecord) -> str:
+    if r.error_type is not None:
+        return f"{r.status.value} ({r.error_type})"
+    return f"{r.status.value} (restarted)" if r.restart_reasons else r.status.value
+
+
+def _reason(r: GraphRecord) -> str:
+    if r.shared_with is not None:
+        return f"first graph of a frame {r.shared_with} compiled too"
+    return shorten(r.first_reason_line, REASON_WIDTH)
+
+
+COMPONENT_HEADERS = ("component", "graphs", "recompiles", "dynamo s", "backend s", "backward s", "total s")
+
+
+def component_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
+    """Per component: graphs, recompiles, and seconds of Dynamo, backend, backward, total."""
+    rows = []
+    for name, ns in component_totals(records).items():
+        mine = [r for r in records if r.component == name]
+        rows.append(
+            [
+                name,
+                str(len(mine)),
+                str(sum(r.is_recompile for r in mine)),
+                _fmt_s(sum(r.dynamo_ns or 0 for r in mine)),
+                _fmt_s(sum(r.backend_ns for r in mine)),
+                _fmt_s(sum(r.backward_ns for r in mine)),
+                _fmt_s(ns),
+            ]
+        )
+    return rows
+
+
+# Past this many graphs, views list the costliest and sum up the rest in one line: a server
+# that recompiles for days must not make a report of a hundred megabytes.
+GRAPH_ROW_LIMIT = 2_000
+
+
+def costliest(
+    records: Sequence[GraphRecord], limit: int = GRAPH_ROW_LIMIT
+) -> tuple[list[GraphRecord], list[GraphRecord]]:
+    """(shown, rest): every record when there are at most ``limit``; else the ``limit``
+    costliest (by total time), in record order, and the others.
+
+    >>> shown, rest = costliest([], 5)
+    >>> shown, rest
+    ([], [])
+    """
+    if len(records) <= limit:
+        return list(records), []
+    order = sorted(range(len(records)), key=lambda i: records[i].total_ns, reverse=True)
+    keep = set(order[:limit])
+    shown = [r for i, r in enumerate(records) if i in keep]
+    rest = [r for i, r in enumerate(records) if i not in keep]
+    return shown, rest
+
+
+def rest_line(rest: Sequence[GraphRecord]) -> str:
+    """The line that stands for the graphs a view leaves out."""
+    total = sum(r.total_ns for r in rest) / NS_PER_S
+    return (
+        f"... and {len(rest)} more graphs, {total:.3f} s in all "
+        f"(only the {GRAPH_ROW_LIMIT} costliest are listed)"
+    )
+
+
+def share(part_ns: int, total_ns: int) -> str:
+    """``part_ns`` as a whole percentage of ``total_ns``: "<1%" for a non-zero sliver that
+    would round to 0%, "-" when the total is zero.
+
+    >>> share(85, 100), share(1, 1000), share(0, 100), share(0, 0)
+    ('85%', '<1%', '0%', '-')
+    """
+    if total_ns <= 0:
+        return "-"
+    pct = 100 * part_ns / total_ns
+    return "<1%" if 0 < pct < 0.5 else f"{pct:.0f}%"
+
+
+def by_cost(records: Sequence[GraphRecord]) -> list[GraphRecord]:
+    """The records costliest first (total time: frame compile plus lazy backward); ties in
+    compile order (start time, then record order).
+
+    >>> from compiletrace._data.records import GraphRecord
+    >>> def rec(cid, start, end):
+    ...     return GraphRecord(cid, "encoder", "eager", "forward", 1, start, end, 0, 0, None)
+    >>> [r.compile_id for r in by_cost([rec("0/0", 0, 1), rec("1/0", 1, 9), rec("2/0", 9, 10)])]
+    ['1/0', '0/0', '2/0']
+    """
+    order = sorted(range(len(records)), key=lambda i: (-records[i].total_ns, records[i].start_unix_ns, i))
+    return [records[i] for i in order]
+
+
+def component_order(records: Sequence[GraphRecord]) -> list[str]:
+    """Component names costliest first (total time of their graphs); ties in compile order
+    (the component whose first graph started first).
+
+    >>> from compiletrace._data.records import GraphRecord
+    >>> def rec(component, start, end):
+    ...     return GraphRecord("0/0", component, "eager", "forward", 1, start, end, 0, 0, None)
+    >>> component_order([rec("encoder", 0, 85), rec("language_model", 85, 100)])
+    ['encoder', 'language_model']
+    """
+    totals = component_totals(records)
+    first: dict[str, tuple[int, int]] = {}
+    for i, r in enumerate(records):
+        first[r.component] = min(first.get(r.component, (r.start_unix_ns, i)), (r.start_unix_ns, i))
+    return sorted(totals, key=lambda name: (-totals[name], first[name]))
+
+
+PHASE_HEADERS = ("compile id", "component", *PHASES, "backend s")
+
+
+def phase_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
+    """Each graph's backend time split into phases (they add up to the backend time)."""
+    return [
+        [r.compile_id, r.component, *(_fmt_s(r.phase_ns.get(p, 0)) for p in PHASES), _fmt_s(r.backend_ns)]
+        for r in records
+        if r.phases
+    ]
