@@ -23,8 +23,7 @@ from compiletrace.reports import (
     write_collapsed,
     write_speedscope,
 )
-from tests.conftest import FakeClock, make_record
-from tests.test_compare import save_run
+from tests.conftest import FakeClock, make_record, save_run
 
 UNROLLED = 600  # iterations Dynamo unrolls in the planted hotspot
 
