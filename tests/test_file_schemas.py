@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import compiletrace
 from compiletrace import cli
+from compiletrace._data.bench import BenchResult
 from compiletrace.distributed import GatherResult, RankTimes
 
 _AWKWARD_SCALARS = st.one_of(
@@ -191,3 +192,24 @@ def test_a_file_of_a_kind_the_command_cannot_use_says_what_it_is(
     assert f"{gather} is a multi-rank job's figures" in line and "compare reads" in line, line
     assert cli.main(["report", str(gather)]) == 2
     assert str(gather) in _one_line(capsys.readouterr().err)
+
+
+def test_load_gives_every_kind_back_as_the_object_that_wrote_it(
+    valid_files: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = compiletrace.load(_write(valid_files["run"]))
+    assert isinstance(run, compiletrace.ProfileRun) and run.to_dict() == valid_files["run"]
+    job = compiletrace.load(_write(valid_files["gather"]))
+    assert isinstance(job, GatherResult) and [r.rank for r in job.ranks] == [0, 1]
+    assert job.diagnose() == GatherResult.from_dict(valid_files["gather"]).diagnose()
+    bench = compiletrace.load(_write(valid_files["bench"]))
+    assert isinstance(bench, BenchResult)
+    assert bench.metrics["avg_cold_phase_time[load weights]"] == 0.5
+
+    # The doctor's own file reads back as its findings.
+    run_path = _write(valid_files["run"])
+    out = run_path.with_name("findings.json")
+    assert cli.main(["doctor", str(run_path), "--json", str(out)]) == 0
+    capsys.readouterr()
+    findings = compiletrace.load(out)
+    assert isinstance(findings, list) and findings == run.diagnose()
