@@ -59,6 +59,12 @@ def _replaced(doc: Any, path: tuple[Any, ...], new: Any) -> Any:
     return copy
 
 
+def _damaged(doc: Any, choice: int, value: Any) -> Path:
+    """``doc`` written with the value at one of its places (picked by ``choice``) replaced."""
+    places = _paths(doc)
+    return _write(_replaced(doc, places[choice % len(places)], value))
+
+
 def _write(doc: Any) -> Path:
     # ensure_ascii: a lone surrogate travels as the escape JSON allows ("\ud800").
     path = Path(tempfile.mkdtemp(prefix="compiletrace-schema-")) / "file.json"
@@ -118,8 +124,7 @@ def test_a_damaged_run_file_is_exit_0_or_2_for_report_doctor_and_compare(
     valid_files: dict[str, Any], choice: int, value: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = valid_files["run"]
-    places = _paths(doc)
-    path = _write(_replaced(doc, places[choice % len(places)], value))
+    path = _damaged(doc, choice, value)
     _check(["report", str(path)], path, {0, 2}, capsys)
     _check(["doctor", str(path)], path, {0, 2}, capsys)
     base = _write(doc)
@@ -136,8 +141,7 @@ def test_a_damaged_bench_file_is_exit_0_1_or_2_for_compare_never_a_crash(
     valid_files: dict[str, Any], choice: int, value: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = valid_files["bench"]
-    places = _paths(doc)
-    path = _write(_replaced(doc, places[choice % len(places)], value))
+    path = _damaged(doc, choice, value)
     base = _write(doc)
     _check(["compare", str(base), str(path)], path, {0, 1, 2}, capsys)
     _check(["compare", str(path), str(base)], path, {0, 1, 2}, capsys)
@@ -148,9 +152,7 @@ def test_a_damaged_bench_file_is_exit_0_1_or_2_for_compare_never_a_crash(
 def test_a_damaged_gather_file_is_exit_0_or_2_for_doctor(
     valid_files: dict[str, Any], choice: int, value: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    doc = valid_files["gather"]
-    places = _paths(doc)
-    path = _write(_replaced(doc, places[choice % len(places)], value))
+    path = _damaged(valid_files["gather"], choice, value)
     _check(["doctor", str(path)], path, {0, 2}, capsys)
 
 
