@@ -4,7 +4,7 @@
 # if either run does. No test may depend on how fast or how loaded the machine is.
 #
 #   bash tests/busy.sh                                  # the whole suite
-#   bash tests/busy.sh .venv/bin/python -m pytest -q -x -p no:cacheprovider tests/test_timeline.py
+#   bash tests/busy.sh .venv/bin/python -m pytest -q -x -p no:cacheprovider tests/apps/test_timeline.py
 #
 # HOGS (default 4) and RUNS (default 2) change how many of each.
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""Child process for tests/test_portable_cache.py: compile one function through compiletrace
+"""Child process for tests/apps/test_portable_cache.py: compile one function through compiletrace
 with inductor, optionally loading or saving cache artifacts, and print the registry as JSON."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ __all__ = [
 # 8:441, 2011), its black softened to a dark grey, and a light grey for a frame not split at
 # all. A colour always means a phase; components are named on their rows and never coloured,
 # so no component can be read as a phase. The set's mid grey is not used: for deuteranopes it
-# is the reddish purple beside it (tests/test_html_report.py simulates the three dichromacies).
+# is the reddish purple beside it (tests/views/test_html_report.py simulates the three dichromacies).
 PHASE_COLORS = {
     "dynamo": "#0072B2",  # blue
     "backend": "#E69F00",  # orange: backend time not split into phases

@@ -1,7 +1,7 @@
 """The one capability table: which of the internals the other modules of this package use
 the installed torch gives (one probe each), and what records lack without it. Checked once
 at install (``warn_missing_capabilities``) and shown by ``compiletrace env``;
-``tests/test_torch_contract.py`` removes each internal in turn and checks the table says so.
+``tests/capture/test_torch_contract.py`` removes each internal in turn and checks the table says so.
 
 Beside it, ``capabilities(hooks=True)``: torch's own public hooks for what compiletrace now
 reads from internals. They are detected and shown, not used yet: each would become a source

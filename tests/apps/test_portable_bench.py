@@ -14,7 +14,7 @@ import pytest
 from compiletrace import cli
 
 pytestmark = [pytest.mark.inductor, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "tests.tiny_models:tiny"
 
 

@@ -102,7 +102,7 @@ def components_as_a_list() -> Any:
 def test_a_factory_that_breaks_the_contract_is_bad_input(
     factory: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["profile", f"tests.test_gates:{factory}", "--backend", "eager"]) == 2
+    assert cli.main(["profile", f"tests.apps.test_gates:{factory}", "--backend", "eager"]) == 2
     assert message in capsys.readouterr().err
 
 

@@ -17,7 +17,15 @@ import torch
 from torch import nn
 
 import compiletrace
-from compiletrace import CacheOutcome, GraphRecord, Registry, UnexpectedCompileError, cli
+from compiletrace import (
+    CacheOutcome,
+    CompiletraceBackend,
+    GraphRecord,
+    ProfileRun,
+    Registry,
+    UnexpectedCompileError,
+    cli,
+)
 from compiletrace._app.analysis import compile_ns
 from compiletrace._app.doctor import (
     DOCTOR_KIND,
@@ -29,10 +37,8 @@ from compiletrace._app.doctor import (
     diagnose_records,
     root_code_name,
 )
-from compiletrace._app.profile import ProfileRun
 from compiletrace._app.warmup import WarmupResult
 from compiletrace._core import torch_compat as tc
-from compiletrace._core.backend import CompiletraceBackend
 from compiletrace._core.tracker import Tracker
 from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak
 from compiletrace.distributed import GatherResult, RankTimes

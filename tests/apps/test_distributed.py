@@ -382,7 +382,7 @@ def test_environ_round_trip_and_pass_through() -> None:
 
 @pytest.mark.slow
 def test_launch_two_ranks_with_torchrun() -> None:
-    root = Path(__file__).resolve().parent.parent  # where tests.tiny_models imports from
+    root = Path(__file__).resolve().parents[2]  # where tests.tiny_models imports from
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
     run = distributed.launch(
         2,

@@ -45,7 +45,7 @@ from compiletrace._io.signals import (
 )
 from compiletrace.distributed.launch import rank_error
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MARKER_ENV = "COMPILETRACE_SIGNAL_TEST"
 SLEEP_S = 600.0  # the factory below: far longer than any bound, so the signal always lands mid-run
 START_BOUND_S = 180.0  # until the children exist: torch imports on a busy 2-core machine
@@ -225,7 +225,7 @@ def test_signal_stops_bench_startup_child_and_removes_its_directories(
     tmp_path: Path, cli_runs: list[Cli], sig: int
 ) -> None:
     args = ["bench", "startup", "--backend", "eager", "--num-iters-cold", "1", "--num-iters-warm", "0"]
-    run = Cli([*args, "tests.test_signals:sleepy"], tmp_path)
+    run = Cli([*args, "tests.apps.test_signals:sleepy"], tmp_path)
     cli_runs.append(run)
     run.wait_for("compiletrace.bench._child", 1)
     # What the signal must clean up is there: the iteration's cache and run directories.
@@ -237,7 +237,7 @@ def test_signal_stops_bench_startup_child_and_removes_its_directories(
 
 @pytest.mark.slow
 def test_sigterm_stops_the_launcher_and_every_rank(tmp_path: Path, cli_runs: list[Cli]) -> None:
-    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:sleepy"], tmp_path)
+    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.apps.test_signals:sleepy"], tmp_path)
     cli_runs.append(run)
     run.wait_for("-m compiletrace.distributed", 2)  # both ranks, each in a session of its own
     assert run.temp_entries("compiletrace-launch-"), run.temp_entries("")
@@ -265,7 +265,7 @@ def _wait_gone(run: Cli, pids: list[int], what: str) -> None:
 def test_sigkill_of_the_process_group_ends_the_launcher_and_every_rank(
     tmp_path: Path, cli_runs: list[Cli]
 ) -> None:
-    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:sleepy"], tmp_path)
+    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.apps.test_signals:sleepy"], tmp_path)
     cli_runs.append(run)
     run.wait_for("-m compiletrace.distributed", 2)
     children = run.children()
@@ -289,7 +289,7 @@ def test_sigkill_of_the_process_group_ends_the_launcher_and_every_rank(
 @pytest.mark.slow
 def test_sigkill_of_the_launcher_alone_ends_every_rank(tmp_path: Path, cli_runs: list[Cli]) -> None:
     # torchrun cannot stop its ranks: each one dies with it on its own request.
-    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:sleepy"], tmp_path)
+    run = Cli(["profile", "--nproc", "2", "--backend", "eager", "tests.apps.test_signals:sleepy"], tmp_path)
     cli_runs.append(run)
     run.wait_for("-m compiletrace.distributed", 2)
     children = run.children()
@@ -308,7 +308,7 @@ def test_sigkill_of_the_launcher_alone_ends_every_rank(tmp_path: Path, cli_runs:
 @pytest.mark.slow
 def test_sigkill_of_bench_startup_ends_its_child(tmp_path: Path, cli_runs: list[Cli]) -> None:
     args = ["bench", "startup", "--backend", "eager", "--num-iters-cold", "1", "--num-iters-warm", "0"]
-    run = Cli([*args, "tests.test_signals:sleepy"], tmp_path)
+    run = Cli([*args, "tests.apps.test_signals:sleepy"], tmp_path)
     cli_runs.append(run)
     run.wait_for("compiletrace.bench._child", 1)
     children = run.children()
@@ -578,12 +578,14 @@ def test_a_failing_rank_is_one_line_with_its_rank(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(ROOT)  # the ranks import the factory from tests/
-    code = cli.main(["profile", "--nproc", "2", "--backend", "eager", "tests.test_signals:fails_on_rank_1"])
+    code = cli.main(
+        ["profile", "--nproc", "2", "--backend", "eager", "tests.apps.test_signals:fails_on_rank_1"]
+    )
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
     assert err.splitlines() == [
         "compiletrace: error: the 2-rank job failed with exit status 1: rank 1: UsageError: factory "
-        "'tests.test_signals:fails_on_rank_1' raised RuntimeError: no weights on this rank "
+        "'tests.apps.test_signals:fails_on_rank_1' raised RuntimeError: no weights on this rank "
         "(--debug shows the job's whole output)"
     ]
 

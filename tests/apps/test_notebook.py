@@ -3,7 +3,7 @@ still runs from top to bottom in a real Jupyter kernel.
 
 After changing the notebook, save it executed again (outputs in place, no timings):
 
-    .venv/bin/python tests/test_notebook.py --save
+    .venv/bin/python tests/apps/test_notebook.py --save
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "docs" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "docs" / "quickstart.ipynb"
 
 
 def execute(nb: Any, cwd: Path) -> None:
@@ -69,7 +69,7 @@ def check_outputs(nb: Any) -> None:
 def test_the_committed_notebook_shows_its_outputs() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.outputs for c in code), "commit the notebook executed: tests/test_notebook.py --save"
+    assert all(c.outputs for c in code), "commit the notebook executed: tests/apps/test_notebook.py --save"
     assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "run top to bottom"
     check_outputs(nb)
     assert NOTEBOOK.stat().st_size < 100_000  # outputs, not megabytes

@@ -15,7 +15,7 @@ from compiletrace import CacheOutcome, GraphRecord, Registry
 from compiletrace._app.analysis import find_expensive_hits
 
 pytestmark = [pytest.mark.inductor, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_child(action: str, artifacts: Path, cache_dir: Path) -> tuple[GraphRecord, ...]:

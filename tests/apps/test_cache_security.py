@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import torch
 
-from compiletrace import cli
+from compiletrace import RunFileError, cli
 from compiletrace._app.cache import (
     check_cache_artifacts,
     inspect_cache_artifacts,
@@ -32,10 +32,9 @@ from compiletrace._app.cache import (
 from compiletrace._app.profile import profile
 from compiletrace._core.torch_compat import CACHE_ARTIFACT_GLOBALS
 from compiletrace._io.artifacts import digest_path, pack_container, read_pickle, write_digest
-from compiletrace._io.errors import RunFileError
 from compiletrace._io.signing import KEY_ENV, key_file, load_signing_key
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "tests.tiny_models:tiny"
 INDUCTOR_KEY = "fabcdefghijklmnopqrstuvwxyz234567abcdefghijklmnopqrs"  # shaped like torch's keys
 

@@ -29,9 +29,8 @@ import pytest
 import torch
 
 import compiletrace
-from compiletrace import telemetry
+from compiletrace import ProfileRun, telemetry
 from compiletrace._app.compare import compare_files, load_run_file
-from compiletrace._app.profile import ProfileRun
 from compiletrace._app.timeline import process_start_unix_ns, startup_timeline
 from compiletrace._core.startup import unix_now_ns
 from compiletrace._data.timeline import PROCESS, SPAN, UNATTRIBUTED, PhaseRecord, Timeline, build_timeline

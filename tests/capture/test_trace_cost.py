@@ -11,8 +11,7 @@ import pytest
 import torch
 
 import compiletrace
-from compiletrace import GraphRecord, RunFileError, cli
-from compiletrace._app.profile import ProfileRun
+from compiletrace import GraphRecord, ProfileRun, RunFileError, cli
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._data.records import TRACE_OTHER, TraceNode, top_self_times, walk_trace
@@ -275,7 +274,7 @@ def test_compare_names_functions_whose_tracing_grew(tmp_path: Path) -> None:
 @pytest.mark.real_model
 def test_a_transformers_model_names_its_own_modules() -> None:
     pytest.importorskip("transformers")
-    from tests.test_real_models import llama, token_ids
+    from tests.capture.test_real_models import llama, token_ids
 
     reg = compiletrace.Registry()
     model = compiletrace.compile(llama(), backend="eager", registry=reg, trace_cost=True)

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from compiletrace import CacheOutcome
-from compiletrace._version import __version__
+from compiletrace import CacheOutcome, __version__
 from compiletrace.reports import (
     component_chart_svg,
     graph_timeline_svg,

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 import torch
 
-from compiletrace import CacheOutcome, CompileStatus, Registry
+from compiletrace import CacheOutcome, CompileStatus, CompiletraceBackend, Registry
 from compiletrace._core import torch_compat as tc
-from compiletrace._core.backend import CompiletraceBackend
 from compiletrace._core.tracker import Tracker
 from tests.conftest import FakeClock
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compiletrace import GraphRecord, cli
+from compiletrace import GraphRecord, UsageError, cli
 from compiletrace._app.compare import DEFAULT_GATES, GATES, compare_files, parse_gates
-from compiletrace._io.errors import UsageError
 from tests.conftest import MS, S, make_record, save_run
 
 

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from compiletrace import cli
-from compiletrace._app.profile import ProfileRun
+from compiletrace import ProfileRun, cli
 from compiletrace.bench.startup import BenchOptions, ChildFailed, run_startup_bench
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 FIXTURE_MODULE = textwrap.dedent(
     """
