@@ -34,6 +34,7 @@ from compiletrace._app.timeline import phase
 from compiletrace._app.warmup import WarmupResult, expect_no_compiles, warm_up
 from compiletrace._core.backend import CompiletraceBackend, backend
 from compiletrace._core.compile import CompilationMode, compile
+from compiletrace._core.passive import observe
 from compiletrace._core.startup import mark_import as _mark_import
 from compiletrace._core.tracker import FrameObserver as _FrameObserver
 from compiletrace._core.tracker import register_observer_factory as _register_observer_factory
@@ -112,6 +113,7 @@ __all__ = [
     "instrument",
     "load",
     "load_ipython_extension",
+    "observe",
     "phase",
     "profile",
     "summary",

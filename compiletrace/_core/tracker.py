@@ -55,6 +55,7 @@ __all__ = [
     "Clock",
     "CompileListener",
     "FrameObserver",
+    "PassiveOwners",
     "Tracker",
     "get_tracker",
     "register_observer_factory",
@@ -78,6 +79,13 @@ class Attribution(Protocol):
     def registry(self) -> Registry: ...
     @property
     def backend_name(self) -> str: ...
+
+
+class PassiveOwners(Protocol):
+    """Names the frames no compiletrace backend compiles, while passive recording is on
+    (``compiletrace._core.passive``)."""
+
+    def owner_for(self, frame: tc.CompilingFrame | None, compiler_fn: Any) -> Attribution: ...
 
 
 class FrameObserver(Protocol):
@@ -201,6 +209,8 @@ class Tracker:
         # Registries whose warm-up has returned: their later compiles are latency spikes.
         self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
         self._listeners: list[CompileListener] = []
+        # While set, frames of any backend are recorded too, under the owner it names.
+        self.passive: PassiveOwners | None = None
 
     def now_ns(self) -> int:
         return self._clock()
@@ -237,7 +247,7 @@ class Tracker:
         code_name = "?"
         if frame is not None:
             code_name = frame.code_name
-            owner = _attribution_of(frame.compiler_fn)
+            owner = self._owner_of(frame)
         opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
@@ -256,7 +266,7 @@ class Tracker:
         """Dynamo refused to compile a frame past its recompile limit: it runs eagerly from
         now on, and no compile callback fires for it. Recorded as a frame of its own (no
         graph, status ``eager_fallback``), bounded by torch's region when there is one."""
-        owner = None if frame is None else _attribution_of(frame.compiler_fn)
+        owner = None if frame is None else self._owner_of(frame)
         if frame is None or owner is None:
             return
         now = self._clock()
@@ -268,6 +278,16 @@ class Tracker:
             self._state.frames.append(refused)  # torch's frame region ends it
         else:
             self._finish_frame(refused, now)
+
+    def _owner_of(self, frame: tc.CompilingFrame) -> Attribution | None:
+        owner = _attribution_of(frame.compiler_fn)
+        passive = self.passive
+        if owner is None and passive is not None:
+            try:
+                owner = passive.owner_for(frame, frame.compiler_fn)
+            except Exception as exc:  # naming must never break a compile
+                warn_once(f"naming a compile's component failed; it was not recorded: {exc!r}")
+        return owner
 
     def _close_stale_frames(self, now: int) -> None:
         # Dynamo compiles one frame at a time and fires only the outermost callback pair, so a
@@ -359,6 +379,27 @@ class Tracker:
 
     # -- Backend calls ------------------------------------------------------------------
 
+    def on_backend_call(self, compiler_fn: Any, call: Callable[[], Any], gm: Any, example_inputs: Any) -> Any:
+        """Every backend call Dynamo makes passes here (``tc.install_backend_call_hook``).
+        A compiletrace backend times itself, and nothing is recorded while passive
+        recording is off; otherwise the call is timed like a compiletrace backend's."""
+        passive = self.passive
+        if passive is None or _attribution_of(compiler_fn) is not None:
+            return call()
+        frames = self._state.frames
+        owner = frames[-1].owner if frames else None
+        if owner is None:
+            try:
+                owner = passive.owner_for(None, compiler_fn)
+            except Exception as exc:
+                warn_once(f"naming a compile's component failed; it was not recorded: {exc!r}")
+                return call()
+        try:
+            node_count = len(gm.graph.nodes)
+        except Exception:
+            node_count = 0
+        return self.compile_graph(owner, lambda _gm, _inputs: call(), gm, example_inputs, {}, node_count)
+
     def compile_graph(
         self,
         owner: Attribution,
@@ -409,7 +450,7 @@ class Tracker:
                     frame.status = (
                         CompileStatus.EAGER_FALLBACK if tc.suppress_errors() else CompileStatus.ERROR
                     )
-                    frame.error_type = qualified_type_name(exc)
+                    frame.error_type = qualified_type_name(tc.backend_error(exc))
                 raise
             finally:
                 end = self._clock()
@@ -707,7 +748,7 @@ def get_tracker() -> Tracker:
                 new.on_start(
                     trigger,
                     compile_id,
-                    frame=tc.compiling_frame() if dynamo else None,
+                    frame=tc.compiling_frame(callers=new.passive is not None) if dynamo else None,
                     recompile_reason=tc.recompile_reason() if dynamo else None,
                     context=None if dynamo else tc.current_compile_context(),
                 )

@@ -36,6 +36,8 @@ class ProcessState:
         self.region_hook_installed = False  # torch's timed-region logger is teed (see torch_compat)
         self.region_listener: Any = None  # receives the frame and lazy-backward region ends
         self.limit_listener: Any = None  # told when Dynamo refuses a frame past its recompile limit
+        # Every Dynamo backend call goes through it once passive recording is on (observe()).
+        self.backend_call_handler: Any = None
         self.reset_listeners: list[Callable[[], None]] = []  # called after torch._dynamo.reset()
         # Builds the tracker's observer when the tracker is created: the front door registers
         # telemetry's here, so the core never imports telemetry.
@@ -75,6 +77,8 @@ class ProcessState:
                 found.append("telemetry providers are set (telemetry.set_providers without a reset)")
             if self.startup_root is not None:
                 found.append("the start-up root span is open")
+            if self.tracker is not None and self.tracker.passive is not None:
+                found.append("passive recording is on (compiletrace.observe() not stopped)")
             if self.tracker is not None and self.tracker.open_frames():
                 found.append(f"{self.tracker.open_frames()} frame compiles are open")
             return found

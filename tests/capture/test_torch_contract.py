@@ -111,6 +111,7 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "inline timing": lambda: monkeypatch.setattr(
             torch._dynamo.symbolic_convert.InliningInstructionTranslator, "inline_call", lambda *a: None
         ),
+        "backend calls": lambda: monkeypatch.delattr(torch._dynamo.output_graph.OutputGraph, "call_user_compiler"),
     }
     assert set(removals) == {c.name for c in tc.capabilities()}, "a capability without a removal test"
     removals[name]()
@@ -169,6 +170,6 @@ def test_env_says_which_of_torchs_own_hooks_it_lacks(
     assert [c.available for c in tc.capabilities(hooks=True)] == [False, False]
     assert cli.main(["env"]) == 0
     out = capsys.readouterr().out
-    assert "torch.compile(name=...)               no         its own component labels" in out
+    assert "torch.compile(name=...)               no         module paths and classes" in out
     assert "torch._dynamo.config.dynamo_profiler  no         its own inline timing" in out
     assert "MISSING" not in out  # a hook it lacks is no missing capability

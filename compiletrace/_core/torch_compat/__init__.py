@@ -8,22 +8,23 @@ options) raise torch's own error instead, as ``torch.compile`` would.
 
 One module per concept, each saying which internals it uses, and why:
 
-================  =========================================================================
-``callbacks``     Dynamo's start/end callbacks, kept registered across ``torch._dynamo.reset()``
-``frames``        the frame being compiled: code, backend, compile id, graph breaks, the
-                  recompile limit
-``metrics``       torch's metrics context (recompile and restart reasons, a frame given up
-                  on) and its per-compile rows
-``event_logger``  torch's chromium event logger, teed: timed regions, cache-lookup events
-``caches``        cache hit/miss counters, the inductor cache directory
-``artifacts``     what a cache-artifact file may hold, and where torch writes its entries
-``structure``     an FX graph's structural hash
-``tracing``       Dynamo's tracing time per user function (``trace_cost``), and which files
-                  are the user's
-``backends``      backend lookup, inductor modes, options and config, backend failures
-``distributed``   a process group's timeout
-``capabilities``  the one table of what this torch gives, with a probe for each
-================  =========================================================================
+==================  =========================================================================
+``callbacks``       Dynamo's start/end callbacks, kept registered across ``torch._dynamo.reset()``
+``frames``          the frame being compiled: code, backend, compile id, graph breaks, the
+                    recompile limit
+``metrics``         torch's metrics context (recompile and restart reasons, a frame given up
+                    on) and its per-compile rows
+``event_logger``    torch's chromium event logger, teed: timed regions, cache-lookup events
+``caches``          cache hit/miss counters, the inductor cache directory
+``artifacts``       what a cache-artifact file may hold, and where torch writes its entries
+``structure``       an FX graph's structural hash
+``tracing``         Dynamo's tracing time per user function (``trace_cost``), and which files
+                    are the user's
+``backend_calls``   every Dynamo backend call, whatever the backend (passive recording)
+``backends``        backend lookup, inductor modes, options and config, backend failures
+``distributed``     a process group's timeout
+``capabilities``    the one table of what this torch gives, with a probe for each
+==================  =========================================================================
 
 Code outside this package imports names from it, never from its modules
 (``tests/test_layout.py`` checks it), and its modules never import it. The modules call
@@ -48,7 +49,13 @@ from compiletrace._core.torch_compat.artifacts import (
     cache_artifact_object_paths,
     quiet_cache_artifact_logs,
 )
+from compiletrace._core.torch_compat.backend_calls import (
+    BackendCallHandler,
+    install_backend_call_hook,
+    remove_backend_call_handler,
+)
 from compiletrace._core.torch_compat.backends import (
+    backend_error,
     backend_failure_type,
     inductor_config_keys,
     inductor_mode_options,
@@ -91,6 +98,7 @@ from compiletrace._core.torch_compat.frames import MAX_REASON_CHARS as MAX_REASO
 from compiletrace._core.torch_compat.frames import (
     CompilingFrame,
     RecompileLimitListener,
+    compile_name,
     compiling_frame,
     current_compile_context,
     current_compile_id,
@@ -128,12 +136,14 @@ __all__ = [
     "TRIGGER_DYNAMO",
     "TRIGGER_LAZY_BACKWARD",
     "ArtifactClassShape",
+    "BackendCallHandler",
     "CacheCounts",
     "Capability",
     "CompileEventCallback",
     "CompilingFrame",
     "FieldUse",
     "RecompileLimitListener",
+    "backend_error",
     "backend_failure_type",
     "cache_artifact_class_shape",
     "cache_artifact_location",
@@ -144,6 +154,7 @@ __all__ = [
     "collect_cache_lookups",
     "collect_timed_regions",
     "compilation_metrics",
+    "compile_name",
     "compiling_frame",
     "current_compile_context",
     "current_compile_id",
@@ -155,6 +166,7 @@ __all__ = [
     "inductor_config_keys",
     "inductor_mode_options",
     "innermost_backend",
+    "install_backend_call_hook",
     "install_cache_lookup_hook",
     "install_callbacks",
     "install_recompile_limit_hook",
@@ -168,6 +180,7 @@ __all__ = [
     "quiet_cache_artifact_logs",
     "recompile_limit",
     "recompile_reason",
+    "remove_backend_call_handler",
     "restart_reasons",
     "set_trace_collector",
     "trace_collector",

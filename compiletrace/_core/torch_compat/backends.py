@@ -93,3 +93,11 @@ def suppress_errors() -> bool:
 def patched_suppress_errors(value: bool) -> Iterator[None]:
     with torch._dynamo.config.patch(suppress_errors=value):
         yield
+
+
+def backend_error(exc: BaseException) -> BaseException:
+    """The backend's own exception: torch wraps what a backend raises in
+    ``BackendCompilerFailed`` (its ``inner_exception``) when the call is its own (passive
+    recording times torch's call, a compiletrace backend its inner backend's)."""
+    inner = getattr(exc, "inner_exception", None)
+    return inner if isinstance(inner, BaseException) else exc

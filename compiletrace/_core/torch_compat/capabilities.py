@@ -3,9 +3,10 @@ the installed torch gives (one probe each), and what records lack without it. Ch
 at install (``warn_missing_capabilities``) and shown by ``compiletrace env``;
 ``tests/capture/test_torch_contract.py`` removes each internal in turn and checks the table says so.
 
-Beside it, ``capabilities(hooks=True)``: torch's own public hooks for what compiletrace now
-reads from internals. They are detected and shown, not used yet: each would become a source
-only after a test checks its figures against the current ones (docs/how-it-works.md).
+Beside it, ``capabilities(hooks=True)``: torch's own public hooks. ``torch.compile(name=...)``
+names the component of a compile no compiletrace backend made (passive recording); the
+Dynamo profiler is detected and shown, not used yet: it would become a source only after a
+test checks its figures against the current ones (docs/how-it-works.md).
 """
 
 from __future__ import annotations
@@ -108,6 +109,12 @@ def _recompile_limit_check() -> bool:
     return callable(convert_frame.exceeds_recompile_limit)
 
 
+def _backend_calls() -> bool:
+    from torch._dynamo.output_graph import OutputGraph
+
+    return callable(OutputGraph.call_user_compiler)
+
+
 # (name, probe, what records lack without it), in the order the table shows them.
 _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("frame callbacks", callbacks_available, "Dynamo tracing and guard time (backend time only)"),
@@ -136,6 +143,12 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         "frames that hit torch's recompile limit and run eagerly",
     ),
     ("inline timing", _inline_timing, "trace_cost (Dynamo's time per user function)"),
+    (
+        "backend calls",
+        _backend_calls,
+        "backend time, phases and cache outcomes of compiles no compiletrace backend made "
+        "(observe(), compiletrace run)",
+    ),
 )
 
 
@@ -153,7 +166,11 @@ def _dynamo_profiler() -> bool:
 
 # torch's own hooks: (name, probe, what compiletrace uses instead, for now).
 _HOOKS: tuple[tuple[str, Callable[[], object], str], ...] = (
-    ("torch.compile(name=...)", _compile_name, "its own component labels (is_encoder=, component=)"),
+    (
+        "torch.compile(name=...)",
+        _compile_name,
+        "module paths and classes name passive compiles (compiletrace.compile names its own)",
+    ),
     (
         "torch._dynamo.config.dynamo_profiler",
         _dynamo_profiler,

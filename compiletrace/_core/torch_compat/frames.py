@@ -7,6 +7,11 @@ What is used, and why:
   the code object being compiled and the backend (``compiler_fn``). Reading it tells
   whether a frame compile belongs to a compiletrace backend even when the frame
   produces no graph, and gives the frame's code name.
+- Also at a start callback, for naming the component of a compile no compiletrace backend
+  made: the ``self`` the compiled code runs on (``_compile``'s ``locals``), the ``self`` of
+  each frame that called it (the stack beyond ``_compile``: the compiled frame has not
+  started, so its callers are next), and the label ``torch.compile(name=...)`` keeps on
+  its inductor wrapper (``_TorchCompileInductorWrapper.name``; other backends drop it).
 - ``torch._guards.CompileContext``: the compile id of the compile running on this thread
   (inside a backend call, and before torch's callbacks took an argument), and the context
   object that tells two compiles apart after a reset reuses their ids.
@@ -39,15 +44,23 @@ class CompilingFrame:
     compiler_fn: Any  # the backend Dynamo will call, possibly wrapped by torch
     filename: str = ""  # co_filename of the frame's code
     first_line: int = 0  # co_firstlineno of the frame's code
+    qualname: str = ""  # co_qualname of the frame's code ("Tower.forward")
+    # Read only when asked (``compiling_frame(callers=True)``), to name a component:
+    target: Any = None  # the ``self`` the compiled code runs on, if it is a method
+    callers: tuple[Any, ...] = ()  # the ``self`` of each calling frame, nearest first
 
 
 _COMPILE_FRAME_NAME = "_compile"
 _MAX_STACK_WALK = 40
 
 
-def compiling_frame() -> CompilingFrame | None:
+_MAX_CALLERS_WALK = 64  # frames beyond ``_compile`` searched for the modules that called it
+
+
+def compiling_frame(*, callers: bool = False) -> CompilingFrame | None:
     """Find Dynamo's ``_compile`` frame on this thread's stack (called from a start
-    callback) and read its code object and backend. None if not found."""
+    callback) and read its code object and backend; with ``callers``, also the objects the
+    compiled code and its callers run on. None if not found."""
     try:
         frame = sys._getframe(1)
         for _ in range(_MAX_STACK_WALK):
@@ -55,23 +68,73 @@ def compiling_frame() -> CompilingFrame | None:
                 return None
             code = frame.f_code
             if code.co_name == _COMPILE_FRAME_NAME and "convert_frame" in code.co_filename:
-                return _compiling_frame_of(frame)
+                return _compiling_frame_of(frame, callers=callers)
             frame = frame.f_back  # type: ignore[assignment]
     except Exception:
         return None
     return None
 
 
-def _compiling_frame_of(compile_frame: Any) -> CompilingFrame:
+def _compiling_frame_of(compile_frame: Any, *, callers: bool = False) -> CompilingFrame:
     """What Dynamo's ``_compile`` frame holds: the code it compiles and the backend."""
     f_locals = compile_frame.f_locals
     compiled_code = f_locals.get("code")
+    target = None
+    found: tuple[Any, ...] = ()
+    if callers:
+        frame_locals = f_locals.get("locals")
+        first = _first_argument(compiled_code)  # a method's object, whatever its name
+        if isinstance(frame_locals, dict) and first is not None:
+            target = frame_locals.get(first)
+        found = _caller_selves(compile_frame.f_back)
     return CompilingFrame(
         code_name=str(getattr(compiled_code, "co_name", "?")),
         compiler_fn=f_locals.get("compiler_fn"),
         filename=str(getattr(compiled_code, "co_filename", "") or ""),
         first_line=int(getattr(compiled_code, "co_firstlineno", 0) or 0),
+        qualname=str(getattr(compiled_code, "co_qualname", "") or getattr(compiled_code, "co_name", "")),
+        target=target,
+        callers=found,
     )
+
+
+def _first_argument(code: Any) -> str | None:
+    names: tuple[str, ...] = tuple(getattr(code, "co_varnames", ()))
+    return names[0] if getattr(code, "co_argcount", 0) and names else None
+
+
+def _takes_self(code: Any) -> bool:
+    return _first_argument(code) == "self"
+
+
+def _caller_selves(frame: Any) -> tuple[Any, ...]:
+    """The ``self`` of each method frame on the stack from ``frame`` outwards (Dynamo's own
+    frames and torch's wrappers included: the caller decides which matter)."""
+    found: list[Any] = []
+    seen: set[int] = set()
+    for _ in range(_MAX_CALLERS_WALK):
+        if frame is None:
+            break
+        if _takes_self(frame.f_code):
+            obj = frame.f_locals.get("self")
+            if obj is not None and id(obj) not in seen:
+                seen.add(id(obj))
+                found.append(obj)
+        frame = frame.f_back
+    return tuple(found)
+
+
+def compile_name(compiler_fn: Any) -> str | None:
+    """The label ``torch.compile(model, name=...)`` gave this compile, where torch keeps it
+    (on its inductor wrapper; a torch without the argument, or another backend: None)."""
+    try:
+        backend = innermost_backend(compiler_fn)
+        if not type(backend).__name__.startswith("_TorchCompile"):
+            return None
+        label = getattr(backend, "name", None)
+    except Exception:
+        return None
+    return label if isinstance(label, str) and label else None
 
 
 def innermost_backend(fn: Any) -> Any:

@@ -1,0 +1,227 @@
+"""Passive recording (``compiletrace.observe()``): every frame compile in the process,
+whatever its backend, recorded as a compiletrace backend records its own, checked frame by
+frame against torch's own metrics; and the components it names with no edit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+import compiletrace
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.components import (
+    ComponentRule,
+    CompiledTarget,
+    name_component,
+    parse_component_rules,
+    target_of,
+)
+
+
+def _torch_rows() -> dict[str, Any]:
+    return {str(m.compile_id): m for m in tc.compilation_metrics() if m.entire_frame_compile_time_s is not None}
+
+
+def _close(ours_ns: int, torch_s: float) -> bool:
+    # Both come from torch's own bounds (the frame region) or our timing of the same call.
+    return abs(ours_ns / 1e9 - torch_s) <= 0.02 * torch_s + 0.002
+
+
+class Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x).relu()
+
+
+class CustomBackend:
+    """A backend object of the user's own (not a function)."""
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        return gm.forward
+
+
+def test_every_backend_is_recorded_and_agrees_with_torch_frame_by_frame() -> None:
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @torch.compile(backend="eager")
+    def decorated(x: torch.Tensor) -> torch.Tensor:
+        return x - 1
+
+    method = Tower()
+    method.compile(backend="aot_eager")  # nn.Module.compile(): compiles in place
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        torch.compile(double, backend="eager")(torch.ones(2))
+        torch.compile(lambda x: x + 1, backend=lambda gm, inputs: gm.forward)(torch.ones(2))
+        torch.compile(Block(), backend="aot_eager")(torch.ones(2, 4))
+        torch.compile(lambda x: x.cos(), backend=CustomBackend())(torch.ones(2))
+        decorated(torch.ones(2))
+        method(torch.ones(2, 4))
+    records = observed.registry.records()
+    before = len(compiletrace.get_registry())
+    assert [r.backend for r in records] == ["eager", "<lambda>", "aot_eager", "CustomBackend", "eager", "aot_eager"]
+    rows = _torch_rows()
+    assert [r.compile_id for r in records] == list(rows)
+    for record in records:
+        row = rows[record.compile_id]
+        assert record.dynamo_ns is not None and record.dynamo_ns > 0
+        assert _close(record.total_ns, row.entire_frame_compile_time_s), record
+        assert _close(record.backend_ns, row.backend_compile_time_s), record
+    assert records[2].phase_ns["aot_autograd"] > 0  # torch's timed regions split the backend call
+    assert records[0].code_location == f"{__file__}:{double.__code__.co_firstlineno}"
+    assert len(compiletrace.get_registry()) == before  # the given registry, not the process one
+
+
+def test_compiletrace_compiles_keep_their_component_and_are_never_counted_twice() -> None:
+    own = compiletrace.Registry()
+    passive = compiletrace.Registry()
+    with compiletrace.observe(registry=passive):
+        compiletrace.compile(Block(), is_encoder=True, backend="eager", registry=own)(torch.ones(2, 4))
+        torch.compile(Block(), backend="eager")(torch.ones(2, 4))
+    assert [(r.component, r.compile_id) for r in own.records()] == [("encoder", "0/0")]
+    assert [(r.component, r.compile_id) for r in passive.records()] == [("Block", "0/1")]
+
+
+def test_off_by_default_and_after_stop() -> None:
+    reg = compiletrace.Registry()
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+    observed = compiletrace.observe(registry=reg)
+    torch.compile(lambda x: x + 2, backend="eager")(torch.ones(1))
+    observed.stop()
+    observed.stop()  # twice is harmless
+    torch.compile(lambda x: x + 3, backend="eager")(torch.ones(1))
+    assert [r.compile_id for r in reg.records()] == ["1/0"]
+
+
+def test_recompiles_graph_breaks_lazy_backwards_and_errors_are_recorded_passively() -> None:
+    def broken(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    def fails(gm: torch.fx.GraphModule, inputs: Any) -> Any:
+        raise RuntimeError("backend exploded")
+
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        shaped = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+        shaped(torch.ones(2))
+        shaped(torch.ones(3))
+        torch.compile(broken, backend="eager")(torch.ones(2))
+        trained = torch.compile(Block(), backend="aot_eager")
+        trained(torch.randn(2, 4, requires_grad=True)).sum().backward()
+        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed):
+            torch.compile(lambda x: x - 1, backend=fails)(torch.ones(2))
+    first, recompile, brk, resume, block, failed = observed.registry.records()
+    assert recompile.is_recompile and "size mismatch" in (recompile.recompile_reason or "")
+    (graph_break,) = brk.graph_breaks
+    assert graph_break.lineno == broken.__code__.co_firstlineno + 2
+    assert resume.code_name.startswith("torch_dynamo_resume_in_broken")
+    assert block.backward_ns > 0
+    assert failed.status is compiletrace.CompileStatus.ERROR and failed.error_type == "RuntimeError"
+
+
+class Tower(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x)
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([Block(), Block()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Multimodal(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.vision_tower = torch.compile(Tower(), backend="eager")
+        self.language_model = Decoder()
+        self.language_model.layers[0] = torch.compile(self.language_model.layers[0], backend="eager")
+        self.head = torch.compile(torch.nn.Linear(4, 2), backend="eager")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.language_model(self.vision_tower(x)))
+
+
+class EncoderFlagged:
+    """A library's compile wrapper that flags its encoder, as vLLM's does."""
+
+    def __init__(self) -> None:
+        self._is_encoder = True
+        self.compiled = torch.compile(lambda x: x.tanh(), backend="eager")
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.compiled(x)
+
+
+def test_components_are_named_as_a_person_would_with_no_edit() -> None:
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        Multimodal()(torch.ones(2, 4))
+        EncoderFlagged()(torch.ones(2))
+    assert [r.component for r in observed.registry.records()] == [
+        "encoder",  # the vision tower, by its attribute name
+        "language_model.layers.0",  # the path from the outermost module that called it
+        "head",
+        "encoder",  # the wrapper's own flag
+    ]
+
+
+def test_rules_come_first_and_match_path_class_or_file() -> None:
+    rules = ["language_model.*=decoder", "Linear=head", f"{__file__}=mine"]
+    with compiletrace.observe(components=rules, registry=compiletrace.Registry()) as observed:
+        Multimodal()(torch.ones(2, 4))
+        torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+    assert [r.component for r in observed.registry.records()] == ["mine", "decoder", "head", "mine"]
+
+
+def test_torch_compile_name_is_read_from_torchs_own_wrapper() -> None:
+    # torch keeps name= on its inductor wrapper only; read without compiling (inductor is slow).
+    wrapper = torch._TorchCompileInductorWrapper("default", None, None, "vision")  # type: ignore[attr-defined]
+    assert tc.compile_name(wrapper) == "vision"
+    assert tc.compile_name(torch._TorchCompileInductorWrapper("default", None, None)) is None  # type: ignore[attr-defined]
+    assert tc.compile_name(lambda gm, inputs: gm) is None
+    assert name_component(CompiledTarget(path="vision_tower", compile_name="pixels")) == "pixels"
+
+
+def test_naming_order_and_fallbacks() -> None:
+    assert name_component(CompiledTarget(path="model.visual", class_name="Qwen2VisionTransformer")) == "encoder"
+    assert name_component(CompiledTarget(path="", class_name="WhisperEncoder")) == "encoder"
+    assert name_component(CompiledTarget(class_name="LlamaForCausalLM")) == "LlamaForCausalLM"
+    assert name_component(CompiledTarget(qualname="train_step")) == "train_step"
+    assert name_component(CompiledTarget()) == "?"
+    assert name_component(CompiledTarget(path="lm", encoder_flag=True)) == "encoder"
+    assert name_component(CompiledTarget(path="lm", encoder_flag=False)) == "lm"
+    flagged = CompiledTarget(path="vision_tower", encoder_flag=False)
+    assert name_component(flagged, [ComponentRule("vision*", "pixels")]) == "pixels"
+
+
+def test_target_of_reads_the_outermost_callers_path_through_torchs_wrapper() -> None:
+    model = Multimodal()
+    tower = model.vision_tower._orig_mod  # type: ignore[union-attr]
+    assert target_of(tower, (model.vision_tower, model)).path == "vision_tower"
+    assert target_of(tower, ()).path == "" and target_of(tower, ()).class_name == "Tower"
+    assert target_of(lambda x: x, (model,)).class_name == ""
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=encoder", "vision=", " = "])
+def test_a_bad_rule_is_bad_input_and_nothing_starts(bad: str) -> None:
+    with pytest.raises(compiletrace.UsageError, match="PATTERN=NAME"):
+        compiletrace.observe(components=[bad])
+    with pytest.raises(compiletrace.UsageError, match="PATTERN=NAME"):
+        parse_component_rules([bad])
+    with pytest.raises(compiletrace.ArgumentTypeError):
+        compiletrace.observe(registry="not a registry")  # type: ignore[arg-type]
