@@ -4,7 +4,8 @@ The reading itself is :func:`compiletrace._data.files.read` (the one reader, whi
 every field); this gives each kind its views: a run comes back as a
 :class:`~compiletrace.ProfileRun` (summary, HTML, the doctor), a multi-rank job as a
 :class:`compiletrace.distributed.GatherResult` (its table, the doctor), a bench file as
-its averages, a doctor file as its findings.
+its averages, a doctor file as its findings, a command's job (``compiletrace run``) as a
+:class:`~compiletrace._app.job.ProfileJob`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 
+from compiletrace._app.job import ProfileJob
 from compiletrace._app.profile import ProfileRun
 from compiletrace._data import gather
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding
+from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace.distributed.results import GatherResult
@@ -29,10 +32,11 @@ def load(
     *,
     accept: Collection[FileKind] | None = None,
     command: str = "compiletrace.load",
-) -> ProfileRun | BenchResult | GatherResult | list[Finding]:
+) -> ProfileRun | ProfileJob | BenchResult | GatherResult | list[Finding]:
     """Read any file compiletrace writes: a run (``profile --json``) as a
     :class:`~compiletrace.ProfileRun`, a multi-rank job (``profile --nproc N --json``) as a
-    :class:`~compiletrace.distributed.GatherResult`, a start-up benchmark (``bench startup
+    :class:`~compiletrace.distributed.GatherResult`, a command's job (``run --json``) as a
+    ``ProfileJob`` (every process's run, the doctor over them all), a start-up benchmark (``bench startup
     --output-json``) as its averages, the doctor's findings (``doctor --json``) as a list of
     :class:`~compiletrace.Finding`. Every field is checked; anything else raises
     :class:`~compiletrace.RunFileError` naming the file (and the field). ``accept`` limits
@@ -48,6 +52,8 @@ def load(
     data = read(path, accept=accept, command=command)
     if isinstance(data, Run):
         return ProfileRun.of(data)
+    if isinstance(data, Job):
+        return ProfileJob.of(data)
     if isinstance(data, gather.GatherResult):
         return GatherResult.of(data.ranks, data.rank)
     return data

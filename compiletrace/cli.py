@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from compiletrace._app.job import COMMAND_NOT_FOUND_STATUS, CommandNotFound, ProfileJob
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
 from compiletrace._core.startup import unix_now_ns
 from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline
@@ -132,6 +133,50 @@ def build_parser() -> argparse.ArgumentParser:
     spans.add_argument("--otlp-endpoint", metavar="URL", help="send spans to an OTLP/HTTP collector at URL")
     spans.add_argument("--console-spans", action="store_true", help="print spans to stderr")
 
+    run = sub.add_parser(
+        "run",
+        parents=[common],
+        formatter_class=_formatter,
+        help="run any command and record every compile of every Python process it starts",
+        description="Run COMMAND with no edit to it ('python train.py', 'torchrun ...', a shell script):\n"
+        "every Python process it starts records its torch.compile calls, whatever their backend, and\n"
+        "when the command ends a summary goes to stderr. Its stdin, stdout and exit status are its own.",
+        epilog="examples:\n"
+        "  compiletrace run -- python train.py --epochs 1\n"
+        "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
+        "  compiletrace run --component 'vision_tower*=encoder' -- python serve.py\n"
+        "  compiletrace report job.json; compiletrace doctor job.json",
+    )
+    run.add_argument("--json", metavar="PATH", help="write the job (every process's run) as versioned JSON")
+    run.add_argument("--html", metavar="PATH", help="write the self-contained HTML report of every compile")
+    run.add_argument(
+        "--chrome-trace", metavar="PATH", help="write a Chrome/Perfetto trace, a track per process"
+    )
+    run.add_argument(
+        "--component",
+        action="append",
+        default=[],
+        metavar="PATTERN=NAME",
+        help="record compiles whose module path, class or file matches PATTERN as component NAME\n"
+        "(repeatable; tried before the built-in naming)",
+    )
+    run.add_argument(
+        "--trace-cost",
+        action="store_true",
+        help="time Dynamo's tracing of each user function (a tree per frame compile)",
+    )
+    run.add_argument(
+        "--job-dir",
+        metavar="DIR",
+        help="keep each process's run file in DIR (default: a temporary directory, removed after)",
+    )
+    run.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the command to run and its arguments, after --",
+    )
+
     bench = sub.add_parser(
         "bench",
         formatter_class=_formatter,
@@ -187,11 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         parents=[common],
         formatter_class=_formatter,
-        help="render a run saved by 'profile --json'",
-        description="Print the tables of a run saved by 'compiletrace profile --json', and write it as\n"
-        "HTML or as a Chrome/Perfetto trace.",
+        help="render a run saved by 'profile --json' or a job saved by 'run --json'",
+        description="Print the tables of a run saved by 'compiletrace profile --json' (or of each process\n"
+        "of a job saved by 'compiletrace run --json'), and write it as HTML or as a Chrome/Perfetto trace.",
     )
-    report.add_argument("run", metavar="RUN.json", help="a run saved by 'compiletrace profile --json'")
+    report.add_argument(
+        "run",
+        metavar="RUN.json",
+        help="a run saved by 'compiletrace profile --json', or a job ('run --json')",
+    )
     report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     report.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
 
@@ -278,12 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="say why a saved run's compile time went where it went, and what to change",
         description="Diagnose a run saved by 'profile --json' (recompiles and their failed guards, graph\n"
         "breaks, repeated graphs, cache misses and expensive hits, compiles after warm-up, shared\n"
-        "frames) or a gathered multi-rank result (ranks that diverge). Prints each finding with its\n"
+        "frames), a job saved by 'run --json' (each process's findings, named by process) or a\n"
+        "gathered multi-rank result (ranks that diverge). Prints each finding with its\n"
         "evidence and fix, most seconds at stake first. Exit status: 0, or 1 when a finding of a\n"
         "--fail-on kind is present; 2 for bad input.",
     )
     doctor.add_argument(
-        "run", metavar="RUN.json", help="a run saved by 'profile --json', or a gathered result"
+        "run",
+        metavar="RUN.json",
+        help="a run saved by 'profile --json', a job saved by 'run --json', or a gathered result",
     )
     doctor.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
     doctor.add_argument(
@@ -317,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "profile": _profile,
+        "run": _run,
         "bench": _bench,
         "report": _report,
         "cache": _cache,
@@ -327,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with terminate_on_signals():
             return handlers[args.command](args)
+    except CommandNotFound as exc:  # run's command: what a shell gives for one it cannot find
+        _error(args, first_line(exc))
+        return COMMAND_NOT_FOUND_STATUS
     except UsageError as exc:
         _error(args, first_line(exc))
         return EXIT_USAGE
@@ -688,6 +744,49 @@ def _env(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run(args: argparse.Namespace) -> int:
+    from compiletrace._app.job import run_command
+    from compiletrace._core.components import parse_component_rules
+    from compiletrace.reports._job import job_summary_lines
+
+    command = list(args.argv)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("compiletrace run needs a command: compiletrace run [OPTIONS] -- COMMAND [ARGS...]")
+    _outputs([(args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")])
+    for path, what in ((args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")):
+        if path == "-":
+            raise UsageError(f"{what} -: stdout is the command's own; give a file path")
+    parse_component_rules(args.component)
+    if args.job_dir is not None and Path(args.job_dir).exists() and any(Path(args.job_dir).iterdir()):
+        raise UsageError(f"--job-dir {args.job_dir!r} is not empty; give a new or empty directory")
+    outcome = run_command(
+        command, components=args.component, trace_cost=args.trace_cost, job_dir=args.job_dir
+    )
+    job = outcome.job
+    for line in job_summary_lines(job):
+        print(line, file=sys.stderr)
+    if args.json:
+        job.save(args.json)
+        print(f"{PROG}: wrote the job to {args.json}", file=sys.stderr)
+    _write_job_outputs(job, args.html, args.chrome_trace, on_stderr=True)
+    return outcome.exit_status
+
+
+def _write_job_outputs(
+    job: ProfileJob, html_path: str | None, trace_path: str | None, *, on_stderr: bool = False
+) -> None:
+    # run's own lines go to stderr (stdout is the command's), named as compiletrace's.
+    out, prefix = (sys.stderr, f"{PROG}: ") if on_stderr else (sys.stdout, "")
+    if html_path:
+        write_text(html_path, job.html(title="compiletrace run: " + printable(" ".join(job.command))))
+        print(f"{prefix}wrote the HTML report to {html_path}", file=out)
+    if trace_path:
+        write_json(trace_path, job.chrome_trace())
+        print(f"{prefix}wrote the Chrome trace to {trace_path}", file=out)
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from compiletrace._app.doctor import FindingKind, doctor_dict
     from compiletrace._data.kinds import FileKind
@@ -700,7 +799,7 @@ def _doctor(args: argparse.Namespace) -> int:
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
     _outputs([(args.json, "--json")], inputs=[args.run])
-    job = load(args.run, accept={FileKind.RUN, FileKind.GATHER}, command="compiletrace doctor")
+    job = load(args.run, accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB}, command="compiletrace doctor")
     assert not isinstance(job, list) and hasattr(job, "diagnose")
     findings = job.diagnose()
     if args.json != "-":
@@ -728,7 +827,12 @@ def _report(args: argparse.Namespace) -> int:
     from compiletrace._load import load
 
     _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")], inputs=[args.run])
-    run = load(args.run, accept={FileKind.RUN}, command="compiletrace report")
+    run = load(args.run, accept={FileKind.RUN, FileKind.JOB}, command="compiletrace report")
+    if isinstance(run, ProfileJob):
+        print(run.summary())
+        if args.html or args.chrome_trace:
+            _write_job_outputs(run, args.html, args.chrome_trace)
+        return EXIT_OK
     assert isinstance(run, ProfileRun)
     print(run.summary())
     if run.timeline is not None:

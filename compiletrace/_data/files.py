@@ -24,6 +24,7 @@ from typing import Any
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.gather import GatherResult
+from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import read_json_file
@@ -31,7 +32,7 @@ from compiletrace._io.errors import CompiletraceError, RunFileError
 
 __all__ = ["FileData", "read", "read_data"]
 
-FileData = Run | BenchResult | GatherResult | list[Finding]
+FileData = Run | BenchResult | GatherResult | Job | list[Finding]
 
 
 def read(
@@ -41,7 +42,7 @@ def read(
     command: str = "this command",
 ) -> FileData:
     """The typed contents of the compiletrace file at ``path``: a :class:`Run`, a
-    :class:`BenchResult`, a :class:`GatherResult` or the doctor's findings.
+    :class:`BenchResult`, a :class:`GatherResult`, a :class:`Job` or the doctor's findings.
 
     Raises :class:`~compiletrace.RunFileError` (exit 2 on the command line) naming the file
     for anything that is not such a file, a field that is wrong, or a kind not in
@@ -72,6 +73,8 @@ def read_data(
             return BenchResult.from_dict(data, source)
         if kind is FileKind.GATHER:
             return GatherResult.from_dict(data, source=source)
+        if kind is FileKind.JOB:
+            return Job.from_dict(data, source)
         return findings_from_dict(data, source)
     except CompiletraceError:
         raise

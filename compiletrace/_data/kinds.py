@@ -30,6 +30,7 @@ class FileKind(enum.Enum):
     BENCH = "compiletrace.bench.startup"  # start-up benchmark averages (cold, warm, portable)
     GATHER = "compiletrace.gather"  # per-rank figures of a multi-process job
     DOCTOR = "compiletrace.doctor"  # the doctor's findings
+    JOB = "compiletrace.job"  # every process of one command (compiletrace run)
 
     @property
     def schema_version(self) -> int:
@@ -60,4 +61,5 @@ _DESCRIPTIONS = {
     FileKind.BENCH: "a start-up benchmark ('compiletrace bench startup --output-json')",
     FileKind.GATHER: "a multi-rank job's figures ('compiletrace profile --nproc N --json')",
     FileKind.DOCTOR: "the doctor's findings ('compiletrace doctor --json')",
+    FileKind.JOB: "a command's job, every process ('compiletrace run --json')",
 }

@@ -188,6 +188,7 @@ def test_report_rejects_foreign_json(tmp_path: Path, capsys: pytest.CaptureFixtu
         [],
         ["profile"],
         ["bench", "startup"],
+        ["run"],
         ["report"],
         ["cache", "save"],
         ["cache", "inspect"],

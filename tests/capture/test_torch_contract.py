@@ -111,7 +111,9 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "inline timing": lambda: monkeypatch.setattr(
             torch._dynamo.symbolic_convert.InliningInstructionTranslator, "inline_call", lambda *a: None
         ),
-        "backend calls": lambda: monkeypatch.delattr(torch._dynamo.output_graph.OutputGraph, "call_user_compiler"),
+        "backend calls": lambda: monkeypatch.delattr(
+            torch._dynamo.output_graph.OutputGraph, "_call_user_compiler"
+        ),
     }
     assert set(removals) == {c.name for c in tc.capabilities()}, "a capability without a removal test"
     removals[name]()

@@ -4,8 +4,9 @@ backend is in the way.
 
 What is used, and why:
 
-- ``torch._dynamo.output_graph.OutputGraph.call_user_compiler``: Dynamo calls every
-  backend through it, once per graph (a name like ``"inductor"``, a callable, a library's
+- ``torch._dynamo.output_graph.OutputGraph._call_user_compiler``: Dynamo calls every
+  backend through it, once per graph, inside the region torch times as the graph's
+  backend compile (``backend_compile_time_s``) (a name like ``"inductor"``, a callable, a library's
   own backend object), inside the frame compile on the same thread. Wrapped at the class,
   so the wrapper sees the graph and the backend (``self.compiler_fn``) and times the call
   as a compiletrace backend times its own.
@@ -32,22 +33,22 @@ def install_backend_call_hook(handler: BackendCallHandler) -> bool:
         try:
             from torch._dynamo.output_graph import OutputGraph
 
-            original = OutputGraph.call_user_compiler
+            original = OutputGraph._call_user_compiler
         except Exception:
             return False
         if getattr(original, "_compiletrace_patched", False):
             return True
 
-        def call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
+        def _call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
             current: BackendCallHandler | None = STATE.backend_call_handler
             if current is None:
                 return original(self, gm, example_inputs)
             backend = getattr(self, "compiler_fn", None)
             return current(backend, lambda: original(self, gm, example_inputs), gm, example_inputs)
 
-        call_user_compiler._compiletrace_patched = True  # type: ignore[attr-defined]
-        call_user_compiler.__wrapped__ = original  # type: ignore[attr-defined]
-        OutputGraph.call_user_compiler = call_user_compiler  # type: ignore[method-assign]
+        _call_user_compiler._compiletrace_patched = True  # type: ignore[attr-defined]
+        _call_user_compiler.__wrapped__ = original  # type: ignore[attr-defined]
+        OutputGraph._call_user_compiler = _call_user_compiler  # type: ignore[method-assign]
         return True
 
 

@@ -112,7 +112,7 @@ def _recompile_limit_check() -> bool:
 def _backend_calls() -> bool:
     from torch._dynamo.output_graph import OutputGraph
 
-    return callable(OutputGraph.call_user_compiler)
+    return callable(OutputGraph._call_user_compiler)
 
 
 # (name, probe, what records lack without it), in the order the table shows them.

@@ -1,0 +1,259 @@
+"""``compiletrace run -- COMMAND``: run any command with no edit to it, record every compile
+of every Python process it starts, and merge them into one job.
+
+The command runs as a child of this process with the bootstrap first on ``PYTHONPATH``
+(``compiletrace/_bootstrap``), so every Python process it starts records its compiles
+(``compiletrace._app.job_process``) into a job directory; when the command ends, the
+processes' runs are merged into a :class:`~compiletrace._data.job.Job`. The command's
+stdin, stdout, stderr and exit status are its own: a program killed by a signal makes
+this process die of the same signal, after the job is written.
+
+>>> import sys
+>>> outcome = run_command([sys.executable, "-c", "raise SystemExit(3)"])
+>>> outcome.exit_status, len(outcome.job.processes)
+(3, 0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import py_compile
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from compiletrace._app.job_process import (
+    JOB_DIR_ENV,
+    LAUNCHER_PID_ENV,
+    OPTIONS_ENV,
+    RUN_SUFFIX,
+    STARTED_KIND,
+    STARTED_SUFFIX,
+)
+from compiletrace._core.components import parse_component_rules
+from compiletrace._data.files import read
+from compiletrace._data.findings import Finding
+from compiletrace._data.job import Job, JobProcess, ProcessInfo
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.run import Run
+from compiletrace._io.envelope import Fields, read_json_file
+from compiletrace._io.errors import CompiletraceError, UsageError
+from compiletrace._io.signals import owned_temporary_directory
+
+__all__ = [
+    "BOOTSTRAP_DIR",
+    "COMMAND_NOT_FOUND_STATUS",
+    "CommandNotFound",
+    "ProfileJob",
+    "RunOutcome",
+    "child_environment",
+    "collect_job",
+    "run_command",
+]
+
+BOOTSTRAP_DIR = str(Path(__file__).resolve().parent.parent / "_bootstrap")
+BOOTSTRAP_MODULE = "sitecustomize.py"
+# Forwarded to the command: a signal sent to this process alone (kill PID) is meant for it.
+# SIGINT is not: Ctrl-C reaches the whole foreground process group, the command included.
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+COMMAND_NOT_FOUND_STATUS = 127  # what a shell gives for a command it cannot find
+
+
+class CommandNotFound(UsageError):
+    """The command to run does not exist or is not executable (exit 127, as in a shell)."""
+
+
+class ProfileJob(Job):
+    """A job with its views: the summary, each process's tables, the doctor over every
+    process, the Chrome trace."""
+
+    @classmethod
+    def of(cls, job: Job) -> ProfileJob:
+        return cls(job.command, job.exit_status, job.processes, job.missing)
+
+    def diagnose(self) -> list[Finding]:
+        """The doctor's findings, process by process (a finding's evidence names its
+        process), most seconds at stake first."""
+        from compiletrace._app.doctor import diagnose_records
+
+        findings = []
+        for process in self.compiling():
+            for finding in diagnose_records(process.run.graph_records):
+                evidence = {**finding.evidence, "process": process.info.label}
+                findings.append(replace(finding, evidence=evidence))
+        return sorted(findings, key=lambda f: -f.seconds)
+
+    def summary(self) -> str:
+        """The job's summary lines, then each compiling process's own tables."""
+        from compiletrace._app.profile import ProfileRun
+        from compiletrace.reports._job import job_summary_lines
+
+        parts = ["\n".join(job_summary_lines(self))]
+        for process in self.compiling():
+            parts.append(f"== {process.info.label}\n{ProfileRun.of(process.run).summary()}")
+        return "\n\n".join(parts)
+
+    def html(self, title: str = "compiletrace job") -> str:
+        """The one-file HTML report of every process's compiles, with the doctor's findings."""
+        from compiletrace.reports import html_report
+
+        return html_report(list(self.records()), title=title, findings=self.diagnose())
+
+    def chrome_trace(self) -> dict[str, Any]:
+        """One Chrome/Perfetto trace, a track group per process."""
+        from compiletrace.reports._job import job_chrome_trace_dict
+
+        return job_chrome_trace_dict(self)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What ``compiletrace run`` ends with: the merged job and the command's exit status
+    (128 + N when a signal N killed it, as a shell reports it)."""
+
+    job: ProfileJob
+    exit_status: int
+    signal: int | None = None  # the signal that killed the command, if one did
+
+
+def compiled_bootstrap(directory: str) -> str:
+    """A copy of the bootstrap in ``directory`` (one this process owns), with its bytecode
+    beside it: every Python process of the command imports it, and without bytecode each
+    would compile it first (milliseconds, where bytecode is not written, as under
+    PYTHONDONTWRITEBYTECODE). A Python of another version compiles the source itself."""
+    source = os.path.join(BOOTSTRAP_DIR, BOOTSTRAP_MODULE)
+    copy = os.path.join(directory, BOOTSTRAP_MODULE)
+    shutil.copyfile(source, copy)
+    with contextlib.suppress(OSError, py_compile.PyCompileError):
+        py_compile.compile(copy, cfile=importlib.util.cache_from_source(copy), doraise=True)
+    return directory
+
+
+def _resolve(command: Sequence[str]) -> str:
+    if not command or not command[0]:
+        raise UsageError("compiletrace run needs a command: compiletrace run [OPTIONS] -- COMMAND [ARGS...]")
+    program = command[0]
+    found = (
+        shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
+    )
+    if found is None or os.path.isdir(found):
+        raise CommandNotFound(
+            f"command not found: {program!r} (not an executable file"
+            + ("" if os.sep in program else " on PATH")
+            + "); check its spelling, or give its path"
+        )
+    return found
+
+
+def child_environment(
+    job_dir: str, components: Sequence[str], trace_cost: bool, *, bootstrap_dir: str = BOOTSTRAP_DIR
+) -> dict[str, str]:
+    """The environment the command runs in: this one, with the bootstrap first on
+    ``PYTHONPATH`` and the job's directory and options for every process to read."""
+    env = dict(os.environ)
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = bootstrap_dir if not path else bootstrap_dir + os.pathsep + path
+    env[JOB_DIR_ENV] = job_dir
+    env[OPTIONS_ENV] = json.dumps({"components": list(components), "trace_cost": trace_cost})
+    env[LAUNCHER_PID_ENV] = str(os.getpid())
+    return env
+
+
+@contextlib.contextmanager
+def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    """Pass terminating signals sent to this process on to the command, and outlive
+    Ctrl-C (the command gets it too), so the job is still collected and written."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        pass  # the command got it from the terminal; its exit decides
+
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for signum in _FORWARDED:
+            previous[signum] = signal.signal(signum, forward)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupted)
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old if old is not None else signal.SIG_DFL)
+
+
+def run_command(
+    command: Sequence[str],
+    *,
+    components: Sequence[str] = (),
+    trace_cost: bool = False,
+    job_dir: str | os.PathLike[str] | None = None,
+) -> RunOutcome:
+    """Run ``command`` with every compile of every Python process recorded, and merge
+    what each process wrote. Raises :class:`CommandNotFound` (nothing run) for a command
+    that does not exist, :class:`~compiletrace.UsageError` for a bad rule."""
+    command = [str(part) for part in command]
+    executable = _resolve(command)
+    parse_component_rules(components)  # bad rules fail before anything runs
+    with contextlib.ExitStack() as stack:
+        if job_dir is None:
+            directory = stack.enter_context(owned_temporary_directory("compiletrace-run-"))
+        else:
+            directory = os.fspath(job_dir)
+            os.makedirs(directory, exist_ok=True)
+        bootstrap = compiled_bootstrap(
+            stack.enter_context(owned_temporary_directory("compiletrace-bootstrap-"))
+        )
+        env = child_environment(directory, components, trace_cost, bootstrap_dir=bootstrap)
+        try:
+            child = subprocess.Popen([executable, *command[1:]], env=env)
+        except OSError as exc:
+            raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+        with _forwarding_signals(child):
+            returncode = child.wait()
+        status = 128 - returncode if returncode < 0 else returncode
+        job = collect_job(directory, command, status)
+    return RunOutcome(job, status, -returncode if returncode < 0 else None)
+
+
+def collect_job(directory: str | os.PathLike[str], command: Sequence[str], exit_status: int) -> ProfileJob:
+    """Merge the run files the processes of a job wrote into ``directory`` (each read
+    through the one reader, every field checked); processes that started recording but
+    left no run are listed as missing. A damaged run file raises
+    :class:`~compiletrace.RunFileError` naming it."""
+    root = Path(directory)
+    started: dict[int, ProcessInfo] = {}
+    for marker in sorted(root.glob(f"*{STARTED_SUFFIX}")):
+        try:
+            info = _read_started(marker)
+        except CompiletraceError:
+            continue  # a marker cut short by a kill: its run, if any, still names the process
+        started[info.pid] = info
+    processes = []
+    for path in sorted(root.glob(f"*{RUN_SUFFIX}")):
+        run = read(path, accept={FileKind.RUN}, command="compiletrace run")
+        assert isinstance(run, Run)
+        info = ProcessInfo.from_dict(run.meta, str(path), "meta")
+        processes.append(JobProcess(info, run))
+    recorded = {p.info.pid for p in processes}
+    processes.sort(key=lambda p: (p.run.timeline.start_unix_ns if p.run.timeline else 0, p.info.pid))
+    missing = tuple(info for pid, info in sorted(started.items()) if pid not in recorded)
+    return ProfileJob(tuple(command), exit_status, tuple(processes), missing)
+
+
+def _read_started(path: Path) -> ProcessInfo:
+    f = Fields(read_json_file(str(path)), str(path))
+    f.check_kind(STARTED_KIND, {1}, "a job process's start marker")
+    return ProcessInfo.from_dict(f.obj("process").data, str(path), "process")

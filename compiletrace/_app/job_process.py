@@ -1,0 +1,233 @@
+"""One process of a ``compiletrace run`` job: record every compile (passive recording) and
+write this process's run into the job's directory when it ends.
+
+The bootstrap (``compiletrace/_bootstrap/sitecustomize.py``) calls :func:`start` once
+``torch._dynamo`` has been imported, in every Python process the command starts (spawned,
+forked, ``subprocess``, torchrun ranks). Files in the job directory, by pid:
+
+- ``<pid>.started.json``: written at start, so a process killed before it could write its
+  run is still known to the job (the report names it);
+- ``<pid>.run.json``: the process's run (a run file; its ``meta`` says which process),
+  written atomically at exit (a normal exit, an uncaught exception, ``sys.exit``), on
+  SIGTERM (the process then dies of SIGTERM, as it would have), and at the end of a
+  multiprocessing child.
+
+Nothing here may break the program: every failure is one warning on stderr.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from compiletrace._app.timeline import startup_timeline
+from compiletrace._core.passive import observe
+from compiletrace._data.job import ProcessInfo
+from compiletrace._data.records import CompilationTimes
+from compiletrace._data.registry import Registry
+from compiletrace._data.run import Run, WarmupResult
+from compiletrace._io.envelope import envelope
+from compiletrace._io.files import write_json
+from compiletrace._version import __version__
+
+__all__ = [
+    "JOB_DIR_ENV",
+    "LAUNCHER_PID_ENV",
+    "OPTIONS_ENV",
+    "RUN_SUFFIX",
+    "STARTED_SUFFIX",
+    "process_role",
+    "start",
+]
+
+JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
+OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool}
+LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
+STARTED_SUFFIX = ".started.json"
+RUN_SUFFIX = ".run.json"
+STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the launcher only)
+
+
+class _Recording:
+    """This process's recording: started once, written once per pid."""
+
+    def __init__(self, job_dir: str, components: list[str], trace_cost: bool) -> None:
+        self.job_dir = job_dir
+        self.components = components
+        self.trace_cost = trace_cost
+        self.lock = threading.Lock()
+        self.pid = -1
+        self.written = False
+        self.registry = Registry()
+        self.observer: observe | None = None
+        self.info: ProcessInfo | None = None
+
+    def begin(self) -> None:
+        """Start recording as this process (at start, and again in a forked child)."""
+        self.pid = os.getpid()
+        self.written = False
+        self.registry = Registry()
+        if self.observer is not None:
+            self.observer.stop()
+        self.observer = observe(
+            components=self.components, registry=self.registry, trace_cost=self.trace_cost
+        )
+        self.name_process()
+
+    def name_process(self) -> None:
+        """(Re)write the start marker, with the role as the process knows it now: a forked
+        multiprocessing child learns its name after the fork."""
+        self.info = ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
+        write_json(self._path(STARTED_SUFFIX), envelope(STARTED_KIND, 1, {"process": self.info.to_dict()}))
+
+    def _path(self, suffix: str) -> str:
+        return os.path.join(self.job_dir, f"{os.getpid()}{suffix}")
+
+    def write(self) -> None:
+        """Write this process's run (once; a forked child writes its own)."""
+        with self.lock:
+            if self.written or self.pid != os.getpid() or self.info is None:
+                return
+            self.written = True
+            reg = self.registry
+            records = reg.records()
+            by_component = reg.by_component()
+            warmup = WarmupResult(
+                skipped=True,  # no warm-up was run by compiletrace: the program ran as it does
+                duration_s=0.0,
+                compilation_times=CompilationTimes.from_components(by_component),
+                by_component=by_component,
+            )
+            backends = sorted({r.backend for r in records})
+            meta: dict[str, Any] = {
+                "source": "compiletrace run",
+                "model": " ".join(self.info.argv) or "?",  # what the header names the run by
+                "backend": ", ".join(backends) if backends else None,
+                "compiletrace_version": __version__,
+                "torch_version": _torch_version(),
+                "created_unix_s": time.time(),
+                **self.info.to_dict(),
+            }
+            Run(records, warmup, meta, startup_timeline(reg)).save(self._path(RUN_SUFFIX))
+
+
+_RECORDING: _Recording | None = None
+
+
+def process_role() -> str:
+    """What this process is in its job: a torchrun rank, a named multiprocessing child
+    (vLLM names its engine core and workers), the command the user ran, or its pid."""
+    rank = os.environ.get("RANK")
+    if rank is not None and rank.isdigit() and "LOCAL_RANK" in os.environ:
+        return f"rank {rank}"
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None:
+        try:
+            name = mp.current_process().name
+            if name != "MainProcess":
+                return str(name)
+        except Exception:
+            pass
+    if str(os.getppid()) == os.environ.get(LAUNCHER_PID_ENV):
+        return "main"
+    return f"pid {os.getpid()}"
+
+
+def _torch_version() -> str:
+    torch = sys.modules.get("torch")
+    return str(getattr(torch, "__version__", "?"))
+
+
+def _warn(what: str, exc: BaseException) -> None:
+    # One line on stderr, never an exception: the program runs on.
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"compiletrace: {what}: {type(exc).__name__}: {exc}\n")
+
+
+def _write_quietly() -> None:
+    recording = _RECORDING
+    if recording is None:
+        return
+    try:
+        recording.write()
+    except Exception as exc:
+        _warn(f"this process's run (pid {os.getpid()}) was not written", exc)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # The program had no handler of its own: write what was recorded, then die of SIGTERM
+    # as it would have without compiletrace.
+    _write_quietly()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _after_fork_in_child() -> None:
+    recording = _RECORDING
+    if recording is None:
+        return
+    try:
+        recording.begin()
+        _finalize_multiprocessing_child()
+    except Exception as exc:
+        _warn("recording is off in this forked process", exc)
+
+
+def _finalize_multiprocessing_child() -> None:
+    # A multiprocessing child (fork) ends with os._exit after its finalizers, skipping atexit.
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        mp_util.Finalize(None, _write_quietly, exitpriority=-100)
+
+
+def _in_multiprocessing_child(recording: _Recording) -> None:
+    # Run by multiprocessing in a forked child once it knows its own name.
+    try:
+        recording.name_process()
+        _finalize_multiprocessing_child()
+    except Exception as exc:
+        _warn("recording is off in this forked process", exc)
+
+
+def start() -> None:
+    """Start recording this process for the job named by the environment (see the module
+    docstring); a process outside a job, or a second call, does nothing."""
+    global _RECORDING
+    job_dir = os.environ.get(JOB_DIR_ENV)
+    if not job_dir or _RECORDING is not None:
+        return
+    components: list[str] = []
+    trace_cost = False
+    raw = os.environ.get(OPTIONS_ENV)
+    if raw:
+        try:
+            options = json.loads(raw)
+            components = [str(c) for c in options.get("components", [])]
+            trace_cost = options.get("trace_cost") is True
+        except Exception as exc:
+            _warn(f"{OPTIONS_ENV} is not valid JSON; recording with the defaults", exc)
+    recording = _Recording(job_dir, components, trace_cost)
+    recording.begin()
+    _RECORDING = recording
+    atexit.register(_write_quietly)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError):
+            pass
+    try:
+        import multiprocessing.util as mp_util
+
+        mp_util.register_after_fork(recording, _in_multiprocessing_child)
+    except Exception:
+        pass

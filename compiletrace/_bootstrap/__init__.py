@@ -1,0 +1,1 @@
+"""The bootstrap ``compiletrace run`` puts on ``PYTHONPATH`` (see ``sitecustomize.py``)."""

@@ -1,0 +1,128 @@
+"""compiletrace run's bootstrap, put first on ``PYTHONPATH`` for the command it runs, so
+every Python process the command starts (and their children: the variable is inherited)
+imports it at start-up, as Python imports any ``sitecustomize``.
+
+It costs next to nothing where torch is never compiled: it runs the ``sitecustomize`` it
+shadows (the user's own, if any), then waits for ``torch._dynamo`` to be imported (which
+``torch.compile`` does before its first compile) and only then imports compiletrace and
+starts recording (``compiletrace._app.job_process.start``). The standard library only, and
+never an exception: a failure is one line on stderr, and the program runs on.
+"""
+
+from __future__ import annotations
+
+import os  # loaded by site already: every process would pay for any other module
+import sys
+
+TYPE_CHECKING = False  # not typing's: importing typing alone costs every process milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_WATCHED = "torch._dynamo"
+_JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # as compiletrace._app.job_process names it
+
+
+def _say(what: str, exc: BaseException) -> None:
+    try:  # noqa: SIM105 (contextlib is not loaded yet, and would cost every process)
+        sys.stderr.write(f"compiletrace: {what}: {type(exc).__name__}: {exc}\n")
+    except Exception:  # a closed stderr: nothing left to tell
+        pass
+
+
+def _shadowed_sitecustomize_dir() -> str | None:
+    # Python imports one sitecustomize, the first on the path: this one. Find the next by
+    # a stat or two per path entry: listing site-packages would cost every process ms.
+    for entry in sys.path:
+        directory = os.path.abspath(entry or os.curdir)
+        if directory == _HERE:
+            continue
+        for name in ("sitecustomize.py", "sitecustomize.pyc", os.path.join("sitecustomize", "__init__.py")):
+            if os.path.isfile(os.path.join(directory, name)):
+                return directory
+    return None
+
+
+def _run_shadowed_sitecustomize() -> None:
+    directory = _shadowed_sitecustomize_dir()
+    if directory is None:
+        return
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
+
+    spec = PathFinder.find_spec("sitecustomize", [directory])
+    if spec is None or spec.loader is None:
+        return
+    module = module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # as site.py does for a failing sitecustomize: say so, go on
+        _say(f"the sitecustomize at {spec.origin} failed", exc)
+
+
+def _start_recording() -> None:
+    try:
+        from compiletrace._app.job_process import start
+
+        start()
+    except Exception as exc:
+        _say(f"recording is off in this process (pid {os.getpid()})", exc)
+
+
+class _Loader:
+    """The loader of ``torch._dynamo``, which starts recording once the module has run
+    (a loader by its methods, as importlib takes one)."""
+
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _start_recording()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._loader, name)
+
+
+class _WatchDynamo:
+    """A meta-path finder that asks nothing of any import but ``torch._dynamo``'s."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != _WATCHED:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        try:
+            from importlib.util import find_spec
+
+            spec = find_spec(fullname)
+        except Exception as exc:
+            _say("could not watch torch's compiler import", exc)
+            return None
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+def _install() -> None:
+    try:
+        _run_shadowed_sitecustomize()
+    except Exception as exc:
+        _say("could not run the shadowed sitecustomize", exc)
+    if os.environ.get(_JOB_DIR_ENV):
+        if _WATCHED in sys.modules:
+            _start_recording()
+        else:
+            sys.meta_path.insert(0, _WatchDynamo())  # type: ignore[arg-type]
+
+
+_install()

@@ -1,0 +1,140 @@
+"""One command's job as plain data (``compiletrace run -- COMMAND``): every Python process
+it started that compiled, each with its own run, its pid, parent and role, plus the
+processes that started recording but left no run file (killed with SIGKILL, say). Saves
+to and loads from the job file (``compiletrace.job``).
+
+>>> from compiletrace._data.run import Run, WarmupResult
+>>> from compiletrace._data.records import CompilationTimes
+>>> run = Run((), WarmupResult(False, 0.0, CompilationTimes()), {})
+>>> info = ProcessInfo(41, 40, "main", ("python", "train.py"))
+>>> job = Job(("python", "train.py"), 0, (JobProcess(info, run),))
+>>> Job.from_dict(job.to_dict()) == job
+True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Self
+
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
+from compiletrace._data.run import Run
+from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.files import write_json
+
+__all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo"]
+
+JOB_KIND = FileKind.JOB.value
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    """Which process of the job this is."""
+
+    pid: int
+    ppid: int
+    role: str  # "main", "rank 1", a multiprocessing name such as "EngineCore_DP0", "pid 41"
+    argv: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pid": self.pid, "ppid": self.ppid, "role": self.role, "argv": list(self.argv)}
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str, where: str) -> ProcessInfo:
+        f = Fields(data, source, where)
+        return cls(
+            pid=f.integer("pid", minimum=0),
+            ppid=f.integer("ppid", minimum=0),
+            role=f.string("role"),
+            argv=tuple(f.strings("argv")),
+        )
+
+    @property
+    def label(self) -> str:
+        """``pid 41 (main)``."""
+        return f"pid {self.pid} ({self.role})"
+
+
+@dataclass(frozen=True)
+class JobProcess:
+    """One process that recorded: who it was, and its run."""
+
+    info: ProcessInfo
+    run: Run
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.run.graph_records)
+
+
+@dataclass(frozen=True)
+class Job:
+    """Every process of one command: the command, its exit status (as a shell gives it:
+    128 + N for a program killed by signal N), the processes that recorded, in the order
+    they started, and those that started recording but left no run."""
+
+    command: tuple[str, ...]
+    exit_status: int
+    processes: tuple[JobProcess, ...]
+    missing: tuple[ProcessInfo, ...] = ()
+
+    def records(self) -> tuple[GraphRecord, ...]:
+        """Every process's records, process by process."""
+        return tuple(r for p in self.processes for r in p.run.graph_records)
+
+    def compiling(self) -> tuple[JobProcess, ...]:
+        """The processes that compiled something."""
+        return tuple(p for p in self.processes if p.compiled)
+
+    def ranks(self) -> dict[int, JobProcess]:
+        """The processes that are ranks of a torch.distributed job (torchrun's), by rank."""
+        found = {}
+        for process in self.processes:
+            role = process.info.role
+            if role.startswith("rank ") and role[5:].isdigit():
+                found[int(role[5:])] = process
+        return dict(sorted(found.items()))
+
+    def by_component(self) -> dict[str, float]:
+        """Compile seconds per component, over the whole job."""
+        return {name: ns / NS_PER_S for name, ns in component_totals(self.records()).items()}
+
+    def compilation_times(self) -> CompilationTimes:
+        return CompilationTimes.from_components(self.by_component())
+
+    def to_dict(self) -> dict[str, Any]:
+        return envelope(
+            JOB_KIND,
+            FileKind.JOB.schema_version,
+            {
+                "command": list(self.command),
+                "exit_status": self.exit_status,
+                "processes": [{"process": p.info.to_dict(), "run": p.run.to_dict()} for p in self.processes],
+                "missing": [m.to_dict() for m in self.missing],
+            },
+        )
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "job") -> Self:
+        """Read :meth:`to_dict` output, checking every field (each process's run too)."""
+        f = Fields(data, source)
+        f.check_kind(JOB_KIND, {FileKind.JOB.schema_version}, FileKind.JOB.description)
+        processes = []
+        for item in f.items("processes"):
+            info = ProcessInfo.from_dict(item.obj("process").data, source, f"{item.where}.process")
+            processes.append(
+                JobProcess(info, Run.from_dict(item.obj("run").data, f"{source} ({info.label})"))
+            )
+        missing = tuple(ProcessInfo.from_dict(m.data, source, m.where) for m in f.items("missing"))
+        return cls(
+            command=tuple(f.strings("command")),
+            exit_status=f.integer("exit_status"),
+            processes=tuple(processes),
+            missing=missing,
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the job as JSON, atomically."""
+        write_json(path, self.to_dict())

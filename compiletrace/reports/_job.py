@@ -1,0 +1,96 @@
+"""Views of a job (``compiletrace run``): the summary it prints on stderr when the command
+ends, and one Chrome/Perfetto trace with a track group per process."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiletrace._data.job import Job, JobProcess
+from compiletrace._data.records import ENCODER, LANGUAGE_MODEL, NS_PER_S, component_totals
+from compiletrace._io.text import printable
+from compiletrace.reports._chrome import chrome_trace_dict
+
+__all__ = ["job_chrome_trace_dict", "job_summary_lines"]
+
+_MAX_ARGV_CHARS = 60
+
+
+def _argv(process: JobProcess) -> str:
+    text = " ".join(process.info.argv) or "?"
+    return printable(text if len(text) <= _MAX_ARGV_CHARS else text[: _MAX_ARGV_CHARS - 3] + "...")
+
+
+def _split(process: JobProcess) -> str:
+    totals = component_totals(process.run.graph_records)
+    return ", ".join(f"{printable(name)} {ns / NS_PER_S:.2f} s" for name, ns in sorted(totals.items()))
+
+
+def job_summary_lines(job: Job) -> list[str]:
+    """What ``compiletrace run`` prints when the command ends: the job's compile total and
+    its two-way split, one line per process that compiled, one line for the rest, and the
+    processes that left no run.
+
+    >>> job_summary_lines(Job(("python", "x.py"), 0, ()))[0]
+    'compiletrace: no process of this command compiled anything (exit status 0)'
+    """
+    compiling = job.compiling()
+    if not compiling:
+        lines = [
+            f"compiletrace: no process of this command compiled anything (exit status {job.exit_status})"
+        ]
+    else:
+        times = job.compilation_times()
+        graphs = len(job.records())
+        lines = [
+            f"compiletrace: compilation: {times.language_model + times.encoder:.2f} s "
+            f"— {LANGUAGE_MODEL}: {times.language_model:.2f} s, {ENCODER}: {times.encoder:.2f} s "
+            f"({graphs} graph{'s' if graphs != 1 else ''} in {len(compiling)} "
+            f"process{'es' if len(compiling) != 1 else ''}; exit status {job.exit_status})"
+        ]
+        for process in compiling:
+            records = process.run.graph_records
+            total = sum(r.total_ns for r in records) / NS_PER_S
+            lines.append(
+                f"  {process.info.label}: {len(records)} graph{'s' if len(records) != 1 else ''}, "
+                f"{total:.2f} s ({_split(process)})  {_argv(process)}"
+            )
+    ranks = {rank: p for rank, p in job.ranks().items() if p.compiled}
+    if len(ranks) > 1:
+        # Ranks compile side by side: the job waits for the slowest one.
+        totals = {rank: sum(r.total_ns for r in p.run.graph_records) / NS_PER_S for rank, p in ranks.items()}
+        slowest = max(totals, key=lambda rank: totals[rank])
+        fastest = min(totals, key=lambda rank: totals[rank])
+        lines.append(
+            f"  {len(ranks)} ranks compile side by side: the slowest, rank {slowest}, "
+            f"{totals[slowest]:.2f} s; the fastest, rank {fastest}, {totals[fastest]:.2f} s"
+        )
+    idle = [p for p in job.processes if not p.compiled]
+    if idle:
+        pids = ", ".join(str(p.info.pid) for p in idle[:8]) + (", ..." if len(idle) > 8 else "")
+        lines.append(
+            f"  {len(idle)} more process{'es' if len(idle) != 1 else ''} compiled nothing (pid {pids})"
+        )
+    for info in job.missing:
+        argv = printable(" ".join(info.argv))
+        lines.append(f"  {info.label} left no run (killed before it could write one?)  {argv}")
+    return lines
+
+
+def job_chrome_trace_dict(job: Job) -> dict[str, Any]:
+    """One Trace Event Format document for the job: each process's own trace (its start-up
+    and compiles), with the process's pid as the trace's process, on one time axis from
+    the job's first start."""
+    traces = [(p, chrome_trace_dict(p.run)) for p in job.processes]
+    origins = [t["otherData"]["origin_unix_ns"] for _, t in traces]
+    origin = min(origins, default=0)
+    events: list[dict[str, Any]] = []
+    for (process, trace), own_origin in zip(traces, origins, strict=True):
+        shift_us = (own_origin - origin) / 1000
+        for event in trace["traceEvents"]:
+            moved = dict(event, pid=process.info.pid)
+            if moved.get("name") == "process_name":
+                moved["args"] = {"name": f"{printable(process.info.role)} (pid {process.info.pid})"}
+            if "ts" in moved:
+                moved["ts"] = moved["ts"] + shift_us
+            events.append(moved)
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"origin_unix_ns": origin}}

@@ -1,0 +1,259 @@
+"""``compiletrace run -- COMMAND``: real, unmodified programs run as a user runs them (a
+separate process), every compile of every Python process recorded and checked against
+torch's own per-process figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace._app.job import ProfileJob
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+TIMEOUT_S = 600  # generous: the suite must pass beside four CPU-bound processes
+
+
+def ct_run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "compiletrace", "run", *args],
+        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=cwd, env=env,
+    )  # fmt: skip
+
+
+def _oracle(path: Path) -> dict[str, float]:
+    return {row["compile_id"]: row["seconds"] for row in json.loads(path.read_text())}
+
+
+def _agree(ours_s: float, torch_s: float) -> bool:
+    return abs(ours_s - torch_s) <= 0.02 * torch_s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_every_compile_of_every_process_matches_torch(tmp_path: Path, method: str) -> None:
+    job_json = tmp_path / "job.json"
+    oracle = tmp_path / "oracle"
+    proc = ct_run(
+        "--json", str(job_json), "--",
+        sys.executable, str(PROGRAMS / "two_towers.py"), str(oracle), "3", method,
+        cwd=tmp_path,
+    )  # fmt: skip
+    # The program's exit status and stdout are its own; compiletrace speaks on stderr.
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "output (2, 8)\n"
+    assert "compiletrace: compilation:" in proc.stderr.splitlines()[0]
+
+    job = compiletrace.load(job_json)
+    assert isinstance(job, ProfileJob)
+    assert job.exit_status == 3 and job.missing == ()
+    main, child = job.compiling()
+    assert main.info.role == "main" and child.info.role.endswith("Process-1")
+    assert child.info.ppid == main.info.pid
+
+    # The vision tower is named "encoder" with no edit; the language model by its path.
+    by_component = {r.component: r for r in main.run.graph_records}
+    assert set(by_component) == {"encoder", "language_model"}
+    source = (PROGRAMS / "two_towers.py").read_text().splitlines()
+    tower_forward = source.index("    def forward(self, x: torch.Tensor) -> torch.Tensor:") + 1
+    assert by_component["encoder"].code_location.endswith(f"two_towers.py:{tower_forward}")
+    assert all(r.backend == "aot_eager" and r.dynamo_ns for r in main.run.graph_records)
+    assert [r.component for r in child.run.graph_records] == ["child.<locals>.postprocess"]
+    # The child's records are its own, not its parent's (a forked child starts with a copy).
+    assert [r.backend for r in child.run.graph_records] == ["eager"]
+
+    # Frame by frame, each process's totals agree with torch's own figures within 2%.
+    for process, suffix in ((main, "main"), (child, "child")):
+        torch_s = _oracle(Path(f"{oracle}.{suffix}.json"))
+        ours = {r.compile_id: r.total_ns / 1e9 for r in process.run.graph_records}
+        assert set(ours) == set(torch_s)
+        for compile_id, seconds in torch_s.items():
+            assert _agree(ours[compile_id], seconds), (suffix, compile_id, ours[compile_id], seconds)
+        assert _agree(sum(ours.values()), sum(torch_s.values()))
+
+
+@pytest.mark.slow
+def test_the_job_reads_back_through_report_doctor_and_views(tmp_path: Path) -> None:
+    job_json, html, trace = tmp_path / "job.json", tmp_path / "job.html", tmp_path / "trace.json"
+    proc = ct_run(
+        "--json", str(job_json), "--html", str(html), "--chrome-trace", str(trace), "--",
+        sys.executable, str(PROGRAMS / "two_towers.py"), str(tmp_path / "oracle"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(job_json)
+    assert isinstance(job, ProfileJob)
+    pids = {p.info.pid for p in job.compiling()}
+    # One Chrome trace, a process track group per process.
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert {e["pid"] for e in events if e["ph"] == "X"} == pids
+    names = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert names == {f"{p.info.role} (pid {p.info.pid})" for p in job.compiling()}
+    assert "encoder" in html.read_text()
+
+    report = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "report", str(job_json)],
+        capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.count("== pid ") == 2 and "compilation took" in report.stdout
+    doctor = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "doctor", str(job_json)],
+        capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert doctor.returncode == 0, doctor.stderr
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_are_one_job_with_their_maximum_and_one_trace(tmp_path: Path) -> None:
+    job_json, trace = tmp_path / "job.json", tmp_path / "trace.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    oracle = tmp_path / "oracle"
+    proc = ct_run(
+        "--json", str(job_json), "--chrome-trace", str(trace), "--",
+        str(torchrun), "--standalone", "--nproc-per-node", "2", str(PROGRAMS / "ranks.py"), str(oracle),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(job_json)
+    assert isinstance(job, ProfileJob)
+    ranks = job.ranks()
+    assert sorted(ranks) == [0, 1] and all(p.compiled for p in ranks.values())
+    totals = {}
+    for rank, process in ranks.items():
+        torch_s = _oracle(Path(f"{oracle}.rank{rank}.json"))
+        ours = {r.compile_id: r.total_ns / 1e9 for r in process.run.graph_records}
+        assert set(ours) == set(torch_s) and all(_agree(ours[k], torch_s[k]) for k in torch_s)
+        assert {r.rank for r in process.run.graph_records} == {rank}
+        totals[rank] = sum(ours.values())
+    slowest = max(totals, key=lambda rank: totals[rank])
+    assert f"the slowest, rank {slowest}, {totals[slowest]:.2f} s" in proc.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert {e["pid"] for e in events if e["ph"] == "X"} == {p.info.pid for p in ranks.values()}
+
+
+@pytest.mark.slow
+def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path) -> None:
+    job_json = tmp_path / "job.json"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--",
+         sys.executable, str(PROGRAMS / "compile_then_wait.py"), "wait"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert launcher.stdout is not None
+    assert launcher.stdout.readline() == "compiled\n"
+    launcher.send_signal(signal.SIGTERM)
+    _, stderr = launcher.communicate(timeout=TIMEOUT_S)
+    assert launcher.returncode == 128 + signal.SIGTERM, stderr  # as a shell reports the program's death
+    job = compiletrace.load(job_json)
+    assert isinstance(job, ProfileJob) and job.exit_status == 143
+    (process,) = job.compiling()
+    assert [r.backend for r in process.run.graph_records] == ["eager"]
+
+
+@pytest.mark.slow
+def test_a_process_killed_with_sigkill_is_named_as_leaving_no_run(tmp_path: Path) -> None:
+    job_json = tmp_path / "job.json"
+    proc = ct_run(
+        "--json", str(job_json), "--", sys.executable, str(PROGRAMS / "compile_then_wait.py"), "kill9",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert proc.stdout == "compiled\n"
+    job = compiletrace.load(job_json)
+    assert isinstance(job, ProfileJob)
+    assert job.processes == () and len(job.missing) == 1
+    assert job.missing[0].role == "main"
+    assert "left no run" in proc.stderr
+
+
+@pytest.mark.slow
+def test_processes_that_never_compile_pay_nothing_and_leave_nothing(tmp_path: Path) -> None:
+    job_dir = tmp_path / "job"
+    proc = ct_run(
+        "--job-dir", str(job_dir), "--", sys.executable, "-c", "import torch, sys; print(sys.argv[1:])", "a",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "['a']\n"
+    assert proc.stderr == "compiletrace: no process of this command compiled anything (exit status 0)\n"
+    assert list(job_dir.iterdir()) == []  # torch imported, its compiler never: nothing started
+
+
+@pytest.mark.slow
+def test_the_users_own_sitecustomize_still_runs(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nos.environ['USER_SITE_RAN'] = 'yes'\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    code = (
+        "import os, torch; f = torch.compile(lambda x: x + 1, backend='eager'); f(torch.ones(1)); "
+        "print(os.environ.get('USER_SITE_RAN'))"
+    )
+    proc = ct_run("--", sys.executable, "-c", code, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "yes\n"
+    assert "1 graph in 1 process" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_failing_bootstrap_is_one_warning_and_the_program_runs_on(tmp_path: Path) -> None:
+    from compiletrace._app.job import child_environment
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = child_environment(str(blocker / "job"), (), False)  # a job dir that cannot be made
+    code = "import torch; f = torch.compile(lambda x: x + 1, backend='eager'); print(f(torch.ones(1)).item())"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S, env=env
+    )
+    assert proc.returncode == 0
+    assert proc.stdout == "2.0\n"
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("compiletrace:")]
+    assert len(warnings) == 1 and "recording is off in this process" in warnings[0]
+
+
+def test_bad_input_is_one_line_and_runs_nothing(tmp_path: Path) -> None:
+    from compiletrace.cli import main
+
+    def one_line(capsys_err: str) -> bool:
+        return capsys_err.count("\n") == 1 and capsys_err.startswith("compiletrace: error:")
+
+    cases = [
+        ([], 2, "needs a command"),
+        (["--"], 2, "needs a command"),
+        (["--", "no-such-program-here"], 127, "command not found: 'no-such-program-here'"),
+        (["--", str(tmp_path)], 127, "command not found"),
+        (["--component", "novalue", "--", "true"], 2, "PATTERN=NAME"),
+        (["--json", str(tmp_path / "missing-dir" / "x.json"), "--", "true"], 2, "missing-dir"),
+        (["--json", "-", "--", "true"], 2, "stdout is the command's own"),
+    ]
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    cases.append((["--job-dir", str(tmp_path / "full"), "--", "true"], 2, "not empty"))
+    for args, status, message in cases:
+        err_path = tmp_path / "stderr"
+        with open(err_path, "w") as err, _redirect_stderr(err):
+            assert main(["run", *args]) == status, args
+        text = err_path.read_text()
+        assert one_line(text) and message in text, (args, text)
+
+
+def test_a_program_that_exits_non_zero_keeps_its_status(tmp_path: Path) -> None:
+    from compiletrace._app.job import run_command
+
+    outcome = run_command([sys.executable, "-c", "import sys; sys.exit(7)"])
+    assert outcome.exit_status == 7 and outcome.signal is None
+    assert outcome.job.processes == () and outcome.job.missing == ()
+
+
+def _redirect_stderr(stream: object) -> object:
+    import contextlib
+
+    return contextlib.redirect_stderr(stream)  # type: ignore[type-var]
