@@ -4,6 +4,7 @@ directory hit every cache yet recompile the kernels; a plain warm start does not
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -43,8 +44,11 @@ def test_portable_cache_hit_is_flagged_and_plain_warm_hit_is_not(tmp_path: Path)
     assert [r.cache_outcome for r in portable] == [CacheOutcome.HIT]
     assert [r.cache_outcome for r in warm] == [CacheOutcome.HIT]
 
-    (flag,) = find_expensive_hits(portable, cold=cold)
+    # Judged by the share of the cold compile alone: seconds stretch on a loaded machine (a
+    # plain warm hit's kernel loading took 2.3 s beside four CPU-bound processes, past the
+    # one-second rule), the share of a cold compile run beside it much less.
+    (flag,) = find_expensive_hits(portable, cold=cold, min_seconds=math.inf)
     assert flag.dominant_phase == "kernel_compile"
     assert flag.share_of_cold is not None and flag.share_of_cold >= 0.25
     assert "hit, but" in flag.explanation() and "compiling kernels" in flag.explanation()
-    assert find_expensive_hits(warm, cold=cold) == []
+    assert find_expensive_hits(warm, cold=cold, min_seconds=math.inf) == []
