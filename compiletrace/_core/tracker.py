@@ -140,6 +140,24 @@ class _OpenFrame:
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
+    aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
+
+
+@dataclass
+class _AotBackendCall:
+    """The backend call of an ahead-of-time compile: torch makes it itself, between the
+    end of Dynamo's capture and the guards, so it is timed from those two instants."""
+
+    captured: bool = False  # Dynamo's capture has ended: the backend call is running
+    done: bool = False
+    start_ns: int = 0
+    wall_start_ns: int = 0
+    before: tc.CacheCounts | None = None
+    node_count: int = 0
+    structure: str | None = None
+    collectors: contextlib.ExitStack | None = None
+    regions: list[TimedRegion] = field(default_factory=list)
+    lookups: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -209,6 +227,7 @@ class Tracker:
         # Registries whose warm-up has returned: their later compiles are latency spikes.
         self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
         self._listeners: list[CompileListener] = []
+        self._aot_compiles = 0  # ahead-of-time compiles seen: their compile ids
         # While set, frames of any backend are recorded too, under the owner it names.
         self.passive: PassiveOwners | None = None
 
@@ -387,6 +406,8 @@ class Tracker:
         if passive is None or _attribution_of(compiler_fn) is not None:
             return call()
         frames = self._state.frames
+        if frames and frames[-1].aot_call is not None and not frames[-1].aot_call.captured:
+            return call()  # an ahead-of-time capture's own backend: it only keeps the graph
         owner = frames[-1].owner if frames else None
         if owner is None:
             try:
@@ -475,6 +496,83 @@ class Tracker:
                         self._finish_frame(frame, end, dynamo_known=False)
                     except Exception as exc:
                         warn_once(f"recording a graph failed and was skipped: {exc!r}")
+
+    # -- torch's ahead-of-time path (aot_compile): no frame callbacks, a direct backend call
+
+    def aot_started(self, frame: tc.CompilingFrame, backend: Any) -> _OpenFrame | None:
+        """An ahead-of-time compile starts (Dynamo's capture first): open its frame when a
+        compiletrace backend compiles it or passive recording is on."""
+        owner = self._owner_of(frame)
+        if owner is None:
+            return None
+        with self._lock:
+            self._aot_compiles += 1
+            compile_id = f"aot{self._aot_compiles - 1}/0"  # torch gives this path no compile id
+        opened = _OpenFrame(compile_id, self._clock(), frame.code_name, None, owner, self._observer_token())
+        opened.filename, opened.first_line = frame.filename, frame.first_line
+        opened.aot_call = _AotBackendCall()
+        if self.diagnosis_capture_enabled:
+            opened.breaks_mark = tc.graph_break_mark()
+        self._state.frames.append(opened)
+        return opened
+
+    def aot_captured(self, token: Any, graph_module: Any) -> None:
+        """Dynamo's capture has ended; torch calls the backend next."""
+        frame: _OpenFrame = token
+        call = frame.aot_call
+        if call is None or call.captured:
+            return
+        call.captured = True
+        try:
+            call.node_count = len(graph_module.graph.nodes)
+        except Exception:
+            call.node_count = 0
+        if self.diagnosis_capture_enabled and graph_module is not None:
+            call.structure = tc.graph_structure_hash(graph_module)
+        call.collectors = contextlib.ExitStack()
+        if self.phase_split_enabled:
+            call.regions = call.collectors.enter_context(tc.collect_timed_regions())
+        if self.diagnosis_capture_enabled:
+            call.lookups = call.collectors.enter_context(tc.collect_cache_lookups())
+        call.before = tc.cache_counts()
+        call.wall_start_ns = time.time_ns()
+        call.start_ns = self._clock()
+
+    def aot_backend_done(self, token: Any) -> None:
+        """The backend call has returned (torch builds the guards next)."""
+        frame: _OpenFrame = token
+        call = frame.aot_call
+        if call is None or not call.captured or call.done:
+            return
+        call.done = True
+        end = self._clock()
+        wall_end = time.time_ns()
+        if call.collectors is not None:
+            call.collectors.close()
+        if frame.backend_start_ns is not None:
+            return  # a compiletrace backend timed its own call, inside this one
+        assert call.before is not None
+        self._account_backend_call(frame, call.start_ns, end, call.before, call.node_count)
+        if call.structure is not None:
+            frame.structure.append(call.structure)
+        frame.lookups.extend(CacheLookup(*found) for found in call.lookups)
+        for phase, ns in fit_to(
+            split_phases(call.regions, call.wall_start_ns, wall_end), end - call.start_ns
+        ).items():
+            frame.phases[phase] = frame.phases.get(phase, 0) + ns
+
+    def aot_finished(self, token: Any, error: BaseException | None) -> None:
+        """The ahead-of-time compile has returned (or raised ``error``): record it."""
+        frame: _OpenFrame = token
+        self.aot_backend_done(frame)  # a backend that raised never reached the guards
+        now = self._clock()
+        popped = self._pop_open_frame(frame.compile_id)
+        if popped is None:
+            return
+        if error is not None and frame.status is CompileStatus.OK:
+            frame.status = CompileStatus.ERROR
+            frame.error_type = qualified_type_name(tc.backend_error(error))
+        self._finish_frame(frame, now)
 
     def _account_backend_call(
         self, frame: _OpenFrame, start: int, end: int, before: tc.CacheCounts, node_count: int
@@ -759,6 +857,7 @@ def get_tracker() -> Tracker:
             new.bounds_from_regions = tc.install_region_hook(new.on_region)
             tc.install_cache_lookup_hook()
             tc.install_recompile_limit_hook(new.on_recompile_limit)
+            tc.install_aot_compile_hook(new)
             new.observer = _build_observer()
             STATE.tracker = new
         return STATE.tracker  # type: ignore[no-any-return]

@@ -238,3 +238,33 @@ def test_a_bad_rule_is_bad_input_and_nothing_starts(bad: str) -> None:
         parse_component_rules([bad])
     with pytest.raises(compiletrace.ArgumentTypeError):
         compiletrace.observe(registry="not a registry")  # type: ignore[arg-type]
+
+
+class Serving(torch.nn.Module):
+    """Compiles its language model ahead of time, as vLLM does by default."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.language_model = Tower()
+
+    def warm_up(self, x: torch.Tensor) -> Any:
+        compiled = torch.compile(Tower.forward, fullgraph=True, backend="aot_eager")
+        return compiled.aot_compile(((self.language_model, x), {}))
+
+
+def test_torchs_ahead_of_time_path_is_recorded_whole() -> None:
+    # torch's aot_compile fires no frame callback and calls its backend directly.
+    server = Serving()
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        compiled = server.warm_up(torch.ones(2, 4))
+    assert torch.equal(
+        compiled(server.language_model, torch.ones(2, 4)), server.language_model(torch.ones(2, 4))
+    )
+    (record,) = observed.registry.records()
+    assert record.compile_id == "aot0/0" and record.component == "language_model"
+    assert record.backend == "aot_eager" and record.graph_node_count > 0
+    assert record.code_location == f"{__file__}:{Tower.forward.__code__.co_firstlineno}"
+    assert record.dynamo_ns and record.backend_ns and record.phase_ns["aot_autograd"] > 0
+    # torch's own figure for the whole of it: its "fullgraph_capture" region.
+    (torch_s,) = torch._dynamo.utils.compilation_time_metrics["fullgraph_capture"]
+    assert _close(record.total_ns, torch_s)

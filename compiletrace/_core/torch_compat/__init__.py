@@ -20,7 +20,8 @@ One module per concept, each saying which internals it uses, and why:
 ``structure``       an FX graph's structural hash
 ``tracing``         Dynamo's tracing time per user function (``trace_cost``), and which files
                     are the user's
-``backend_calls``   every Dynamo backend call, whatever the backend (passive recording)
+``backend_calls``   every Dynamo backend call, whatever the backend (passive recording), and
+                    torch's ahead-of-time path, which calls its backend directly
 ``backends``        backend lookup, inductor modes, options and config, backend failures
 ``distributed``     a process group's timeout
 ``capabilities``    the one table of what this torch gives, with a probe for each
@@ -50,7 +51,9 @@ from compiletrace._core.torch_compat.artifacts import (
     quiet_cache_artifact_logs,
 )
 from compiletrace._core.torch_compat.backend_calls import (
+    AotCompileListener,
     BackendCallHandler,
+    install_aot_compile_hook,
     install_backend_call_hook,
     remove_backend_call_handler,
 )
@@ -135,6 +138,7 @@ __all__ = [
     "REFUSED_ARTIFACT_GLOBALS",
     "TRIGGER_DYNAMO",
     "TRIGGER_LAZY_BACKWARD",
+    "AotCompileListener",
     "ArtifactClassShape",
     "BackendCallHandler",
     "CacheCounts",
@@ -166,6 +170,7 @@ __all__ = [
     "inductor_config_keys",
     "inductor_mode_options",
     "innermost_backend",
+    "install_aot_compile_hook",
     "install_backend_call_hook",
     "install_cache_lookup_hook",
     "install_callbacks",
