@@ -1,0 +1,227 @@
+"""What ``compiletrace run`` costs the program it runs.
+
+1. The bootstrap in a process that never compiles: ``python -c pass`` and ``python -c
+   'import torch'``, each with and without the bootstrap on ``PYTHONPATH`` (and a job
+   directory set, as ``run`` sets it), interleaved, the order alternating; the median of
+   the paired differences in wall time.
+2. Passive recording on compile time: the built-in model's two components compiled with a
+   plain ``torch.compile`` (no compiletrace backend), its first call timed with
+   ``compiletrace.observe()`` on and off, interleaved in one process, the order alternating,
+   after ``torch._dynamo.reset()`` each time; per backend, the median of the on/off ratios of
+   CPU time.
+   Ratios this small drown in the machine's noise (one compile varies by +-20% here), so
+3. passive recording's own calls are also timed in place, inside the same compiles: naming
+   the frame at its start (reading the callers, naming the component) and the tracker's
+   work around each backend call (cache counters, regions, the graph's hash), as a share
+   of the compile time the records hold;
+4. Passive recording on a compiled model's steady-state call: the same model, compiled
+   once, called in blocks with recording on and off, interleaved; the median ratio.
+
+    python benchmarks/bench_run.py [--repeats 21] [--backends eager,aot_eager]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+import compiletrace
+from compiletrace._app.job import child_environment, compiled_bootstrap
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.passive import PassiveRecording
+from compiletrace._core.tracker import get_tracker
+from compiletrace.models import DemoConfig, build_demo
+
+CONFIG = DemoConfig(vision_layers=2, text_layers=4)
+CALLS_PER_BLOCK = 200
+
+
+def _wall(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, capture_output=True)
+    return time.perf_counter() - start
+
+
+def bootstrap_cost(repeats: int) -> dict[str, tuple[float, float]]:
+    """(median seconds without the bootstrap, median paired extra seconds with it)."""
+    plain = dict(os.environ)
+    with tempfile.TemporaryDirectory() as job_dir, tempfile.TemporaryDirectory() as boot:
+        booted = child_environment(job_dir, (), False, bootstrap_dir=compiled_bootstrap(boot))
+        found = {}
+        for label, code in (("python -c pass", "pass"), ("python -c 'import torch'", "import torch")):
+            cmd = [sys.executable, "-c", code]
+            _wall(cmd, plain), _wall(cmd, booted)  # warm the file cache
+            base, extra = [], []
+            for i in range(repeats):
+                if i % 2 == 0:
+                    without, with_ = _wall(cmd, plain), _wall(cmd, booted)
+                else:
+                    with_, without = _wall(cmd, booted), _wall(cmd, plain)
+                base.append(without)
+                extra.append(with_ - without)
+            assert os.listdir(job_dir) == [], "a process that never compiled wrote a file"
+            found[label] = (statistics.median(base), statistics.median(extra))
+    return found
+
+
+def _model(backend: str) -> Any:
+    demo = build_demo(config=CONFIG)
+    for path in demo.components:
+        setattr(demo.model, path, torch.compile(demo.model.get_submodule(path), backend=backend))
+    return demo
+
+
+def _first_call_cpu_s(backend: str, observed: bool) -> float:
+    torch._dynamo.reset()
+    demo = _model(backend)
+    gc.collect()
+    recording = compiletrace.observe(registry=compiletrace.Registry()) if observed else None
+    start = time.process_time()
+    demo.model(*demo.example_inputs)
+    elapsed = time.process_time() - start
+    if recording is not None:
+        assert len(recording.registry) == len(demo.components)
+        recording.stop()
+    return elapsed
+
+
+def compile_ratio(backend: str, repeats: int) -> tuple[float, float]:
+    """(median CPU seconds of the first call without recording, median on/off ratio)."""
+    _first_call_cpu_s(backend, False)  # imports and first-use costs, on neither side
+    off_s, ratios = [], []
+    for i in range(repeats):
+        if i % 2 == 0:
+            off, on = _first_call_cpu_s(backend, False), _first_call_cpu_s(backend, True)
+        else:
+            on, off = _first_call_cpu_s(backend, True), _first_call_cpu_s(backend, False)
+        off_s.append(off)
+        ratios.append(on / off)
+    return statistics.median(off_s), statistics.median(ratios)
+
+
+class _InPlace:
+    """Times passive recording's own calls where the tracker makes them."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def timed(self, fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.ns += time.perf_counter_ns() - start
+
+        return wrapper
+
+
+def _in_place_once(backend: str) -> float:
+    tracker = get_tracker()
+    torch._dynamo.reset()
+    demo = _model(backend)
+    clock = _InPlace()
+    original_frame, original_owner = tc.compiling_frame, PassiveRecording.owner_for
+    original_graph = tracker.compile_graph
+
+    def compile_graph(owner: Any, inner: Any, *args: Any) -> Any:
+        # The tracker's time around the backend: the whole call less the inner backend's.
+        start = time.perf_counter_ns()
+        inner_ns = 0
+
+        def timed_inner(*inner_args: Any, **kwargs: Any) -> Any:
+            nonlocal inner_ns
+            t = time.perf_counter_ns()
+            try:
+                return inner(*inner_args, **kwargs)
+            finally:
+                inner_ns += time.perf_counter_ns() - t
+
+        try:
+            return original_graph(owner, timed_inner, *args)
+        finally:
+            clock.ns += time.perf_counter_ns() - start - inner_ns
+
+    tc.compiling_frame = clock.timed(original_frame)  # type: ignore[assignment]
+    PassiveRecording.owner_for = clock.timed(original_owner)  # type: ignore[method-assign]
+    tracker.compile_graph = compile_graph  # type: ignore[method-assign]
+    try:
+        with compiletrace.observe(registry=compiletrace.Registry()) as recording:
+            demo.model(*demo.example_inputs)
+    finally:
+        tc.compiling_frame = original_frame  # type: ignore[assignment]
+        PassiveRecording.owner_for = original_owner  # type: ignore[method-assign]
+        del tracker.compile_graph
+    return clock.ns / sum(r.total_ns for r in recording.registry.records())
+
+
+def in_place_share(backend: str, repeats: int) -> tuple[float, float]:
+    """(median, max) share of the records' compile time spent in passive recording's own
+    calls: the frame naming at its start and the tracker's work around each backend call."""
+    shares = [_in_place_once(backend) for _ in range(repeats)]
+    return statistics.median(shares), max(shares)
+
+
+def _block_s(demo: Any) -> float:
+    start = time.perf_counter()
+    for _ in range(CALLS_PER_BLOCK):
+        demo.model(*demo.example_inputs)
+    return time.perf_counter() - start
+
+
+def steady_ratio(repeats: int) -> tuple[float, float]:
+    """(median seconds per call without recording, median on/off ratio of blocks of calls)."""
+    torch._dynamo.reset()
+    demo = _model("eager")
+    demo.model(*demo.example_inputs)  # compiled once, before either side is timed
+    off_s, ratios = [], []
+    for i in range(repeats):
+        if i % 2 == 0:
+            on, off = _observed_block_s(demo), _block_s(demo)
+        else:
+            off, on = _block_s(demo), _observed_block_s(demo)
+        off_s.append(off / CALLS_PER_BLOCK)
+        ratios.append(on / off)
+    return statistics.median(off_s), statistics.median(ratios)
+
+
+def _observed_block_s(demo: Any) -> float:
+    with compiletrace.observe(registry=compiletrace.Registry()) as recording:
+        elapsed = _block_s(demo)
+    assert len(recording.registry) == 0  # nothing recompiled: only the call path was timed
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--backends", default="eager,aot_eager")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, {args.repeats} repeats, medians")
+    print("\n1. the bootstrap in a process that never compiles (wall time)")
+    for label, (base, extra) in bootstrap_cost(args.repeats).items():
+        print(f"  {label:26} {base * 1000:8.1f} ms, with the bootstrap {extra * 1000:+6.2f} ms")
+    print("\n2. passive recording on compile time (first call, CPU time; on/off)")
+    for backend in args.backends.split(","):
+        off, ratio = compile_ratio(backend, args.repeats)
+        print(f"  {backend:10} {off:7.3f} s without, ratio {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
+    print("\n3. passive recording's own calls, timed in place (share of the records' compile time)")
+    for backend in args.backends.split(","):
+        median, worst = in_place_share(backend, args.repeats)
+        print(f"  {backend:10} {median * 100:.2f}% (max {worst * 100:.2f}%)")
+    per_call, ratio = steady_ratio(args.repeats)
+    print("\n4. passive recording on a compiled model's steady-state call (eager backend)")
+    print(f"  {per_call * 1e6:7.1f} us a call without, ratio {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
+
+
+if __name__ == "__main__":
+    main()
