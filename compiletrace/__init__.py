@@ -63,6 +63,7 @@ if _TYPE_CHECKING:
     from compiletrace import reports as reports
     from compiletrace import telemetry as telemetry
     from compiletrace._app.doctor import Finding, diagnose
+    from compiletrace._app.job import ProfileJob
     from compiletrace._app.profile import ProfileRun, profile
     from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
@@ -74,6 +75,7 @@ _LAZY = {
     "Finding": "compiletrace._app.doctor",
     "diagnose": "compiletrace._app.doctor",
     "ProfileRun": "compiletrace._app.profile",
+    "ProfileJob": "compiletrace._app.job",
     "profile": "compiletrace._app.profile",
     "export_chrome_trace": "compiletrace.reports",
     "load": "compiletrace._load",
@@ -97,6 +99,7 @@ __all__ = [
     "LaunchError",
     "MissingDependencyError",
     "OutputError",
+    "ProfileJob",
     "ProfileRun",
     "Registry",
     "RunFileError",

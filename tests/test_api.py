@@ -37,6 +37,7 @@ PUBLIC = {
     "get_registry",
     "instrument",
     "load",
+    "ProfileJob",
     "observe",
     "load_ipython_extension",
     "phase",

@@ -73,8 +73,15 @@ class CommandNotFound(UsageError):
 
 
 class ProfileJob(Job):
-    """A job with its views: the summary, each process's tables, the doctor over every
-    process, the Chrome trace."""
+    """A job (every process of one command, ``compiletrace run``) with its views: the
+    summary, each process's tables, the doctor over every process, the HTML report, the
+    Chrome trace. ``compiletrace.load`` gives one back for a job file.
+
+    >>> import sys, compiletrace
+    >>> job = compiletrace.ProfileJob.of(run_command([sys.executable, "-c", "pass"]).job)
+    >>> job.summary()
+    'compiletrace: no process of this command compiled anything (exit status 0)'
+    """
 
     @classmethod
     def of(cls, job: Job) -> ProfileJob:

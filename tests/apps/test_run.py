@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 import compiletrace
-from compiletrace._app.job import ProfileJob
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 TIMEOUT_S = 600  # generous: the suite must pass beside four CPU-bound processes
@@ -51,7 +50,7 @@ def test_every_compile_of_every_process_matches_torch(tmp_path: Path, method: st
     assert "compiletrace: compilation:" in proc.stderr.splitlines()[0]
 
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob)
+    assert isinstance(job, compiletrace.ProfileJob)
     assert job.exit_status == 3 and job.missing == ()
     main, child = job.compiling()
     assert main.info.role == "main" and child.info.role.endswith("Process-1")
@@ -88,7 +87,7 @@ def test_the_job_reads_back_through_report_doctor_and_views(tmp_path: Path) -> N
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob)
+    assert isinstance(job, compiletrace.ProfileJob)
     pids = {p.info.pid for p in job.compiling()}
     # One Chrome trace, a process track group per process.
     events = json.loads(trace.read_text())["traceEvents"]
@@ -122,7 +121,7 @@ def test_torchrun_ranks_are_one_job_with_their_maximum_and_one_trace(tmp_path: P
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob)
+    assert isinstance(job, compiletrace.ProfileJob)
     ranks = job.ranks()
     assert sorted(ranks) == [0, 1] and all(p.compiled for p in ranks.values())
     totals = {}
@@ -152,7 +151,7 @@ def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path
     _, stderr = launcher.communicate(timeout=TIMEOUT_S)
     assert launcher.returncode == 128 + signal.SIGTERM, stderr  # as a shell reports the program's death
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob) and job.exit_status == 143
+    assert isinstance(job, compiletrace.ProfileJob) and job.exit_status == 143
     (process,) = job.compiling()
     assert [r.backend for r in process.run.graph_records] == ["eager"]
 
@@ -167,7 +166,7 @@ def test_a_process_killed_with_sigkill_is_named_as_leaving_no_run(tmp_path: Path
     assert proc.returncode == 128 + signal.SIGKILL
     assert proc.stdout == "compiled\n"
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob)
+    assert isinstance(job, compiletrace.ProfileJob)
     assert job.processes == () and len(job.missing) == 1
     assert job.missing[0].role == "main"
     assert "left no run" in proc.stderr

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import compiletrace
-from compiletrace._app.job import ProfileJob
 
 if os.environ.get("COMPILETRACE_REQUIRE_VLLM") == "1":
     import vllm  # noqa: F401  (CI's vLLM venv: a failing import is an error, never a skip)
@@ -25,7 +24,10 @@ PROGRAM = Path(__file__).resolve().parent.parent / "programs" / "serve_tiny.py"
 TIMEOUT_S = 1200  # a cold inductor compile of the model, beside four CPU-bound processes
 
 
-def _serve(tmp_path: Path, in_process: bool) -> tuple[subprocess.CompletedProcess[str], ProfileJob, Path]:
+Served = tuple[subprocess.CompletedProcess[str], compiletrace.ProfileJob, Path]
+
+
+def _serve(tmp_path: Path, in_process: bool) -> Served:
     job_json, oracle = tmp_path / "job.json", tmp_path / "oracle.json"
     env = {
         **os.environ,
@@ -42,7 +44,7 @@ def _serve(tmp_path: Path, in_process: bool) -> tuple[subprocess.CompletedProces
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "generated 4 tokens" in proc.stdout
     job = compiletrace.load(job_json)
-    assert isinstance(job, ProfileJob)
+    assert isinstance(job, compiletrace.ProfileJob)
     return proc, job, oracle
 
 
