@@ -111,15 +111,18 @@ def target_of(
     filename: str = "",
     qualname: str = "",
     compile_name: str | None = None,
+    code: Any = None,
 ) -> CompiledTarget:
     """Describe a compile from the object its code runs on and the objects of its callers
     (nearest first), as torch's frame gives them."""
     path = ""
     class_name = ""
     if not _is_module(target):
-        # torch.compile(nn.Linear(...)) compiles torch's own wrapper of the module's call,
-        # not its forward: the module is the one torch's wrapper around it holds.
-        target = _wrapped_by_nearest_module(callers) or target
+        # A module's forward behind a decorator (transformers wraps every forward in one)
+        # runs on no named first argument: the module is the nearest caller whose class's
+        # forward is that code. torch.compile(nn.Linear(...)) compiles torch's own wrapper
+        # of the module's call: the module is the one torch's wrapper around it holds.
+        target = _forward_owner(callers, code) or _wrapped_by_nearest_module(callers) or target
     if _is_module(target):
         class_name = type(target).__name__
         # The outermost caller module that holds the target names it most fully.
@@ -167,6 +170,20 @@ def name_component(target: CompiledTarget, rules: Sequence[ComponentRule] = ()) 
 
 def _is_module(obj: Any) -> bool:
     return obj is not None and callable(getattr(obj, "named_modules", None))
+
+
+def _forward_owner(callers: Sequence[Any], code: Any) -> Any:
+    if code is None:
+        return None
+    nearest = next((c for c in callers if _is_module(c)), None)
+    forward = getattr(type(nearest), "forward", None) if nearest is not None else None
+    for _ in range(8):  # the decorators' __wrapped__ chain, outermost first
+        if forward is None:
+            return None
+        if getattr(forward, "__code__", None) is code:
+            return nearest
+        forward = getattr(forward, "__wrapped__", None)
+    return None
 
 
 def _wrapped_by_nearest_module(callers: Sequence[Any]) -> Any:

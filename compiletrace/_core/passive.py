@@ -75,6 +75,7 @@ class PassiveRecording:
                     filename=frame.filename,
                     qualname=frame.qualname or frame.code_name,
                     compile_name=tc.compile_name(compiler_fn),
+                    code=frame.code,
                 ),
                 self.rules,
             )

@@ -78,6 +78,36 @@ def test_every_compile_of_every_process_matches_torch(tmp_path: Path, method: st
 
 
 @pytest.mark.slow
+@pytest.mark.real_model
+@pytest.mark.parametrize("mode", ["generate", "train"])
+def test_an_unmodified_transformers_script_matches_torch_frame_by_frame(tmp_path: Path, mode: str) -> None:
+    pytest.importorskip("transformers")
+    job_json, oracle = tmp_path / "job.json", tmp_path / "oracle.json"
+    proc = ct_run(
+        "--json", str(job_json), "--", sys.executable, str(PROGRAMS / "hf_llama.py"), mode, str(oracle),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(job_json)
+    assert isinstance(job, compiletrace.ProfileJob)
+    (process,) = job.compiling()
+    rows = json.loads(oracle.read_text())
+    forward = {row["compile_id"]: row["seconds"] for row in rows if row["forward"]}
+    records = {r.compile_id: r for r in process.run.graph_records}
+    assert set(records) == set(forward)  # prefill and each decode recompile, or the one step
+    for compile_id, seconds in forward.items():
+        assert _agree(records[compile_id].frame_ns / 1e9, seconds), (compile_id, records[compile_id], seconds)
+    # The model, named by its class: the frame torch compiles is transformers' decorator around
+    # the forward, which runs on no named argument.
+    assert {r.component for r in records.values()} == {"LlamaForCausalLM"}
+    backward = [row for row in rows if not row["forward"]]
+    assert [r.compile_id for r in records.values() if r.backward_ns > 0] == [
+        row["compile_id"] for row in backward
+    ]
+    assert (mode == "train") == bool(backward)
+
+
+@pytest.mark.slow
 def test_the_job_reads_back_through_report_doctor_and_views(tmp_path: Path) -> None:
     job_json, html, trace = tmp_path / "job.json", tmp_path / "job.html", tmp_path / "trace.json"
     proc = ct_run(

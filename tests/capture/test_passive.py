@@ -4,6 +4,7 @@ frame against torch's own metrics; and the components it names with no edit."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -268,3 +269,32 @@ def test_torchs_ahead_of_time_path_is_recorded_whole() -> None:
     # torch's own figure for the whole of it: its "fullgraph_capture" region.
     (torch_s,) = torch._dynamo.utils.compilation_time_metrics["fullgraph_capture"]
     assert _close(record.total_ns, torch_s)
+
+
+def _logged(fn: Any) -> Any:
+    """A decorator as libraries put on forward (transformers wraps every one)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapped
+
+
+class DecoratedLM(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    @_logged
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x)
+
+
+def test_a_decorated_forward_is_named_by_its_module() -> None:
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        torch.compile(DecoratedLM(), backend="eager")(torch.ones(2, 4))
+        patched = DecoratedLM()
+        patched.forward = torch.compile(patched.forward, backend="eager")  # type: ignore[method-assign]
+        patched(torch.ones(3, 4))
+    assert [r.component for r in observed.registry.records()] == ["DecoratedLM", "DecoratedLM"]

@@ -187,6 +187,7 @@ def _aot_frame(model: Any, example_inputs: Any, backend: Any) -> CompilingFrame:
         qualname=str(getattr(code, "co_qualname", "") or getattr(code, "co_name", "")),
         target=bound,
         callers=_caller_selves(sys._getframe(2)),
+        code=code,
     )
 
 

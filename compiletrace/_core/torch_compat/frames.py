@@ -47,6 +47,7 @@ class CompilingFrame:
     qualname: str = ""  # co_qualname of the frame's code ("Tower.forward")
     # Read only when asked (``compiling_frame(callers=True)``), to name a component:
     target: Any = None  # the ``self`` the compiled code runs on, if it is a method
+    code: Any = None  # the code object compiled
     callers: tuple[Any, ...] = ()  # the ``self`` of each calling frame, nearest first
 
 
@@ -95,6 +96,7 @@ def _compiling_frame_of(compile_frame: Any, *, callers: bool = False) -> Compili
         qualname=str(getattr(compiled_code, "co_qualname", "") or getattr(compiled_code, "co_name", "")),
         target=target,
         callers=found,
+        code=compiled_code if callers else None,
     )
 
 
