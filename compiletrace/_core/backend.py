@@ -74,7 +74,9 @@ class CompiletraceBackend:
     installs the compile callbacks (unless a ``tracker`` is given), so the first compile is
     seen whole.
 
-    Use one object per compiled model: Dynamo recompiles when the backend object changes.
+    Use one object for everything compiled the same way (every block of a model compiled
+    block by block, say): Dynamo recompiles shared code when the backend object changes.
+    ``compiletrace.compile`` does this by itself (one backend per configuration).
 
     >>> import torch, compiletrace
     >>> be = compiletrace.backend(component="encoder", backend="eager")

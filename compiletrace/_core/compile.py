@@ -12,6 +12,7 @@ from compiletrace._data.records import ENCODER, LANGUAGE_MODEL
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import CompilationMode
 from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.state import STATE
 
 __all__ = ["CompilationMode", "compile", "resolve_component"]
 
@@ -31,6 +32,60 @@ def resolve_component(is_encoder: object, component: object) -> str:
             "(is_encoder=True means component='encoder')"
         )
     return name
+
+
+def shared_backend(
+    component: str,
+    *,
+    backend: str | Callable[..., Any],
+    mode: str | None,
+    options: Mapping[str, Any] | None,
+    dynamic: bool | None,
+    registry: Registry | None,
+    trace_cost: bool,
+) -> CompiletraceBackend:
+    """The one backend for this configuration: compiling many blocks the same way (a model
+    compiled layer by layer, as regional compilation does) must give Dynamo one backend, as
+    ``torch.compile(block)`` does, or it recompiles the blocks' shared code once per block
+    ("backend mismatch") up to its recompile limit and runs the rest eagerly.
+
+    >>> a = shared_backend("encoder", backend="eager", mode=None, options=None, dynamic=None,
+    ...                    registry=None, trace_cost=False)
+    >>> a is shared_backend("encoder", backend="eager", mode=None, options=None, dynamic=None,
+    ...                     registry=None, trace_cost=False)
+    True
+    """
+    try:
+        if options is not None and not isinstance(options, Mapping):
+            raise TypeError("options: the backend checks and refuses them")
+        key = (
+            component,
+            backend if isinstance(backend, str) else ("callable", id(backend)),
+            mode,
+            None if options is None else tuple(sorted(options.items())),
+            dynamic,
+            None if registry is None else id(registry),
+            trace_cost,
+        )
+        hash(key)
+    except TypeError:  # options that cannot be compared: a backend of their own
+        key = None
+    with STATE.lock:
+        found = STATE.shared_backends.get(key) if key is not None else None
+        if found is not None and (registry is None or found.registry is registry):
+            return found
+        made = CompiletraceBackend(
+            component,
+            backend=backend,
+            mode=mode,
+            options=options,
+            dynamic=dynamic,
+            registry=registry,
+            trace_cost=trace_cost,
+        )
+        if key is not None:
+            STATE.shared_backends[key] = made
+        return made
 
 
 def compile(
@@ -72,7 +127,7 @@ def compile(
     if dynamic is not None and not isinstance(dynamic, bool):
         raise ArgumentTypeError(f"dynamic must be None or a bool, got {type(dynamic).__name__}")
     cmode = CompilationMode.parse(compilation_mode)
-    be = CompiletraceBackend(
+    be = shared_backend(
         name,
         backend=backend,
         mode=mode,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,11 @@ class ProcessState:
         self.observer_factory: Callable[[], Any] | None = None
         self.default_registry: Registry | None = None  # the Registry compiletrace.compile records into
         self.entry_point_backend: CompiletraceBackend | None = None  # torch.compile(backend="compiletrace")
+        # compiletrace.compile's backends, one per configuration (weakly held): compiling many
+        # blocks the same way must be one backend, or Dynamo recompiles their shared code.
+        self.shared_backends: weakref.WeakValueDictionary[Any, CompiletraceBackend] = (
+            weakref.WeakValueDictionary()
+        )
         # Where telemetry sends spans and metrics (None: the global providers), and the
         # tracer and instruments built for the current pair (see telemetry._providers).
         self.tracer_provider: TracerProvider | None = None

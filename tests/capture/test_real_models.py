@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -494,3 +495,33 @@ def test_two_components_sharing_a_forward_from_four_threads(probe: ComponentProb
     assert len({r.code_name for r in records}) == 1  # one shared frame
     assert sum(r.shared_with is not None for r in records) == 1
     assert sum(r.backward_ns > 0 for r in records) >= 2  # at least each component's first graph
+
+
+def _llama_layer_by_layer(compile_layer: Callable[[torch.nn.Module], Any]) -> list[str]:
+    """A 10-layer tiny Llama compiled layer by layer (regional compilation, as diffusers'
+    compile_repeated_blocks and torchtitan do): the compile ids torch records for one call."""
+    config = transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=10,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    for i, layer in enumerate(model.model.layers):
+        model.model.layers[i] = compile_layer(layer)
+    started = time.time()
+    with torch.no_grad():
+        model(torch.randint(0, 64, (1, 6)), use_cache=False)
+    rows = torch._dynamo.utils.get_compilation_metrics()
+    return [str(m.compile_id) for m in rows if m.is_forward and (m.start_time or 0) >= started]
+
+
+def test_compiling_layer_by_layer_compiles_as_often_as_torch_compile() -> None:
+    # A backend object per layer made Dynamo recompile the layers' shared code once per layer
+    # ("BACKEND_MATCH failure") up to its limit of 8, then run the rest eagerly.
+    plain = _llama_layer_by_layer(lambda layer: torch.compile(layer, backend="aot_eager"))
+    reg = Registry()
+    ours = _llama_layer_by_layer(lambda layer: compiletrace.compile(layer, backend="aot_eager", registry=reg))
+    assert plain == ours == ["0/0"]
+    (record,) = reg.records()
+    assert record.status is CompileStatus.OK and not record.recompile_limit_hit
