@@ -55,21 +55,7 @@ def shared_backend(
     ...                     registry=None, trace_cost=False)
     True
     """
-    try:
-        if options is not None and not isinstance(options, Mapping):
-            raise TypeError("options: the backend checks and refuses them")
-        key = (
-            component,
-            backend if isinstance(backend, str) else ("callable", id(backend)),
-            mode,
-            None if options is None else tuple(sorted(options.items())),
-            dynamic,
-            None if registry is None else id(registry),
-            trace_cost,
-        )
-        hash(key)
-    except TypeError:  # options that cannot be compared: a backend of their own
-        key = None
+    key = _backend_key(component, backend, mode, options, dynamic, registry, trace_cost)
     with STATE.lock:
         found = STATE.shared_backends.get(key) if key is not None else None
         if found is not None and (registry is None or found.registry is registry):
@@ -86,6 +72,35 @@ def shared_backend(
         if key is not None:
             STATE.shared_backends[key] = made
         return made
+
+
+def _backend_key(
+    component: str,
+    backend: object,
+    mode: object,
+    options: object,
+    dynamic: object,
+    registry: Registry | None,
+    trace_cost: object,
+) -> tuple[Any, ...] | None:
+    # None: a configuration that cannot be compared (options of unhashable values, or not a
+    # mapping, which the backend refuses): it gets a backend of its own.
+    if options is not None and not isinstance(options, Mapping):
+        return None
+    key = (
+        component,
+        backend if isinstance(backend, str) else ("callable", id(backend)),
+        mode,
+        None if options is None else tuple(sorted(options.items(), key=lambda kv: str(kv[0]))),
+        dynamic,
+        None if registry is None else id(registry),
+        trace_cost,
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def compile(

@@ -139,6 +139,7 @@ class _OpenFrame:
     structure: list[str] = field(default_factory=list)  # structural hash of each graph kept
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
+    fullgraph: bool = False  # fullgraph=True: Dynamo giving up raises to the user
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
     aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
 
@@ -270,6 +271,7 @@ class Tracker:
         opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
+            opened.fullgraph = frame.fullgraph
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
         if owner is not None and getattr(owner, "trace_cost", False):
@@ -384,6 +386,11 @@ class Tracker:
                 failure = tc.frame_failure()  # torch's metrics are filled in by now
                 if failure is not None:
                     frame.failure = GraphBreak(*failure, frame_skipped=True)
+            if frame.fullgraph and frame.status is CompileStatus.OK:
+                # With fullgraph=True Dynamo giving up is the user's error (torch raises it).
+                failed = tc.frame_failure_type()
+                if failed is not None:
+                    frame.status, frame.error_type = CompileStatus.ERROR, failed
             torch_restarts = tc.restart_reasons()  # graph-break restarts too, not only ours
             if torch_restarts is not None:
                 frame.restart_reasons = torch_restarts

@@ -19,12 +19,7 @@ from compiletrace._core.components import (
     parse_component_rules,
     target_of,
 )
-
-
-def _torch_rows() -> dict[str, Any]:
-    return {
-        str(m.compile_id): m for m in tc.compilation_metrics() if m.entire_frame_compile_time_s is not None
-    }
+from tests.conftest import torch_rows
 
 
 def _close(ours_ns: int, torch_s: float) -> bool:
@@ -75,7 +70,7 @@ def test_every_backend_is_recorded_and_agrees_with_torch_frame_by_frame() -> Non
         "eager",
         "aot_eager",
     ]
-    rows = _torch_rows()
+    rows = {k: m for k, m in torch_rows().items() if m.entire_frame_compile_time_s is not None}
     assert [r.compile_id for r in records] == list(rows)
     for record in records:
         row = rows[record.compile_id]

@@ -198,3 +198,25 @@ def test_control_characters_never_reach_the_terminal_raw() -> None:
     text = compiletrace.summary(reg)
     assert "\x1b" not in text and "\x07" not in text
     assert "encoder\\x1b]0;owned\\x07" in text
+
+
+def test_a_fullgraph_compile_that_breaks_is_an_error_as_torch_says() -> None:
+    def prints(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        print("between")  # a graph break: with fullgraph=True, torch raises Unsupported
+        return y.cos()
+
+    reg = compiletrace.Registry()
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        compiletrace.compile(prints, backend="eager", fullgraph=True, registry=reg)(torch.ones(2))
+    (record,) = reg.records()
+    (row,) = torch_rows().values()
+    assert row.fail_type == "Unsupported"  # torch's own row
+    assert record.status is compiletrace.CompileStatus.ERROR
+    assert record.error_type == "torch._dynamo.exc.Unsupported"
+    (reason,) = record.graph_breaks
+    assert reason.lineno == prints.__code__.co_firstlineno + 2 and reason.frame_skipped
+    # Without fullgraph the same break is no error: the frame is split and runs.
+    plain = compiletrace.Registry()
+    compiletrace.compile(prints, backend="eager", registry=plain)(torch.ones(2))
+    assert all(r.status is compiletrace.CompileStatus.OK for r in plain.records())

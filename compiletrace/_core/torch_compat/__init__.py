@@ -115,6 +115,7 @@ from compiletrace._core.torch_compat.frames import (
 from compiletrace._core.torch_compat.metrics import (
     compilation_metrics,
     frame_failure,
+    frame_failure_type,
     recompile_reason,
     restart_reasons,
 )
@@ -163,6 +164,7 @@ __all__ = [
     "current_compile_context",
     "current_compile_id",
     "frame_failure",
+    "frame_failure_type",
     "graph_break_mark",
     "graph_breaks_since",
     "graph_structure_hash",

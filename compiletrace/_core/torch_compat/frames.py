@@ -48,6 +48,7 @@ class CompilingFrame:
     # Read only when asked (``compiling_frame(callers=True)``), to name a component:
     target: Any = None  # the ``self`` the compiled code runs on, if it is a method
     code: Any = None  # the code object compiled
+    fullgraph: bool = False  # compiled with fullgraph=True: a graph break is an error
     callers: tuple[Any, ...] = ()  # the ``self`` of each calling frame, nearest first
 
 
@@ -97,6 +98,7 @@ def _compiling_frame_of(compile_frame: Any, *, callers: bool = False) -> Compili
         target=target,
         callers=found,
         code=compiled_code if callers else None,
+        fullgraph=f_locals.get("one_graph") is True,
     )
 
 

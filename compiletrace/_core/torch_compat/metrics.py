@@ -63,6 +63,21 @@ def frame_failure() -> tuple[str, str, int] | None:
         return None
 
 
+def frame_failure_type() -> str | None:
+    """The qualified name of the exception that ended the frame compile ending now
+    (``torch._dynamo.exc.Unsupported``), from torch's metrics; None when it succeeded."""
+    try:
+        from torch._dynamo.utils import get_metrics_context
+
+        fail_type = getattr(get_metrics_context(), "_metrics", {}).get("fail_type")
+    except Exception:
+        return None
+    if not fail_type:
+        return None
+    name = str(fail_type)
+    return name if "." in name else f"torch._dynamo.exc.{name}"
+
+
 def compilation_metrics() -> list[Any]:
     """Torch's own per-compile metrics (``CompilationMetrics``), oldest first."""
     try:
