@@ -34,8 +34,17 @@ from compiletrace._app.analysis import compile_ns, find_expensive_hits
 from compiletrace._data.findings import DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, Finding, FindingKind, doctor_dict
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.phases import KERNEL_COMPILE, OTHER
-from compiletrace._data.records import NS_PER_S, TRACE_OTHER, CacheOutcome, GraphRecord, TraceNode, walk_trace
+from compiletrace._data.records import (
+    NS_PER_S,
+    TRACE_OTHER,
+    CacheOutcome,
+    GraphRecord,
+    TraceNode,
+    walk_trace,
+)
 from compiletrace._data.registry import Registry, get_registry
+from compiletrace._data.run import WarmupResult
+from compiletrace._data.timeline import Timeline
 
 __all__ = [
     "DOCTOR_KIND",
@@ -48,6 +57,7 @@ __all__ = [
     "diagnose",
     "diagnose_ranks",
     "diagnose_records",
+    "diagnose_run",
     "doctor_dict",
     "guard_fix",
     "owners",
@@ -701,6 +711,60 @@ def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
         *_costly_traces(records),
     ]
     return _ranked(findings)
+
+
+# Phases of a start-up that are warm-ups by their names: compiletrace's own ("Warmup (CPU)"),
+# and what engines call theirs (vLLM's profiling and dummy runs, "warm up", "warmup").
+_WARMUP_NAME = re.compile(r"warm[ _-]?up|profile[ _]run|dummy[ _]run", re.IGNORECASE)
+
+
+def diagnose_run(
+    records: Sequence[GraphRecord], warmup: WarmupResult | None = None, timeline: Timeline | None = None
+) -> list[Finding]:
+    """:func:`diagnose_records`, plus what only a whole run shows: warm-ups that ran and
+    compiled nothing (the run's own warm-up, and any phase of its start-up timeline named
+    as one), most seconds at stake first.
+
+    >>> from compiletrace._data.records import CompilationTimes
+    >>> [f.kind.value for f in diagnose_run([], WarmupResult(False, 2.5, CompilationTimes()))]
+    ['useless_warmup']
+    """
+    return _ranked([*diagnose_records(records), *_useless_warmups(records, warmup, timeline)])
+
+
+def _useless_warmups(
+    records: Sequence[GraphRecord], warmup: WarmupResult | None, timeline: Timeline | None
+) -> list[Finding]:
+    fix = (
+        "skip the warm-up when nothing will compile: guard it on the compilation mode, as "
+        "compiletrace.warm_up does (CompilationMode.NONE: no compile, no warm-up); a warm-up "
+        "that compiled nothing only costs its run"
+    )
+    spans: list[tuple[str, int, int]] = []
+    if timeline is not None:
+        named = (p for p in timeline.phases if _WARMUP_NAME.search(p.name))
+        spans = [(p.name, p.start_unix_ns, p.end_unix_ns) for p in named]
+    # No timeline to place it in: the warm-up's own figures say whether it compiled.
+    untimed = not spans and warmup is not None and not warmup.skipped and warmup.duration_s > 0
+    if untimed and warmup is not None and not records and sum(warmup.by_component.values()) == 0:
+        spans = [("warm-up", 0, int(warmup.duration_s * NS_PER_S))]
+        records = ()
+    findings = []
+    for name, start, end in spans:
+        if any(r.start_unix_ns < end and r.end_unix_ns > start for r in records):
+            continue  # it compiled: a warm-up doing its work
+        seconds = (end - start) / NS_PER_S
+        findings.append(
+            Finding(
+                FindingKind.USELESS_WARMUP,
+                "",
+                seconds,
+                f"the start-up phase {name!r} ran for {seconds:.2f} s and compiled nothing",
+                fix,
+                evidence={"phase": name, "seconds": seconds},
+            )
+        )
+    return findings
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:

@@ -90,11 +90,12 @@ class ProfileJob(Job):
     def diagnose(self) -> list[Finding]:
         """The doctor's findings, process by process (a finding's evidence names its
         process), most seconds at stake first."""
-        from compiletrace._app.doctor import diagnose_records
+        from compiletrace._app.doctor import diagnose_run
 
         findings = []
-        for process in self.compiling():
-            for finding in diagnose_records(process.run.graph_records):
+        for process in self.processes:
+            run = process.run
+            for finding in diagnose_run(run.graph_records, run.warmup, run.timeline):
                 evidence = {**finding.evidence, "process": process.info.label}
                 findings.append(replace(finding, evidence=evidence))
         return sorted(findings, key=lambda f: -f.seconds)

@@ -193,9 +193,9 @@ class ProfileRun(Run):
         >>> [f.kind for f in profile(backend="eager").diagnose()]
         []
         """
-        from compiletrace._app.doctor import diagnose_records
+        from compiletrace._app.doctor import diagnose_run
 
-        return diagnose_records(self.graph_records)
+        return diagnose_run(self.graph_records, self.warmup, self.timeline)
 
     def summary(self) -> str:
         """The header (model, backend, versions, cache state), the text tables and the

@@ -44,6 +44,7 @@ class FindingKind(str, enum.Enum):
     SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
     RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
     COSTLY_TRACE = "costly_trace"  # one user function holds much of a component's Dynamo time
+    USELESS_WARMUP = "useless_warmup"  # a warm-up that ran and compiled nothing
 
     def __str__(self) -> str:  # "recompiles", in messages and f-strings alike
         return str(self.value)

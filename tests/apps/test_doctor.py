@@ -170,7 +170,8 @@ def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not
     torch.manual_seed(0)
     blocks = [Block() for _ in range(4)]
     reg = Registry()
-    each = [compiletrace.compile(b, backend="eager", registry=reg) for b in blocks]
+    # A backend object made per block (torch.compile(b, backend=compiletrace.backend(...))).
+    each = [torch.compile(b, backend=compiletrace.backend(backend="eager", registry=reg)) for b in blocks]
     x = torch.ones(2, 8)
     with torch.no_grad():
         for b in each:
@@ -180,16 +181,23 @@ def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not
     assert finding.location == _where(Block.forward) and "create the backend once" in finding.fix
     assert not [f for f in compiletrace.diagnose(reg) if f.kind == FindingKind.REPEATED_GRAPH.value]
 
-    torch._dynamo.reset()
-    fixed = Registry()
-    be = compiletrace.backend(backend="eager", registry=fixed)
-    shared = [torch.compile(b, backend=be) for b in blocks]
-    y = torch.ones(2, 8)
-    with torch.no_grad():
-        for b in shared:
-            y = b(y)
-    torch.testing.assert_close(x, y)
-    assert (_recompiles(reg), _recompiles(fixed), len(fixed.records())) == (3, 0, 1)
+    # One backend for every block: the fix, and what compiletrace.compile does by itself.
+    def one_backend(fixed: Registry) -> list[Any]:
+        be = compiletrace.backend(backend="eager", registry=fixed)
+        return [torch.compile(b, backend=be) for b in blocks]
+
+    def compiletrace_compile(fixed: Registry) -> list[Any]:
+        return [compiletrace.compile(b, backend="eager", registry=fixed) for b in blocks]
+
+    for compile_blocks in (one_backend, compiletrace_compile):
+        torch._dynamo.reset()
+        fixed = Registry()
+        y = torch.ones(2, 8)
+        with torch.no_grad():
+            for b in compile_blocks(fixed):
+                y = b(y)
+        torch.testing.assert_close(x, y)
+        assert (_recompiles(reg), _recompiles(fixed), len(fixed.records())) == (3, 0, 1)
 
 
 # -- the recompile limit ---------------------------------------------------------------------
@@ -813,3 +821,43 @@ def test_diagnosing_ten_thousand_records_takes_under_a_second() -> None:
     elapsed = time.thread_time() - start
     assert elapsed < 5.0  # generous: the benchmark's figure is far below a second
     assert {f.kind for f in findings} >= {"recompiles", "graph_break", "repeated_graph", "cache_miss"}
+
+
+# -- warm-ups that compiled nothing --------------------------------------------------------
+
+
+def test_a_warm_up_that_compiled_nothing_is_its_seconds_and_the_guard_is_the_fix() -> None:
+    from compiletrace import ProfileRun
+    from compiletrace._app.timeline import startup_timeline
+
+    for compiles in (False, True):
+        reg = Registry()
+        model = torch.nn.Linear(8, 8)
+        if compiles:
+            model = compiletrace.compile(model, backend="eager", registry=reg)
+        result = compiletrace.warm_up(
+            lambda m=model: m(torch.ones(2, 8)), compilation_mode="stock", registry=reg
+        )
+        run = ProfileRun(reg.records(), result, {}, startup_timeline(reg))
+        found = [f for f in run.diagnose() if f.kind == FindingKind.USELESS_WARMUP]
+        assert len(found) == (0 if compiles else 1)
+        if found:
+            assert run.timeline is not None
+            (phase,) = [p for p in run.timeline.phases if p.name == "Warmup (CPU)"]
+            assert found[0].seconds == phase.duration_ns / 1e9
+            assert "compiled nothing" in found[0].title and "CompilationMode.NONE" in found[0].fix
+
+
+def test_an_engines_warm_up_phases_are_judged_by_the_compiles_inside_them() -> None:
+    from compiletrace._app.doctor import diagnose_run
+    from compiletrace._data.timeline import PhaseRecord, build_timeline
+
+    inside = make_record("0/0", "model", start_unix_ns=2 * S, frame_ns=S)
+    phases = [
+        PhaseRecord("profile_run", 1 * S, 5 * S),  # vLLM's memory profiling: it compiled
+        PhaseRecord("dummy run", 6 * S, 9 * S),  # compiled nothing: 3 s for nothing
+        PhaseRecord("load weights", 9 * S, 10 * S),  # not a warm-up
+    ]
+    timeline = build_timeline(phases, [inside], 0, 11 * S)
+    (finding,) = [f for f in diagnose_run([inside], None, timeline) if f.kind == FindingKind.USELESS_WARMUP]
+    assert finding.seconds == 3.0 and finding.evidence["phase"] == "dummy run"
