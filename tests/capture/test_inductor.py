@@ -59,3 +59,11 @@ def test_registered_backend_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert (rec.component, rec.backend) == ("language_model", "inductor")
     assert rec.dynamo_ns is not None  # the callbacks were in place before the first frame
     reg.clear()
+
+
+def test_torch_compile_name_labels_a_passive_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # torch keeps name= on its inductor wrapper only: checked on a real inductor compile.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    with compiletrace.observe(registry=Registry()) as seen:
+        torch.compile(_fn, name="vision")(torch.randn(16))
+    assert [(r.component, r.backend) for r in seen.registry.records()] == [("vision", "inductor")]
