@@ -34,68 +34,43 @@ def resolve_component(is_encoder: object, component: object) -> str:
     return name
 
 
-def shared_backend(
-    component: str,
-    *,
-    backend: str | Callable[..., Any],
-    mode: str | None,
-    options: Mapping[str, Any] | None,
-    dynamic: bool | None,
-    registry: Registry | None,
-    trace_cost: bool,
-) -> CompiletraceBackend:
-    """The one backend for this configuration: compiling many blocks the same way (a model
-    compiled layer by layer, as regional compilation does) must give Dynamo one backend, as
-    ``torch.compile(block)`` does, or it recompiles the blocks' shared code once per block
-    ("backend mismatch") up to its recompile limit and runs the rest eagerly.
+def shared_backend(component: str, **settings: Any) -> CompiletraceBackend:
+    """The one backend for this component and these settings (``CompiletraceBackend``'s
+    keywords): compiling many blocks the same way (a model compiled layer by layer, as
+    regional compilation does) must give Dynamo one backend, as ``torch.compile(block)``
+    does, or it recompiles the blocks' shared code once per block ("backend mismatch") up to
+    its recompile limit and runs the rest eagerly.
 
-    >>> a = shared_backend("encoder", backend="eager", mode=None, options=None, dynamic=None,
-    ...                    registry=None, trace_cost=False)
-    >>> a is shared_backend("encoder", backend="eager", mode=None, options=None, dynamic=None,
-    ...                     registry=None, trace_cost=False)
+    >>> a = shared_backend("encoder", backend="eager")
+    >>> a is shared_backend("encoder", backend="eager") and a is not shared_backend("vision", backend="eager")
     True
     """
-    key = _backend_key(component, backend, mode, options, dynamic, registry, trace_cost)
+    key = _backend_key(component, settings)
+    registry = settings.get("registry")
     with STATE.lock:
         found = STATE.shared_backends.get(key) if key is not None else None
         if found is not None and (registry is None or found.registry is registry):
             return found
-        made = CompiletraceBackend(
-            component,
-            backend=backend,
-            mode=mode,
-            options=options,
-            dynamic=dynamic,
-            registry=registry,
-            trace_cost=trace_cost,
-        )
+        made = CompiletraceBackend(component, **settings)
         if key is not None:
             STATE.shared_backends[key] = made
         return made
 
 
-def _backend_key(
-    component: str,
-    backend: object,
-    mode: object,
-    options: object,
-    dynamic: object,
-    registry: Registry | None,
-    trace_cost: object,
-) -> tuple[Any, ...] | None:
-    # None: a configuration that cannot be compared (options of unhashable values, or not a
-    # mapping, which the backend refuses): it gets a backend of its own.
-    if options is not None and not isinstance(options, Mapping):
-        return None
-    key = (
-        component,
-        backend if isinstance(backend, str) else ("callable", id(backend)),
-        mode,
-        None if options is None else tuple(sorted(options.items(), key=lambda kv: str(kv[0]))),
-        dynamic,
-        None if registry is None else id(registry),
-        trace_cost,
-    )
+def _backend_key(component: str, settings: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    # Callables and registries by identity (the backend holds them, so an id is not reused
+    # while it lives). None: settings that cannot be compared (options of unhashable values,
+    # or not a mapping, which the backend refuses): a backend of their own.
+    parts: list[Any] = [component]
+    for name, value in sorted(settings.items()):
+        if name == "options" and value is not None:
+            if not isinstance(value, Mapping):
+                return None
+            value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
+        elif name == "registry" or (name == "backend" and not isinstance(value, str)):
+            value = None if value is None else ("id", id(value))
+        parts.append((name, value))
+    key = tuple(parts)
     try:
         hash(key)
     except TypeError:
