@@ -24,6 +24,7 @@ import py_compile
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ from compiletrace._data.run import Run
 from compiletrace._io.envelope import Fields, read_json_file
 from compiletrace._io.errors import CompiletraceError, UsageError
 from compiletrace._io.signals import owned_temporary_directory
+from compiletrace._io.text import first_line, printable
 
 __all__ = [
     "BOOTSTRAP_DIR",
@@ -219,7 +221,8 @@ def run_command(
         if job_dir is None:
             directory = stack.enter_context(owned_temporary_directory("compiletrace-run-"))
         else:
-            directory = os.fspath(job_dir)
+            # Absolute: the program may change directory (Hydra does) before it writes.
+            directory = os.path.abspath(os.fspath(job_dir))
             os.makedirs(directory, exist_ok=True)
         bootstrap = compiled_bootstrap(
             stack.enter_context(owned_temporary_directory("compiletrace-bootstrap-"))
@@ -251,14 +254,34 @@ def collect_job(directory: str | os.PathLike[str], command: Sequence[str], exit_
         started[info.pid] = info
     processes = []
     for path in sorted(root.glob(f"*{RUN_SUFFIX}")):
-        run = read(path, accept={FileKind.RUN}, command="compiletrace run")
-        assert isinstance(run, Run)
-        info = ProcessInfo.from_dict(run.meta, str(path), "meta")
+        try:
+            run = read(path, accept={FileKind.RUN}, command="compiletrace run")
+            assert isinstance(run, Run)
+            info = ProcessInfo.from_dict(run.meta, str(path), "meta")
+        except CompiletraceError as exc:
+            # One process's damaged file must not cost the others theirs, nor the command
+            # its exit status: it is named, and the process counts as leaving no run.
+            print(f"compiletrace: {printable(first_line(exc))}", file=sys.stderr)
+            continue
         processes.append(JobProcess(info, run))
     recorded = {p.info.pid for p in processes}
     processes.sort(key=lambda p: (p.run.timeline.start_unix_ns if p.run.timeline else 0, p.info.pid))
-    missing = tuple(info for pid, info in sorted(started.items()) if pid not in recorded)
+    missing = tuple(
+        replace(info, role=f"{info.role}, still running when the command ended") if _alive(pid) else info
+        for pid, info in sorted(started.items())
+        if pid not in recorded
+    )
     return ProfileJob(tuple(command), exit_status, tuple(processes), missing)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # not ours to signal: it exists
+        return True
+    return True
 
 
 def _read_started(path: Path) -> ProcessInfo:

@@ -32,7 +32,7 @@ from compiletrace._app.timeline import startup_timeline
 from compiletrace._core.passive import observe
 from compiletrace._data.job import ProcessInfo
 from compiletrace._data.records import CompilationTimes
-from compiletrace._data.registry import Registry
+from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._io.envelope import envelope
 from compiletrace._io.files import write_json
@@ -63,24 +63,35 @@ class _Recording:
         self.job_dir = job_dir
         self.components = components
         self.trace_cost = trace_cost
-        self.lock = threading.Lock()
+        # Re-entrant, and only ever tried (never waited on) from a signal handler: SIGTERM
+        # arriving while this thread writes must neither deadlock nor write twice.
+        self.lock = threading.RLock()
         self.pid = -1
         self.written = False
+        self.writing = False
+        self.pending_signal: int | None = None  # a SIGTERM that came while writing
+        self.forked_at_ns = 0  # a forked child keeps only the records it made after this
         self.registry = Registry()
         self.observer: observe | None = None
         self.info: ProcessInfo | None = None
 
     def begin(self) -> None:
-        """Start recording as this process (at start, and again in a forked child)."""
+        """Start recording as this process."""
         self.pid = os.getpid()
-        self.written = False
-        self.registry = Registry()
-        if self.observer is not None:
-            self.observer.stop()
         self.observer = observe(
             components=self.components, registry=self.registry, trace_cost=self.trace_cost
         )
         self.name_process()
+
+    def forked(self) -> None:
+        """In a forked child, between fork and (maybe) exec: no lock taken, no file written
+        (``subprocess`` forks this way before it execs another program). The records made
+        from now on are this child's."""
+        self.pid = os.getpid()
+        self.written = self.writing = False
+        self.pending_signal = None
+        self.forked_at_ns = time.time_ns()
+        self.info = None  # named when it writes, or by multiprocessing once it knows its name
 
     def name_process(self) -> None:
         """(Re)write the start marker, with the role as the process knows it now: a forked
@@ -93,30 +104,52 @@ class _Recording:
 
     def write(self) -> None:
         """Write this process's run (once; a forked child writes its own)."""
-        with self.lock:
-            if self.written or self.pid != os.getpid() or self.info is None:
+        if not self.lock.acquire(blocking=False):
+            return  # another thread writes it
+        try:
+            if self.written or self.writing or self.pid != os.getpid():
                 return
+            self.writing = True
+            self._write()
             self.written = True
-            reg = self.registry
-            records = reg.records()
-            by_component = reg.by_component()
-            warmup = WarmupResult(
-                skipped=True,  # no warm-up was run by compiletrace: the program ran as it does
-                duration_s=0.0,
-                compilation_times=CompilationTimes.from_components(by_component),
-                by_component=by_component,
-            )
-            backends = sorted({r.backend for r in records})
-            meta: dict[str, Any] = {
-                "source": "compiletrace run",
-                "model": " ".join(self.info.argv) or "?",  # what the header names the run by
-                "backend": ", ".join(backends) if backends else None,
-                "compiletrace_version": __version__,
-                "torch_version": _torch_version(),
-                "created_unix_s": time.time(),
-                **self.info.to_dict(),
-            }
-            Run(records, warmup, meta, startup_timeline(reg)).save(self._path(RUN_SUFFIX))
+        finally:
+            self.writing = False
+            self.lock.release()
+
+    def _write(self) -> None:
+        # The passive records, and those of compiletrace.compile into the process registry.
+        records = sorted(
+            (
+                r
+                for r in (*self.registry.records(), *get_registry().records())
+                if r.start_unix_ns >= self.forked_at_ns
+            ),
+            key=lambda r: r.end_unix_ns,
+        )
+        if self.forked_at_ns and not records:
+            return  # a forked child that compiled nothing (or exec'd another program)
+        info = self.info or ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
+        reg = Registry()
+        for record in records:
+            reg.add(record)
+        by_component = reg.by_component()
+        warmup = WarmupResult(
+            skipped=True,  # no warm-up was run by compiletrace: the program ran as it does
+            duration_s=0.0,
+            compilation_times=CompilationTimes.from_components(by_component),
+            by_component=by_component,
+        )
+        backends = sorted({r.backend for r in records})
+        meta: dict[str, Any] = {
+            "source": "compiletrace run",
+            "model": " ".join(info.argv) or "?",  # what the header names the run by
+            "backend": ", ".join(backends) if backends else None,
+            "compiletrace_version": __version__,
+            "torch_version": _torch_version(),
+            "created_unix_s": time.time(),
+            **info.to_dict(),
+        }
+        Run(reg.records(), warmup, meta, startup_timeline(reg)).save(self._path(RUN_SUFFIX))
 
 
 _RECORDING: _Recording | None = None
@@ -160,25 +193,31 @@ def _write_quietly() -> None:
         recording.write()
     except Exception as exc:
         _warn(f"this process's run (pid {os.getpid()}) was not written", exc)
+    if recording.pending_signal is not None:
+        _die_of(recording.pending_signal)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # The program had no handler of its own: write what was recorded, then die of SIGTERM
-    # as it would have without compiletrace.
+    # as it would have without compiletrace. A SIGTERM that lands while the run is being
+    # written (at exit, or a second one during this handler's write) lets that write end.
+    recording = _RECORDING
+    if recording is not None and recording.writing:
+        recording.pending_signal = signum
+        return
     _write_quietly()
+    _die_of(signum)
+
+
+def _die_of(signum: int) -> None:
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
 def _after_fork_in_child() -> None:
     recording = _RECORDING
-    if recording is None:
-        return
-    try:
-        recording.begin()
-        _finalize_multiprocessing_child()
-    except Exception as exc:
-        _warn("recording is off in this forked process", exc)
+    if recording is not None:
+        recording.forked()
 
 
 def _finalize_multiprocessing_child() -> None:

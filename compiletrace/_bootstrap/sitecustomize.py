@@ -34,10 +34,13 @@ def _say(what: str, exc: BaseException) -> None:
 
 
 def _shadowed_sitecustomize_dir() -> str | None:
-    # Python imports one sitecustomize, the first on the path: this one. Find the next by
-    # a stat or two per path entry: listing site-packages would cost every process ms.
-    for entry in sys.path:
-        directory = os.path.abspath(entry or os.curdir)
+    # Python imports one sitecustomize, the first on the path: this one. Find the next, on
+    # the entries after this one's (a bootstrap of a `run` inside a `run` then chains to the
+    # outer one, never back), by a stat or two per entry: listing site-packages would cost
+    # every process milliseconds.
+    entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    after = entries[entries.index(_HERE) + 1 :] if _HERE in entries else entries
+    for directory in after:
         if directory == _HERE:
             continue
         for name in ("sitecustomize.py", "sitecustomize.pyc", os.path.join("sitecustomize", "__init__.py")):
@@ -85,6 +88,7 @@ class _Loader:
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
+        _stop_watching()
         _start_recording()
 
     def __getattr__(self, name: str) -> object:
@@ -94,13 +98,16 @@ class _Loader:
 class _WatchDynamo:
     """A meta-path finder that asks nothing of any import but ``torch._dynamo``'s."""
 
+    _busy = False  # finding the real spec: this finder must not answer its own question
+
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname != _WATCHED:
+        # Removed once the module has run (not here: a find_spec probe, as importlib.util's,
+        # must not disarm it before the real import).
+        if fullname != _WATCHED or self._busy:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
+        self._busy = True
         try:
             from importlib.util import find_spec
 
@@ -108,9 +115,16 @@ class _WatchDynamo:
         except Exception as exc:
             _say("could not watch torch's compiler import", exc)
             return None
+        finally:
+            self._busy = False
         if spec is not None and spec.loader is not None:
             spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
         return spec
+
+
+def _stop_watching() -> None:
+    for finder in [f for f in sys.meta_path if isinstance(f, _WatchDynamo)]:
+        sys.meta_path.remove(finder)  # type: ignore[arg-type]
 
 
 def _install() -> None:

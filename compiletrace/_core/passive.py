@@ -128,10 +128,11 @@ class observe:
         self.recording = PassiveRecording(
             registry if registry is not None else get_registry(), rules, trace_cost
         )
-        with STATE.lock:
-            self._previous = tracker.passive
-            tracker.passive = self.recording
         self._stopped = False
+        with STATE.lock:
+            self._previous: observe | None = STATE.active_observer
+            STATE.active_observer = self
+            tracker.passive = self.recording
 
     @property
     def registry(self) -> Registry:
@@ -145,8 +146,13 @@ class observe:
         self._stopped = True
         tracker = get_tracker()
         with STATE.lock:
-            if tracker.passive is self.recording:
-                tracker.passive = self._previous
+            if STATE.active_observer is not self:
+                return  # a later one is on; it passes over this one when it stops
+            previous = self._previous
+            while previous is not None and previous._stopped:  # stopped out of order
+                previous = previous._previous
+            STATE.active_observer = previous
+            tracker.passive = None if previous is None else previous.recording
 
     def __enter__(self) -> observe:
         return self

@@ -59,7 +59,9 @@ class Registry:
         ):
             raise ArgumentTypeError(f"capacity must be None or a positive int, got {capacity!r}")
         self.capacity = capacity
-        self._lock = threading.Lock()
+        # Re-entrant: a signal handler on the thread that holds it (a process writing its run
+        # on SIGTERM in the middle of an add) must not deadlock.
+        self._lock = threading.RLock()
         self._records: collections.deque[GraphRecord] = collections.deque()
         self._first = 0  # the handle of the oldest record kept (handles count every record added)
         self._index: dict[str, int] = {}  # compile id -> handle of its latest record

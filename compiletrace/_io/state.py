@@ -40,6 +40,7 @@ class ProcessState:
         # Every Dynamo backend call goes through it once passive recording is on (observe()).
         self.backend_call_handler: Any = None
         self.aot_listener: Any = None  # told of torch's ahead-of-time compiles (aot_compile)
+        self.active_observer: Any = None  # the compiletrace.observe() recording now, if any
         self.reset_listeners: list[Callable[[], None]] = []  # called after torch._dynamo.reset()
         # Builds the tracker's observer when the tracker is created: the front door registers
         # telemetry's here, so the core never imports telemetry.

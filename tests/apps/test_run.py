@@ -31,7 +31,8 @@ def _oracle(path: Path) -> dict[str, float]:
 
 
 def _agree(ours_s: float, torch_s: float) -> bool:
-    return abs(ours_s - torch_s) <= 0.02 * torch_s
+    # 2%, and 5 ms for the small compiles, whose bounds the two read a call apart.
+    return abs(ours_s - torch_s) <= 0.02 * torch_s + 0.005
 
 
 @pytest.mark.slow
@@ -168,7 +169,10 @@ def test_torchrun_ranks_are_one_job_with_their_maximum_and_one_trace(tmp_path: P
 
 
 @pytest.mark.slow
-def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signals", [1, 2])
+def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path, signals: int) -> None:
+    # Two in a row (timeout, torchrun and a process group all send more than one): the
+    # second lands while the first one's handler writes the run, and must not hang it.
     job_json = tmp_path / "job.json"
     launcher = subprocess.Popen(
         [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--",
@@ -177,7 +181,8 @@ def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path
     )  # fmt: skip
     assert launcher.stdout is not None
     assert launcher.stdout.readline() == "compiled\n"
-    launcher.send_signal(signal.SIGTERM)
+    for _ in range(signals):
+        launcher.send_signal(signal.SIGTERM)
     _, stderr = launcher.communicate(timeout=TIMEOUT_S)
     assert launcher.returncode == 128 + signal.SIGTERM, stderr  # as a shell reports the program's death
     job = compiletrace.load(job_json)
@@ -229,6 +234,26 @@ def test_the_users_own_sitecustomize_still_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "yes\n"
     assert "1 graph in 1 process" in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_program_that_changes_directory_probes_the_import_and_uses_compiletrace_compile(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    code = (
+        "import importlib.util, os; importlib.util.find_spec('torch._dynamo'); os.chdir('elsewhere')\n"
+        "import torch, compiletrace\n"
+        "torch.compile(lambda x: x + 1, backend='eager')(torch.ones(1))\n"
+        "compiletrace.compile(lambda x: x * 2, is_encoder=True, backend='eager')(torch.ones(1))\n"
+    )
+    proc = ct_run("--job-dir", "job", "--json", "job.json", "--", sys.executable, "-c", code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(job, compiletrace.ProfileJob) and job.missing == ()
+    (process,) = job.compiling()
+    assert sorted(r.component for r in process.run.graph_records) == ["<lambda>", "encoder"]
+    assert sorted(p.name for p in (tmp_path / "job").iterdir())[-1].endswith(".started.json")
 
 
 @pytest.mark.slow

@@ -243,7 +243,7 @@ class Serving(torch.nn.Module):
         super().__init__()
         self.language_model = Tower()
 
-    def warm_up(self, x: torch.Tensor) -> Any:
+    def forward(self, x: torch.Tensor) -> Any:  # called as server(x): a module call
         compiled = torch.compile(Tower.forward, fullgraph=True, backend="aot_eager")
         return compiled.aot_compile(((self.language_model, x), {}))
 
@@ -252,7 +252,7 @@ def test_torchs_ahead_of_time_path_is_recorded_whole() -> None:
     # torch's aot_compile fires no frame callback and calls its backend directly.
     server = Serving()
     with compiletrace.observe(registry=compiletrace.Registry()) as observed:
-        compiled = server.warm_up(torch.ones(2, 4))
+        compiled = server(torch.ones(2, 4))
     assert torch.equal(
         compiled(server.language_model, torch.ones(2, 4)), server.language_model(torch.ones(2, 4))
     )
@@ -293,3 +293,27 @@ def test_a_decorated_forward_is_named_by_its_module() -> None:
         patched.forward = torch.compile(patched.forward, backend="eager")  # type: ignore[method-assign]
         patched(torch.ones(3, 4))
     assert [r.component for r in observed.registry.records()] == ["DecoratedLM", "DecoratedLM"]
+
+
+def test_a_users_backend_around_a_compiletrace_backend_is_timed_once() -> None:
+    inner = compiletrace.backend(backend="eager", registry=compiletrace.Registry())
+
+    def wrapping(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        return inner(gm, example_inputs)
+
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        torch.compile(lambda x: x * 5, backend=wrapping)(torch.ones(2))
+    (record,) = observed.registry.records()
+    assert inner.registry.records() == ()  # its call was inside the one timed here
+    (row,) = [m for m in torch_rows().values() if m.entire_frame_compile_time_s is not None]
+    assert record.backend == "wrapping" and record.backend_ns <= record.total_ns
+    assert _close(record.total_ns, row.entire_frame_compile_time_s)
+
+
+def test_observers_stopped_out_of_order_leave_none_on() -> None:
+    first = compiletrace.observe(registry=compiletrace.Registry())
+    second = compiletrace.observe(registry=compiletrace.Registry())
+    first.stop()
+    second.stop()
+    torch.compile(lambda x: x + 7, backend="eager")(torch.ones(1))
+    assert len(first.registry) == len(second.registry) == 0

@@ -111,15 +111,22 @@ def _takes_self(code: Any) -> bool:
     return _first_argument(code) == "self"
 
 
+# The frames whose ``self`` is read: how a module is called (``nn.Module.__call__``'s
+# ``_wrapped_call_impl`` and ``_call_impl``) and a wrapper's ``__call__``. Reading a frame's
+# locals (``f_locals``) makes a snapshot of all of them that lives as long as the frame:
+# these frames hold little besides their arguments, a training loop's frame holds much.
+_CALLER_FRAMES = frozenset({"_call_impl", "_wrapped_call_impl", "__call__"})
+
+
 def _caller_selves(frame: Any) -> tuple[Any, ...]:
-    """The ``self`` of each method frame on the stack from ``frame`` outwards (Dynamo's own
-    frames and torch's wrappers included: the caller decides which matter)."""
+    """The ``self`` of each calling frame on the stack from ``frame`` outwards that calls a
+    module or a wrapper (Dynamo's own included: the caller decides which matter)."""
     found: list[Any] = []
     seen: set[int] = set()
     for _ in range(_MAX_CALLERS_WALK):
         if frame is None:
             break
-        if _takes_self(frame.f_code):
+        if frame.f_code.co_name in _CALLER_FRAMES and _takes_self(frame.f_code):
             obj = frame.f_locals.get("self")
             if obj is not None and id(obj) not in seen:
                 seen.add(id(obj))
