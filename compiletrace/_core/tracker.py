@@ -159,6 +159,7 @@ class _AotBackendCall:
     collectors: contextlib.ExitStack | None = None
     regions: list[TimedRegion] = field(default_factory=list)
     lookups: list[tuple[str, str, str, str]] = field(default_factory=list)
+    region: tuple[int, int] | None = None  # torch's own bounds of the whole compile (Unix ns)
 
 
 @dataclass
@@ -377,7 +378,15 @@ class Tracker:
     ) -> None:
         """The end of torch's region for a whole frame compile or a whole lazy backward
         compile, on the thread that compiled it (bounds in Unix epoch ns)."""
-        if not self.bounds_from_regions or compile_id is None:
+        if not self.bounds_from_regions:
+            return
+        if name == tc.AOT_REGION:
+            # torch's bounds for the ahead-of-time compile open on this thread, if any
+            frames = self._state.frames
+            if frames and frames[-1].aot_call is not None:
+                frames[-1].aot_call.region = (start_unix_ns, end_unix_ns)
+            return
+        if compile_id is None:
             return
         if name == tc.FRAME_REGION:
             frame = self._state.ending.pop(compile_id, None) or self._pop_open_frame(compile_id)
@@ -593,6 +602,10 @@ class Tracker:
         if error is not None and frame.status is CompileStatus.OK:
             frame.status = CompileStatus.ERROR
             frame.error_type = qualified_type_name(tc.backend_error(error))
+        region = frame.aot_call.region if frame.aot_call is not None else None
+        if region is not None:  # torch's own figure: its bounds, not this call's around them
+            frame.start_ns = self._from_unix_ns(region[0])
+            now = self._from_unix_ns(region[1])
         self._finish_frame(frame, now)
 
     def _account_backend_call(

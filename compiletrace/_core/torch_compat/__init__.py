@@ -89,6 +89,7 @@ from compiletrace._core.torch_compat.distributed import (
 )
 from compiletrace._core.torch_compat.distributed import process_group_timeout
 from compiletrace._core.torch_compat.event_logger import (
+    AOT_REGION,
     BACKWARD_REGION,
     FRAME_REGION,
     collect_cache_lookups,
@@ -128,6 +129,7 @@ from compiletrace._core.torch_compat.tracing import (
 from compiletrace._io.state import warn_once as warn_once
 
 __all__ = [
+    "AOT_REGION",
     "BACKWARD_REGION",
     "CACHE_ARTIFACT_FIELD_USES",
     "CACHE_ARTIFACT_GLOBALS",

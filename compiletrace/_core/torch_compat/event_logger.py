@@ -36,7 +36,9 @@ from compiletrace._io.state import STATE, warn_once
 # is process-wide, so another thread's compile can swallow them).
 FRAME_REGION = "entire_frame_compile"  # dynamo_timed("_compile.compile_inner", phase_name=...)
 BACKWARD_REGION = "entire_backward_compile"  # dynamo_timed("backward._backward_impl", phase_name=...)
-_BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION})
+# torch's own figure for a whole ahead-of-time compile (aot_compile_fullgraph's region).
+AOT_REGION = "fullgraph_capture"
+_BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION, AOT_REGION})
 
 # (region name, compile id, start ns, end ns, the CompileContext object current at its end)
 RegionListener = Callable[[str, "str | None", int, int, Any], None]
