@@ -1,6 +1,6 @@
 """The tracker: turns torch's compile events into graph records.
 
-Four kinds of event reach it:
+These kinds of event reach it:
 
 1. Dynamo's start/end callbacks around each frame compile (trigger DYNAMO). The start
    opens a frame and tells which backend will compile it; the end closes it.
@@ -15,6 +15,13 @@ Four kinds of event reach it:
    forward's compile context, so ids that torch reuses after a reset cannot mislead it.
 4. Without those regions: start/end callbacks around a lazy backward compile (trigger
    LAZY_BACKWARD), carrying the forward's compile id; the time is added to that forward.
+5. While passive recording is on (``compiletrace._core.passive``): every backend call
+   Dynamo makes (``on_backend_call``), timed as a compiletrace backend times its own, for
+   the frames no compiletrace backend compiles; those frames get an owner named from the
+   compiled code when they start.
+6. torch's ahead-of-time path (``aot_compile``), which fires no callback: its start, the
+   end of Dynamo's capture, the end of the backend call and its end (``aot_*``), bounded by
+   torch's own region for it.
 
 Besides the times, each record carries what the doctor (``compiletrace._app.doctor``)
 needs to say why: the compiled code's file and line, torch's graph-break records made
