@@ -13,6 +13,10 @@ import pytest
 
 from compiletrace import GraphRecord, ProfileRun, Registry, WarmupResult
 
+# tests/programs/ holds programs the tests run as a user would (a separate process, with
+# their own arguments), not modules to import: collecting them would run them.
+collect_ignore = ["programs"]
+
 if TYPE_CHECKING:
     from compiletrace import telemetry
 
