@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,6 +44,20 @@ from compiletrace.models import DemoConfig, build_demo
 
 CONFIG = DemoConfig(vision_layers=2, text_layers=4)
 CALLS_PER_BLOCK = 200
+
+
+def _paired(off: Callable[[], float], on: Callable[[], float], repeats: int) -> list[tuple[float, float]]:
+    """(off, on) measured ``repeats`` times, interleaved, the order alternating: neither side
+    always runs first (warmer caches, a quieter moment)."""
+    pairs = []
+    for i in range(repeats):
+        if i % 2 == 0:
+            first_off = off()
+            pairs.append((first_off, on()))
+        else:
+            first_on = on()
+            pairs.append((off(), first_on))
+    return pairs
 
 
 def _wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -60,14 +75,9 @@ def bootstrap_cost(repeats: int) -> dict[str, tuple[float, float]]:
         for label, code in (("python -c pass", "pass"), ("python -c 'import torch'", "import torch")):
             cmd = [sys.executable, "-c", code]
             _wall(cmd, plain), _wall(cmd, booted)  # warm the file cache
-            base, extra = [], []
-            for i in range(repeats):
-                if i % 2 == 0:
-                    without, with_ = _wall(cmd, plain), _wall(cmd, booted)
-                else:
-                    with_, without = _wall(cmd, booted), _wall(cmd, plain)
-                base.append(without)
-                extra.append(with_ - without)
+            pairs = _paired(lambda c=cmd: _wall(c, plain), lambda c=cmd: _wall(c, booted), repeats)
+            base = [without for without, _ in pairs]
+            extra = [with_ - without for without, with_ in pairs]
             assert os.listdir(job_dir) == [], "a process that never compiled wrote a file"
             found[label] = (statistics.median(base), statistics.median(extra))
     return found
@@ -97,15 +107,10 @@ def _first_call_cpu_s(backend: str, observed: bool) -> float:
 def compile_ratio(backend: str, repeats: int) -> tuple[float, float]:
     """(median CPU seconds of the first call without recording, median on/off ratio)."""
     _first_call_cpu_s(backend, False)  # imports and first-use costs, on neither side
-    off_s, ratios = [], []
-    for i in range(repeats):
-        if i % 2 == 0:
-            off, on = _first_call_cpu_s(backend, False), _first_call_cpu_s(backend, True)
-        else:
-            on, off = _first_call_cpu_s(backend, True), _first_call_cpu_s(backend, False)
-        off_s.append(off)
-        ratios.append(on / off)
-    return statistics.median(off_s), statistics.median(ratios)
+    pairs = _paired(
+        lambda: _first_call_cpu_s(backend, False), lambda: _first_call_cpu_s(backend, True), repeats
+    )
+    return statistics.median(off for off, _ in pairs), statistics.median(on / off for off, on in pairs)
 
 
 class _InPlace:
@@ -183,15 +188,9 @@ def steady_ratio(repeats: int) -> tuple[float, float]:
     torch._dynamo.reset()
     demo = _model("eager")
     demo.model(*demo.example_inputs)  # compiled once, before either side is timed
-    off_s, ratios = [], []
-    for i in range(repeats):
-        if i % 2 == 0:
-            on, off = _observed_block_s(demo), _block_s(demo)
-        else:
-            off, on = _block_s(demo), _observed_block_s(demo)
-        off_s.append(off / CALLS_PER_BLOCK)
-        ratios.append(on / off)
-    return statistics.median(off_s), statistics.median(ratios)
+    pairs = _paired(lambda: _block_s(demo), lambda: _observed_block_s(demo), repeats)
+    per_call = statistics.median(off / CALLS_PER_BLOCK for off, _ in pairs)
+    return per_call, statistics.median(on / off for off, on in pairs)
 
 
 def _observed_block_s(demo: Any) -> float:
