@@ -612,44 +612,46 @@ def _shared_frames(records: Sequence[GraphRecord]) -> list[Finding]:
     return findings
 
 
-# A traced function is a finding when it holds this much of its component's Dynamo time.
+# A traced function is a finding when its own body (not the functions it calls) holds this
+# much of its component's Dynamo time. Ranked by self time: by inclusive time, the wrappers a
+# library puts around every forward (and the forward itself) would always win, and moving a
+# wrapper out of the graph would make the whole model eager.
 COSTLY_TRACE_SHARE = 0.25
 COSTLY_TRACE_MIN_S = 0.1
-REPEATED_CALLS = 4  # a function traced this many times or more is a repeated block
-UNROLLED_SELF_SHARE = 0.7  # most of its time in its own bytecode: a loop Dynamo unrolls
+REPEATED_CALLS = 4  # a function traced this many times or more in one compile is a repeated block
 
 
 def _function_costs(roots: Sequence[TraceNode]) -> dict[tuple[str, str], list[int]]:
-    """(name, location) -> [total ns, self ns, calls] of every function below the frames'
-    own (a call nested in a call of the same function counted once)."""
+    """(name, location) -> [self ns, total ns, calls] of every function below the frames'
+    own. Self time is exclusive, so a recursive call adds its own; the total counts a call
+    nested in a call of the same function once."""
     costs: dict[tuple[str, str], list[int]] = {}
     for path in walk_trace(roots):
         node = path[-1]
         key = (node.name, node.location)
-        if len(path) == 1 or any((p.name, p.location) == key for p in path[:-1]):
-            continue  # the frame's own function (it cannot be hoisted), or recursion
+        if len(path) == 1:
+            continue  # the frame's own function: it cannot be hoisted out of itself
         entry = costs.setdefault(key, [0, 0, 0])
-        entry[0] += node.total_ns
-        entry[1] += node.self_ns
+        entry[0] += node.self_ns
         entry[2] += node.calls
+        if not any((p.name, p.location) == key for p in path[:-1]):
+            entry[1] += node.total_ns
     return costs
 
 
-def _costly_trace_fix(total: int, self_ns: int, calls: int) -> str:
+def _costly_trace_fix(calls: int) -> str:
     if calls >= REPEATED_CALLS:
         return (
-            f"Dynamo traces it {calls} times: compile the repeated block regionally (torch.compile "
-            "each block, so one compiled block is reused), or hoist it out of the compiled region"
-        )
-    if self_ns >= UNROLLED_SELF_SHARE * total:
-        return (
-            "most of it is its own bytecode, typically a Python loop Dynamo unrolls: vectorise or "
-            "simplify the loop, hoist it out of the compiled region (precompute it), or mark it "
-            "torch.compiler.disable if it need not be in the graph"
+            f"Dynamo traces it {calls} times in one compile, once per call: compile the repeated "
+            "block it belongs to regionally (torch.compile each block, so its code is traced once "
+            "and reused), or hoist it out of the compiled region"
         )
     return (
-        "hoist it out of the compiled region (precompute its result), or mark it "
-        "torch.compiler.disable if it need not be in the graph"
+        "the time is in its own code, not in the functions it calls: a Python loop, which Dynamo "
+        "unrolls, or many small tensor operations. Simplify or vectorise it, hoist what does not "
+        "depend on the inputs out of the compiled region (precompute it), or mark it "
+        "torch.compiler.disable if it need not be in the graph (it then runs eagerly, with a graph "
+        "break on each side)"
     )
 
 
@@ -663,23 +665,24 @@ def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
         costs = _function_costs([n for n in roots if n.name != TRACE_OTHER])
         if not costs or not dynamo:
             continue
-        (name, location), (total, self_ns, calls) = max(costs.items(), key=lambda kv: kv[1][0])
-        if total < COSTLY_TRACE_SHARE * dynamo or total < COSTLY_TRACE_MIN_S * NS_PER_S:
+        (name, location), (self_ns, total, calls) = max(costs.items(), key=lambda kv: kv[1][0])
+        if self_ns < COSTLY_TRACE_SHARE * dynamo or self_ns < COSTLY_TRACE_MIN_S * NS_PER_S:
             continue
-        share = total / dynamo
+        share = self_ns / dynamo
+        times = f" over {calls} calls" if calls > 1 else ""
         findings.append(
             Finding(
                 FindingKind.COSTLY_TRACE,
                 component,
-                total / NS_PER_S,
-                f"Dynamo spent {total / NS_PER_S:.2f} s ({share:.0%} of {component}'s Dynamo time) "
-                f"tracing {name}",
-                _costly_trace_fix(total, self_ns, calls),
+                self_ns / NS_PER_S,
+                f"Dynamo spent {self_ns / NS_PER_S:.2f} s ({share:.0%} of {component}'s Dynamo time) "
+                f"tracing the body of {name}{times}",
+                _costly_trace_fix(calls),
                 location,
                 {
                     "function": name,
-                    "total_s": total / NS_PER_S,
                     "self_s": self_ns / NS_PER_S,
+                    "total_s": total / NS_PER_S,
                     "calls": calls,
                     "share": round(share, 4),
                     "compile_ids": _ids(group),

@@ -25,6 +25,7 @@ from compiletrace.reports import (
 from tests.conftest import FakeClock, make_record, save_run
 
 UNROLLED = 600  # iterations Dynamo unrolls in the planted hotspot
+COSTLY_SHARE = 0.25  # the doctor's share of a component's Dynamo time for costly_trace
 
 
 def planted_hotspot(x: torch.Tensor) -> torch.Tensor:
@@ -211,13 +212,35 @@ def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> Non
     assert finding.component == "encoder"
     assert finding.evidence["function"] == "planted_hotspot"
     assert finding.location == f"{__file__}:{HOTSPOT_LINE}"
-    assert "loop Dynamo unrolls" in finding.fix
+    assert "tracing the body of planted_hotspot" in finding.title
+    assert "a Python loop, which Dynamo unrolls" in finding.fix
     # A block traced many times gets the regional-compile fix.
-    block = TraceNode("Block.forward", "m.py", 3, S_NS // 2, 8, (TraceNode("attn", "m.py", 9, S_NS // 4, 8),))
+    block = TraceNode(
+        "Block.forward", "m.py", 3, S_NS // 2, 8, (TraceNode("attn", "m.py", 9, S_NS // 10, 8),)
+    )
     rec = make_record(trace_cost=(TraceNode("Model.forward", "m.py", 1, S_NS, 1, (block,)),))
     (repeated,) = diagnose_records([rec])
     assert repeated.evidence["function"] == "Block.forward" and "regionally" in repeated.fix
+    assert repeated.evidence["calls"] == 8 and "over 8 calls" in repeated.title
     assert not [f for f in diagnose_records([make_record()]) if f.kind == FindingKind.COSTLY_TRACE.value]
+
+
+def test_a_wrapper_around_the_forward_is_never_the_costly_function() -> None:
+    from compiletrace._app.doctor import diagnose_records
+
+    # A library's decorator around forward: nearly all of the time below it, little its own.
+    parts = tuple(TraceNode(f"Part{i}.forward", "m.py", 10 + i, S_NS // 5, 1) for i in range(4))
+    forward = TraceNode("Model.forward", "m.py", 5, 9 * S_NS // 10, 1, parts)
+    wrapper = TraceNode("capture_outputs.wrapper", "lib.py", 3, 93 * S_NS // 100, 1, (forward,))
+    root = TraceNode("merge_defaults.wrapper", "lib.py", 1, S_NS, 1, (wrapper,))
+    assert not diagnose_records([make_record(trace_cost=(root,), frame_ns=S_NS + 1, backend_ns=0)])
+    # The same tree with one part's own body holding 42%: that part, not the wrapper.
+    heavy = parts[0]._replace(total_ns=S_NS // 2)
+    forward = forward._replace(total_ns=11 * S_NS // 10, children=(heavy, *parts[1:]))
+    wrapper = wrapper._replace(total_ns=112 * S_NS // 100, children=(forward,))
+    root = root._replace(total_ns=12 * S_NS // 10, children=(wrapper,))
+    (finding,) = diagnose_records([make_record(trace_cost=(root,), frame_ns=root.total_ns + 1, backend_ns=0)])
+    assert finding.evidence["function"] == "Part0.forward" and finding.location == "m.py:10"
 
 
 S_NS = 1_000_000_000
@@ -291,3 +314,34 @@ def test_a_transformers_model_names_its_own_modules() -> None:
     for r in reg.records():
         assert r.dynamo_ns is not None
         assert abs(sum(n.total_ns for n in r.trace_cost) - r.dynamo_ns) <= 0.05 * r.dynamo_ns
+
+
+@pytest.mark.real_model
+def test_a_healthy_vision_transformer_has_no_costly_trace() -> None:
+    """transformers wraps every forward in decorators that hold nearly all of Dynamo's time
+    below them and little of their own: ranked by inclusive time, one was the finding."""
+    transformers = pytest.importorskip("transformers")
+    from compiletrace._app.doctor import diagnose_records
+
+    torch.manual_seed(0)
+    config = transformers.ViTConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        image_size=32,
+        patch_size=8,
+    )
+    reg = compiletrace.Registry()
+    model = compiletrace.compile(
+        transformers.ViTModel(config).eval(), is_encoder=True, backend="eager", registry=reg, trace_cost=True
+    )
+    with torch.no_grad():
+        model(pixel_values=torch.randn(1, 3, 32, 32))
+    records = reg.records()
+    below_root = [p[-1] for r in records for p in walk_trace(r.trace_cost) if len(p) > 1]
+    dynamo = sum(n.total_ns for r in records for n in r.trace_cost)
+    wrapper = max(below_root, key=lambda n: n.total_ns)
+    assert "wrapper" in wrapper.name and wrapper.total_ns > COSTLY_SHARE * dynamo  # the old headline
+    assert wrapper.self_ns < 0.1 * wrapper.total_ns
+    assert not [f for f in diagnose_records(records) if f.kind == "costly_trace"]
