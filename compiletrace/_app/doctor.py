@@ -36,10 +36,12 @@ from compiletrace._data.gather import RankTimes
 from compiletrace._data.phases import KERNEL_COMPILE, OTHER
 from compiletrace._data.records import (
     NS_PER_S,
+    RESUME_PREFIX,
     TRACE_OTHER,
     CacheOutcome,
     GraphRecord,
     TraceNode,
+    root_code_name,
     walk_trace,
 )
 from compiletrace._data.registry import Registry, get_registry
@@ -66,8 +68,6 @@ __all__ = [
 
 
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
-RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break
-_RESUME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")
 
 
 # -- failed guards ---------------------------------------------------------------------------
@@ -82,20 +82,31 @@ class GuardKind(str, enum.Enum):
     IDENTITY = "object identity"
     GRAD_MODE = "grad mode"
     BACKEND = "backend mismatch"
+    CACHE_STATE = "generation cache state"  # a library's KV cache: its shapes and flags
     OTHER = "other"
 
 
+# A generation cache passed to the compiled forward (transformers' DynamicCache and its
+# layers, past_key_values): its tensors grow every step and its flags flip as it fills.
+_CACHE_STATE = re.compile(
+    r"past_key_values|cache_params|\bcache\b|key_cache|value_cache|is_initialized|is_updated"
+)
 _GUARD_RULES: tuple[tuple[GuardKind, re.Pattern[str]], ...] = (
     (GuardKind.BACKEND, re.compile(r"BACKEND_MATCH|different backend")),
     (GuardKind.GRAD_MODE, re.compile(r"grad_mode|requires_grad mismatch")),
+    (GuardKind.CACHE_STATE, _CACHE_STATE),
     (GuardKind.SHAPE, re.compile(r"(size|stride|rank) mismatch|\.size\(\)|\.stride\(\)|storage_offset")),
     (GuardKind.DTYPE_DEVICE, re.compile(r"dtype mismatch|device( index)? mismatch|dispatch key set")),
     (GuardKind.IDENTITY, re.compile(r"___check_obj_id|___check_type_id|ID_MATCH|TYPE_MATCH")),
     (GuardKind.VALUE, re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains")),
 )
 _ENTRY_PREFIX = re.compile(r"^\d+/\d+:\s*")  # torch prefixes the cache entry that failed: "0/1: "
-_SIZE_GUARD = re.compile(r"tensor '([^']+)' size mismatch at index (\d+)")
-_VALUE_GUARD = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==")
+_SOURCE_COMMENT = re.compile(r"\s+#.*$")  # torch pads a guard with the source line that made it
+_SIZE_GUARD = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
+_VALUE_GUARD = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")
+_STRING = re.compile(r"^(['\"]).*\1$")
+# How torch names an argument in a guard: L['x'], kwargs['input_ids'], L['kwargs']['mask'].
+_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 
 
 def guard_text(reason: str | None) -> str:
@@ -105,7 +116,16 @@ def guard_text(reason: str | None) -> str:
     "tensor 'x' size mismatch at index 0. expected 2, actual 3"
     """
     lines = (reason or "").strip().splitlines()
-    return _ENTRY_PREFIX.sub("", lines[0]).strip() if lines else ""
+    return _SOURCE_COMMENT.sub("", _ENTRY_PREFIX.sub("", lines[0])).strip() if lines else ""
+
+
+def _argument(expr: str) -> str:
+    """The name a user knows a guarded argument by: ``kwargs['input_ids']`` is ``input_ids``.
+
+    >>> _argument("L['kwargs']['attention_mask']"), _argument("L['self'].step")
+    ('attention_mask', 'self.step')
+    """
+    return _ARGUMENT.sub(r"\1", expr)
 
 
 def classify_guard(reason: str | None) -> GuardKind:
@@ -127,16 +147,45 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
     """The concrete change for a failed guard of ``kind`` (naming the tensor, dimension or
     value from torch's reason where it gives them)."""
     text = guard_text(reason)
+    if kind is GuardKind.CACHE_STATE:
+        return _cache_state_fix(text)
     if kind is GuardKind.SHAPE:
         size = _SIZE_GUARD.search(text)
-        dims = f"{size[1]}, {size[2]}" if size else "t, dim"
+        if size is None:
+            return (
+                "compile with dynamic=True, or mark the changing dimension dynamic before the first "
+                "call: torch._dynamo.mark_dynamic(t, dim)"
+            )
+        name, dim = _argument(size[1]), size[2]
+        if {size[3], size[4]} & {"0", "1"}:
+            return (
+                f"{name} changed from size {size[3]} to {size[4]} in dimension {dim}, and torch "
+                "specialises sizes 0 and 1 even with dynamic=True: neither dynamic=True nor "
+                "mark_dynamic removes this recompile (it happens once per size-1 case, e.g. prefill "
+                "then decode). Warm up with both sizes before timing matters, or, if the code never "
+                f"branches on that size, torch._dynamo.mark_unbacked({name}, {dim}) drops the "
+                "specialisation"
+            )
         return (
             "compile with dynamic=True, or mark the changing dimension dynamic before the first call: "
-            f"torch._dynamo.mark_dynamic({dims})"
+            f"torch._dynamo.mark_dynamic({name}, {dim})"
         )
     if kind is GuardKind.VALUE:
+        if _KWARGS_COUNT.match(text):
+            return (
+                "the compiled function was called with another set of keyword arguments, and each "
+                "set is its own graph: pass the same keywords on every call (None for unused ones); "
+                "where a library makes the calls (generate's first step and the later ones), expect "
+                "one compile per set"
+            )
         value = _VALUE_GUARD.match(text)
-        name = f"{value[1]} changes" if value else "a Python value changes"
+        if value is not None and _STRING.match(value[2].strip()):
+            return (
+                f"{_argument(value[1])} is a string, and torch compiles one graph per string it sees: "
+                "call the compiled code with one value, or compile one function per value (a string "
+                "cannot become a graph input)"
+            )
+        name = f"{_argument(value[1])} changes" if value else "a Python value changes"
         return (
             f"{name} between calls and torch bakes it into the graph as a constant: hold it in a tensor "
             "(a registered buffer, or pass torch.tensor(value)) so it becomes a graph input"
@@ -164,24 +213,56 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
     return "make the guarded value the same on every call (TORCH_LOGS=recompiles prints every reason)"
 
 
+_CACHE_FLAG = re.compile(r"is_updated|is_initialized")
+_KWARGS_COUNT = re.compile(r"^len\((?:L\[['\"])?kwargs")
+
+
+def _cache_state_fix(text: str) -> str:
+    size = _SIZE_GUARD.search(text)
+    if size is not None:
+        return (
+            f"{_argument(size[1])} grows by a step every call (a dynamic cache): generate with a "
+            "static cache, model.generate(..., cache_implementation='static'), whose tensors keep "
+            "one shape; or pass use_cache=False to calls that need no cache"
+        )
+    if _CACHE_FLAG.search(text):
+        return (
+            "a flag of the cache flips once as it fills (the cross-attention cache after the first "
+            "step, a layer on its first use): one recompile, once per process, that no setting "
+            "removes from outside the model; warm up with one full call (a short generate) before "
+            "timing matters"
+        )
+    return (
+        "the guard reads the generation cache's Python state: generate with a static cache "
+        "(cache_implementation='static'), or pass use_cache=False to calls that need no cache"
+    )
+
+
+MAX_FIXES_PER_KIND = 3  # distinct fixes one kind of guard gets (one per tensor or flag seen)
+
+
 def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
-    """Failed guards by kind (most first), each with examples and its fix; and the fixes
-    joined, the commonest kind first."""
+    """Failed guards by kind (most first), each with examples and its fixes (one per distinct
+    cause: the cache's growth and its flag are different changes); and the fixes joined, the
+    commonest kind first."""
     by_kind: dict[GuardKind, list[str]] = {}
     for r in records:
         by_kind.setdefault(classify_guard(r.recompile_reason), []).append(r.recompile_reason or "")
     ordered = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))
+    fixes = {
+        kind: "; ".join(_unique((guard_fix(kind, r) for r in reasons), limit=MAX_FIXES_PER_KIND))
+        for kind, reasons in ordered
+    }
     guards = {
         kind.value: {
             "count": len(reasons),
             "reasons": _unique(guard_text(r) or "(torch gave no reason)" for r in reasons),
-            "fix": guard_fix(kind, reasons[0]),
+            "fix": fixes[kind],
         }
         for kind, reasons in ordered
     }
     fix = "; and for the ".join(
-        f"{kind.value} guards: {guard_fix(kind, reasons[0])}" if i else guard_fix(kind, reasons[0])
-        for i, (kind, reasons) in enumerate(ordered)
+        f"{kind.value} guards: {fixes[kind]}" if i else fixes[kind] for i, (kind, _) in enumerate(ordered)
     )
     return guards, fix
 
@@ -197,6 +278,10 @@ def _unique(items: Iterable[str], limit: int = MAX_EXAMPLES) -> list[str]:
     return list(dict.fromkeys(items))[:limit]
 
 
+def _times(n: int) -> str:
+    return f"{n} time{'s' if n != 1 else ''}"
+
+
 def _ids(records: Iterable[GraphRecord]) -> list[str]:
     return [r.compile_id for r in records]
 
@@ -205,19 +290,6 @@ def _frame(r: GraphRecord) -> tuple[str, str]:
     """A frame's identity: its code name and where the code is (torch's frame number when
     the location is unknown; those restart after ``torch._dynamo.reset()``)."""
     return r.code_name, r.code_location or f"frame {r.compile_id.partition('/')[0]}"
-
-
-def root_code_name(code_name: str) -> str:
-    """The user's function behind Dynamo's resume functions.
-
-    >>> root_code_name("torch_dynamo_resume_in_torch_dynamo_resume_in_forward_at_12_at_15")
-    'forward'
-    """
-    while True:
-        match = _RESUME.match(code_name)
-        if match is None:
-            return code_name
-        code_name = match[1]
 
 
 def _group(records: Iterable[GraphRecord], key: Any) -> dict[Any, list[GraphRecord]]:
@@ -234,15 +306,22 @@ Owner = tuple[str, str, str, int]
 
 
 def owners(records: Sequence[GraphRecord]) -> list[Owner]:
-    """Each record's :data:`Owner`. A resume function starts inside its function: it goes to
-    the nearest function of that name above it in that file. Records without a location
-    (older runs) are their own, by torch's frame number."""
+    """Each record's :data:`Owner`. The forward of a module (a decorator around it, or its
+    resume function after a graph break) is the class's forward, at that forward's own file
+    and line: a library's decorator is shared by every forward it wraps, and is not the
+    model. A resume function of any other function goes to the nearest function of that
+    name above it in that file. Records without a location (older runs) are their own, by
+    torch's frame number."""
     starts: dict[tuple[str, str, str], list[int]] = {}
     for r in records:
         if r.code_filename and not r.code_name.startswith(RESUME_PREFIX):
             starts.setdefault((r.component, r.code_filename, r.code_name), []).append(r.code_firstlineno)
     found: list[Owner] = []
     for r in records:
+        forward = _module_forward(r)
+        if forward is not None:
+            found.append((r.component, forward[0], f"{r.module_class}.forward", forward[1]))
+            continue
         if not r.code_filename:
             found.append((r.component, f"frame {r.compile_id.partition('/')[0]}", r.code_name, 0))
             continue
@@ -250,6 +329,33 @@ def owners(records: Sequence[GraphRecord]) -> list[Owner]:
         above = [line for line in starts.get(base, ()) if line <= r.code_firstlineno]
         found.append((*base, max(above) if above else r.code_firstlineno))
     return found
+
+
+def _module_forward(r: GraphRecord) -> tuple[str, int] | None:
+    filename, _, line = r.module_forward.rpartition(":")
+    if not r.module_class or not filename or not line.isdigit():
+        return None
+    return filename, int(line)
+
+
+def _at(group: Iterable[GraphRecord], limit: int = 3) -> str:
+    """ " at model.layers.0, model.layers.1": where the group's modules sit in the model."""
+    paths = list(dict.fromkeys(r.module_path for r in group if r.module_path))
+    if not paths:
+        return ""
+    more = f" and {len(paths) - limit} more" if len(paths) > limit else ""
+    return f" at {', '.join(paths[:limit])}{more}"
+
+
+def _modules(group: Iterable[GraphRecord]) -> list[str]:
+    """The modules a group compiled, for the evidence ("LlamaDecoderLayer at model.layers.0")."""
+    return _unique((r.module_label for r in group if r.module_label), limit=MAX_EXAMPLES * 4)
+
+
+def _model_location(r: GraphRecord) -> str:
+    """Where the record's code is in the model: its module's own forward, not a decorator
+    around it; else the compiled code's location."""
+    return r.module_forward if _module_forward(r) is not None else r.code_location
 
 
 def _located(owner: Owner) -> str:
@@ -286,10 +392,15 @@ def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[
                 FindingKind.RECOMPILES,
                 owner[0],
                 _s(group),
-                f"{owner[2]} recompiled {len(group)} time{'s' if len(group) > 1 else ''}: {kinds}",
+                f"{owner[2]}{_at(group)} recompiled {_times(len(group))}: {kinds}",
                 fix,
                 _located(owner),
-                {"compile_ids": _ids(group), "frames": _frames_of(group), "guards": guards},
+                {
+                    "compile_ids": _ids(group),
+                    "frames": _frames_of(group),
+                    "modules": _modules(group),
+                    "guards": guards,
+                },
             )
         )
     return findings
@@ -308,7 +419,7 @@ def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) ->
                 FindingKind.RECOMPILE_LIMIT,
                 owner[0],
                 _s(spent),
-                f"{owner[2]} hit torch's recompile limit ({limit if limit is not None else '?'}) "
+                f"{owner[2]}{_at(spent)} hit torch's recompile limit ({limit if limit is not None else '?'}) "
                 "and now runs eagerly, uncompiled",
                 f"{guard_fix(kind, last.recompile_reason)}; or, if every variant is needed, raise "
                 "torch._dynamo.config.recompile_limit",
@@ -316,6 +427,7 @@ def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) ->
                 {
                     "compile_ids": _ids(spent),
                     "frames_refused": _frames_of(refused),
+                    "modules": _modules(spent),
                     "recompile_limit": limit,
                     "last_guard": {"kind": kind.value, "reason": guard_text(last.recompile_reason)},
                 },
@@ -400,8 +512,9 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
         first = items[0]
         graphs = sum(1 for g in frame if g.graph_node_count > 0)
         pieces = len({g.code_name for g in frame if g.graph_node_count > 0})
-        fixes = list(dict.fromkeys(item["fix"] for item in items))
+        fixes = list(dict.fromkeys(item["fix"].rstrip(". ") for item in items))
         n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
+        root = f"{root}{_at(frame)}"
         if any(item["frame_skipped"] for item in items):
             title = f"{root} runs eagerly: Dynamo gave up on the whole frame at {first['location'] or '?'}"
             fixes.append(
@@ -410,7 +523,10 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             )
         else:
             compiled = f" ({graphs} compiled, recompiles included)" if graphs != pieces else ""
-            title = f"{n} split {root} into {pieces} graphs{compiled}"
+            if pieces == 0:
+                title = f"{n} left {root} with no graph{compiled}"
+            else:
+                title = f"{n} split {root} into {pieces} graph{'s' if pieces != 1 else ''}{compiled}"
         findings.append(
             Finding(
                 FindingKind.GRAPH_BREAK,
@@ -421,7 +537,8 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
                 first["location"],
                 {
                     "breaks": items,
-                    "frame": f"{root} ({_located(key) or key[1]})",
+                    "frame": f"{key[2]} ({_located(key) or key[1]})",
+                    "modules": _modules(frame),
                     "graphs": graphs,
                     "frame_compile_ids": _ids(frame),
                 },
@@ -438,21 +555,24 @@ def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
         if len(frames) < 2:
             continue  # one frame compiled again: a recompile, which that finding covers
         repeats = group[1:]
+        classes = _unique(r.module_class for r in group if r.module_class)
+        of = f" ({', '.join(classes)}{_at(group)})" if classes else ""
         findings.append(
             Finding(
                 FindingKind.REPEATED_GRAPH,
                 component,
                 _s(repeats),
                 f"{len(group)} structurally identical graphs of {group[0].graph_node_count} nodes "
-                f"compiled in {len(frames)} frames: a regional-compile candidate",
+                f"compiled in {len(frames)} frames{of}: a regional-compile candidate",
                 "compile the repeated block on its own, once: torch.compile(block, backend=be) for each "
                 "block with one backend object be, so one compiled graph serves every block (and the "
                 "model around the blocks runs as it is, or is compiled separately)",
-                group[0].code_location,
+                _model_location(group[0]),
                 {
                     "structure_hash": structure,
                     "compile_ids": _ids(group),
                     "frames": frames[:MAX_EXAMPLES],
+                    "modules": _modules(group),
                     "estimated_saving_s": _s(repeats),
                 },
             )
@@ -502,12 +622,13 @@ def _cache_misses(records: Sequence[GraphRecord]) -> list[Finding]:
                 + ", ".join(f"{tier} missed {n}" for tier, n in tiers.items())
                 + (" (a cold cache)" if cold else ""),
                 fix,
-                missed[0].code_location,
+                _model_location(missed[0]),
                 {
                     "graphs": [
                         {
                             "compile_id": r.compile_id,
                             "code_name": r.code_name,
+                            "module": r.module_label,
                             "fx_graph": r.fx_graph_cache.value,
                             "aot_autograd": r.aot_autograd_cache.value,
                             "keys": _cache_keys(r),
@@ -546,9 +667,10 @@ def _expensive_hits(records: Sequence[GraphRecord]) -> list[Finding]:
             compile_ns(hit.record) / NS_PER_S,
             hit.explanation(),
             _HIT_FIXES.get(hit.dominant_phase, _HIT_FIX),
-            hit.record.code_location,
+            _model_location(hit.record),
             {
                 "compile_id": hit.record.compile_id,
+                "module": hit.record.module_label,
                 "dominant_phase": hit.dominant_phase,
                 "dominant_s": hit.dominant_ns / NS_PER_S,
                 "keys": _cache_keys(hit.record),
@@ -571,11 +693,16 @@ def _after_warmup(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
                 FindingKind.COMPILE_AFTER_WARMUP,
                 owner[0],
                 _s(group),
-                f"{owner[2]} compiled {len(group)} time{'s' if len(group) > 1 else ''} after warm-up "
-                "returned: a latency spike while serving",
+                f"{owner[2]}{_at(group)} compiled {_times(len(group))} after warm-up returned: a "
+                "latency spike while serving",
                 fix + " (compiletrace.expect_no_compiles() makes a test fail on it)",
                 _located(owner),
-                {"compile_ids": _ids(group), "frames": _frames_of(group), "guards": guards},
+                {
+                    "compile_ids": _ids(group),
+                    "frames": _frames_of(group),
+                    "modules": _modules(group),
+                    "guards": guards,
+                },
             )
         )
     return findings
@@ -603,6 +730,7 @@ def _shared_frames(records: Sequence[GraphRecord]) -> list[Finding]:
                 group[0].code_location,
                 {
                     "components": components,
+                    "modules": _modules(group),
                     "entries_used": used,
                     "recompile_limit": limit,
                     "compile_ids": _ids(group),

@@ -13,6 +13,9 @@ In order, the first that applies:
    ``vision_tower``, ``visual``, ``vision_model``, ``audio_tower``, ``image_encoder`` or
    ``encoder``, or a class whose name ends in ``Encoder`` or ``VisionModel``;
 5. otherwise the attribute path, else the class name, else (a function) its qualified name.
+
+The rest of a function after a graph break (Dynamo's resume function) is named as the
+function it continues: a module's forward by that module, any other function by its name.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compiletrace._data.records import ENCODER
+from compiletrace._data.records import ENCODER, RESUME_PREFIX, root_code_name
 from compiletrace._io.errors import UsageError
 
 __all__ = [
@@ -102,6 +105,9 @@ class CompiledTarget:
     qualname: str = ""  # the compiled code's qualified name ("Tower.forward", "step")
     compile_name: str | None = None  # torch.compile(name=...)
     encoder_flag: bool | None = None  # a library's own encoder flag, where it set one
+    # file:line of the module class's own forward, behind its decorators, when the code is
+    # that forward (a decorator around it, or its resume function); "" otherwise
+    forward_location: str = ""
 
 
 def target_of(
@@ -117,14 +123,25 @@ def target_of(
     (nearest first), as torch's frame gives them."""
     path = ""
     class_name = ""
-    if not _is_module(target):
+    forward_location = ""
+    if _is_module(target):
+        is_forward = any(getattr(fn, "__code__", None) is code for fn in _forward_chain(type(target)))
+    else:
         # A module's forward behind a decorator (transformers wraps every forward in one)
         # runs on no named first argument: the module is the nearest caller whose class's
         # forward is that code. torch.compile(nn.Linear(...)) compiles torch's own wrapper
         # of the module's call: the module is the one torch's wrapper around it holds.
-        target = _forward_owner(callers, code) or _wrapped_by_nearest_module(callers) or target
+        owner = (
+            _forward_owner(callers, code)
+            or _wrapped_by_nearest_module(callers)
+            or _resumed_forward_owner(callers, code)
+        )
+        is_forward = owner is not None
+        target = owner if owner is not None else target
     if _is_module(target):
         class_name = type(target).__name__
+        if is_forward:  # not another method of the module (torch.compile(model.generate))
+            forward_location = _forward_location(type(target))
         # The outermost caller module that holds the target names it most fully.
         for parent in reversed(callers):
             if parent is target or not _is_module(parent):
@@ -133,6 +150,10 @@ def target_of(
             if found is not None:
                 path = found
                 break
+    # A resume function after a graph break is the rest of its function: named as that one.
+    scope, dot, name = qualname.rpartition(".")
+    if name.startswith(RESUME_PREFIX):
+        qualname = f"{scope}{dot}{root_code_name(name)}"
     return CompiledTarget(
         path=path,
         class_name=class_name,
@@ -140,6 +161,7 @@ def target_of(
         qualname=qualname,
         compile_name=compile_name,
         encoder_flag=_encoder_flag(callers),
+        forward_location=forward_location,
     )
 
 
@@ -176,14 +198,51 @@ def _forward_owner(callers: Sequence[Any], code: Any) -> Any:
     if code is None:
         return None
     nearest = next((c for c in callers if _is_module(c)), None)
-    forward = getattr(type(nearest), "forward", None) if nearest is not None else None
-    for _ in range(8):  # the decorators' __wrapped__ chain, outermost first
-        if forward is None:
-            return None
-        if getattr(forward, "__code__", None) is code:
-            return nearest
-        forward = getattr(forward, "__wrapped__", None)
+    if nearest is None:
+        return None
+    if any(getattr(fn, "__code__", None) is code for fn in _forward_chain(type(nearest))):
+        return nearest
     return None
+
+
+def _forward_chain(cls: type) -> list[Any]:
+    """A class's forward and the functions its decorators wrap, outermost first."""
+    chain = []
+    forward = getattr(cls, "forward", None)
+    for _ in range(8):
+        if forward is None:
+            break
+        chain.append(forward)
+        forward = getattr(forward, "__wrapped__", None)
+    return chain
+
+
+def _resumed_forward_owner(callers: Sequence[Any], code: Any) -> Any:
+    """The module whose forward a resume function continues after a graph break: Dynamo
+    calls it from the forward's own frame, so the module is the nearest caller whose class's
+    forward (or a decorator around it) is that function."""
+    name = getattr(code, "co_name", "")
+    if not name.startswith(RESUME_PREFIX):
+        return None
+    nearest = next((c for c in callers if _is_module(c)), None)
+    if nearest is None:
+        return None
+    root = root_code_name(name)
+    for fn in _forward_chain(type(nearest)):
+        fn_code = getattr(fn, "__code__", None)
+        if fn_code is not None and fn_code.co_name == root and fn_code.co_filename == code.co_filename:
+            return nearest
+    return None
+
+
+def _forward_location(cls: type) -> str:
+    """file:line of the innermost function of a class's forward: the model's own code, not
+    the decorators a library wraps around it."""
+    chain = _forward_chain(cls)
+    fn_code = getattr(chain[-1], "__code__", None) if chain else None
+    if fn_code is None:
+        return ""
+    return f"{fn_code.co_filename}:{fn_code.co_firstlineno}"
 
 
 def _wrapped_by_nearest_module(callers: Sequence[Any]) -> Any:

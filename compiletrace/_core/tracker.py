@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from compiletrace._core import torch_compat as tc
+from compiletrace._core.components import CompiledTarget, target_of
 from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._data.phases import TimedRegion, fit_to, split_phases
 from compiletrace._data.records import (
@@ -117,6 +118,18 @@ def _merge_cache(old: CacheOutcome, hits: int, misses: int, bypasses: int) -> Ca
     return CacheOutcome.NONE
 
 
+_NO_MODULE = CompiledTarget()
+
+
+def _module_of(frame: tc.CompilingFrame) -> CompiledTarget:
+    """The module a frame compiles the forward of (or runs in), for the record."""
+    try:
+        return target_of(frame.target, frame.callers, code=frame.code)
+    except Exception as exc:  # naming never breaks a compile
+        warn_once(f"naming a compiled module failed and was skipped: {exc!r}")
+        return _NO_MODULE
+
+
 @dataclass
 class _OpenFrame:
     """A frame compile between its start callback and its end (callback or region)."""
@@ -149,6 +162,7 @@ class _OpenFrame:
     fullgraph: bool = False  # fullgraph=True: Dynamo giving up raises to the user
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
     aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
+    module: CompiledTarget = _NO_MODULE  # the module whose forward (or call) this is
 
 
 @dataclass
@@ -281,6 +295,7 @@ class Tracker:
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
             opened.fullgraph = frame.fullgraph
+            opened.module = _module_of(frame)
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
         if owner is not None and getattr(owner, "trace_cost", False):
@@ -302,6 +317,7 @@ class Tracker:
         now = self._clock()
         refused = _OpenFrame(compile_id, now, frame.code_name, reason, owner, self._observer_token())
         refused.filename, refused.first_line = frame.filename, frame.first_line
+        refused.module = _module_of(frame)
         refused.status = CompileStatus.EAGER_FALLBACK
         refused.limit_hit = True
         if self.bounds_from_regions:
@@ -705,6 +721,9 @@ class Tracker:
             after_warmup=after_warmup,
             recompile_limit=tc.recompile_limit(),
             recompile_limit_hit=frame.limit_hit,
+            module_class=frame.module.class_name,
+            module_path=frame.module.path,
+            module_forward=frame.module.forward_location,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
         )
         made = _Made(owner.registry, owner.registry.add(record))
@@ -887,7 +906,7 @@ def get_tracker() -> Tracker:
                 new.on_start(
                     trigger,
                     compile_id,
-                    frame=tc.compiling_frame(callers=new.passive is not None) if dynamo else None,
+                    frame=tc.compiling_frame() if dynamo else None,
                     recompile_reason=tc.recompile_reason() if dynamo else None,
                     context=None if dynamo else tc.current_compile_context(),
                 )

@@ -8,6 +8,7 @@ Chrome trace). Views never reach back into torch.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
@@ -18,6 +19,7 @@ from compiletrace._io.errors import RunFileError
 __all__ = [
     "ENCODER",
     "LANGUAGE_MODEL",
+    "RESUME_PREFIX",
     "TRACE_OTHER",
     "CacheLookup",
     "CacheOutcome",
@@ -30,6 +32,7 @@ __all__ = [
     "component_totals",
     "graph_keys",
     "ordered_components",
+    "root_code_name",
     "top_self_times",
     "walk_trace",
 ]
@@ -75,6 +78,23 @@ def qualified_type_name(exc: BaseException) -> str:
     ``ValueError`` for builtins, ``module.Qualname`` otherwise."""
     cls = type(exc)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break
+_RESUME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")
+
+
+def root_code_name(code_name: str) -> str:
+    """The user's function behind Dynamo's resume functions.
+
+    >>> root_code_name("torch_dynamo_resume_in_torch_dynamo_resume_in_forward_at_12_at_15")
+    'forward'
+    """
+    while True:
+        match = _RESUME.match(code_name)
+        if match is None:
+            return code_name
+        code_name = match[1]
 
 
 class GraphBreak(NamedTuple):
@@ -272,6 +292,13 @@ class GraphRecord:
     after_warmup: bool = False  # compiled after warm_up returned: a latency spike in serving
     recompile_limit: int | None = None  # torch's recompile_limit when this frame compiled
     recompile_limit_hit: bool = False  # torch refused to compile past its limit: the frame runs eagerly
+    # The module whose forward the compiled code is, or whose call it runs in (the resume
+    # function after a graph break, a function the forward calls): its class, its attribute
+    # path from the outermost module that called it ("" for that module itself, or unknown),
+    # and file:line of the class's own forward, behind the decorators a library wraps it in.
+    module_class: str = ""
+    module_path: str = ""
+    module_forward: str = ""
     # Dynamo's time per user function (opt-in, trace_cost=True): the frame's function, then
     # an OTHER node for guards and bookkeeping; the roots' totals add up to dynamo_ns.
     trace_cost: tuple[TraceNode, ...] = ()
@@ -324,6 +351,19 @@ class GraphRecord:
     def code_location(self) -> str:
         """``file:line`` of the compiled code ("" if unknown)."""
         return f"{self.code_filename}:{self.code_firstlineno}" if self.code_filename else ""
+
+    @property
+    def module_label(self) -> str:
+        """The module a person knows the compile by: ``"LlamaDecoderLayer at model.layers.3"``,
+        ``"ViTModel"``, or "" when the compiled code is no module's.
+
+        >>> GraphRecord("0/0", "lm", "eager", "forward", 1, 0, 1, 1, 0, None,
+        ...             module_class="LlamaDecoderLayer", module_path="model.layers.3").module_label
+        'LlamaDecoderLayer at model.layers.3'
+        """
+        if not self.module_class:
+            return ""
+        return f"{self.module_class} at {self.module_path}" if self.module_path else self.module_class
 
     @property
     def first_reason_line(self) -> str:
@@ -408,6 +448,9 @@ class GraphRecord:
             after_warmup=f.boolean("after_warmup", False),
             recompile_limit=f.integer("recompile_limit", None, optional=True, minimum=0),
             recompile_limit_hit=f.boolean("recompile_limit_hit", False),
+            module_class=f.string("module_class", ""),
+            module_path=f.string("module_path", ""),
+            module_forward=f.string("module_forward", ""),
             trace_cost=_trace_cost(f),
         )
 

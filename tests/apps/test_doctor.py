@@ -35,6 +35,8 @@ from compiletrace._app.doctor import (
     classify_guard,
     diagnose_ranks,
     diagnose_records,
+    guard_fix,
+    guard_text,
     root_code_name,
 )
 from compiletrace._app.warmup import WarmupResult
@@ -784,10 +786,65 @@ def test_the_views_render_findings_most_first_and_escaped() -> None:
         ),
         ("Unable to find recompilation reasons", GuardKind.OTHER),
         (None, GuardKind.OTHER),
+        # transformers' generation caches, as torch words them on T5 and Llama generate
+        (
+            "0/0: kwargs['cache'].is_updated[0] == False    # if is_updated:  # t5.py:321 in forward",
+            GuardKind.CACHE_STATE,
+        ),
+        (
+            "0/1: tensor 'kwargs['cache'].layers[0].keys' size mismatch at index 2. expected 5, actual 6",
+            GuardKind.CACHE_STATE,
+        ),
+        (
+            "0/0: tensor 'kwargs['cache_position']' size mismatch at index 0. expected 5, actual 1",
+            GuardKind.SHAPE,
+        ),
     ],
 )
 def test_failed_guards_are_classified(reason: str | None, kind: GuardKind) -> None:
     assert classify_guard(reason) is kind
+
+
+@pytest.mark.parametrize(
+    ("reason", "wanted", "unwanted"),
+    [
+        # A size torch always specialises: dynamic shapes cannot remove the recompile.
+        (
+            "0/0: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 5, actual 1",
+            "input_ids changed from size 5 to 1 in dimension 1, and torch specialises sizes 0 and 1",
+            "compile with dynamic=True",
+        ),
+        (
+            "0/0: tensor 'L['x']' size mismatch at index 0. expected 16, actual 17",
+            "torch._dynamo.mark_dynamic(x, 0)",
+            "specialises",
+        ),
+        # A string is never "held in a tensor".
+        ("0/0: L['mode'] == 'default'  # if mode == 'default':", "mode is a string", "tensor"),
+        ("0/0: len(kwargs) == 6   # if name in kwargs:", "another set of keyword arguments", "tensor"),
+        ("0/0: self.step == 0  # self.step += 1  # t.py:27", "self.step changes", "string"),
+        # The cache: its growth has a fix, its flag flips once.
+        (
+            "0/1: tensor 'kwargs['cache'].layers[0].keys' size mismatch at index 2. expected 5, actual 6",
+            "cache.layers[0].keys grows by a step every call (a dynamic cache): generate with a static cache",
+            "hold it in a tensor",
+        ),
+        (
+            "0/0: kwargs['cache'].is_updated[0] == False    # if is_updated:  # t5.py:321 in forward",
+            "a flag of the cache flips once",
+            "hold it in a tensor",
+        ),
+    ],
+)
+def test_each_guard_gets_a_fix_that_applies_to_it(reason: str, wanted: str, unwanted: str) -> None:
+    fix = guard_fix(classify_guard(reason), reason)
+    assert wanted in fix and unwanted not in fix
+
+
+def test_a_guard_is_quoted_without_the_source_line_torch_pads_it_with() -> None:
+    assert guard_text("0/0: self.step == 0                # self.step += 1  # t.py:27 in forward") == (
+        "self.step == 0"
+    )
 
 
 def test_diagnosing_ten_thousand_records_takes_under_a_second() -> None:

@@ -295,6 +295,50 @@ def test_a_decorated_forward_is_named_by_its_module() -> None:
     assert [r.component for r in observed.registry.records()] == ["DecoratedLM", "DecoratedLM"]
 
 
+class Printing(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        torch._dynamo.graph_break()
+        return y.relu()
+
+
+class Holder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = torch.compile(Printing(), backend="eager")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x) + 1
+
+
+def test_the_rest_of_a_function_after_a_graph_break_is_named_as_that_function() -> None:
+    def helper(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        Holder()(torch.ones(2, 4))
+        torch.compile(helper, backend="eager")(torch.ones(2))
+    forward, rest, function, function_rest = observed.registry.records()
+    assert rest.code_name.startswith("torch_dynamo_resume_in_forward")
+    assert function_rest.code_name.startswith("torch_dynamo_resume_in_helper")
+    where = f"{__file__}:{Printing.forward.__code__.co_firstlineno}"
+    for r in (forward, rest):
+        assert (r.component, r.module_class, r.module_path, r.module_forward) == (
+            "inner",
+            "Printing",
+            "inner",
+            where,
+        )
+    assert function.component == function_rest.component == helper.__qualname__
+    assert function.module_class == function_rest.module_class == ""
+
+
 def test_a_users_backend_around_a_compiletrace_backend_is_timed_once() -> None:
     inner = compiletrace.backend(backend="eager", registry=compiletrace.Registry())
 

@@ -45,7 +45,7 @@ class CompilingFrame:
     filename: str = ""  # co_filename of the frame's code
     first_line: int = 0  # co_firstlineno of the frame's code
     qualname: str = ""  # co_qualname of the frame's code ("Tower.forward")
-    # Read only when asked (``compiling_frame(callers=True)``), to name a component:
+    # To name the module and the component:
     target: Any = None  # the ``self`` the compiled code runs on, if it is a method
     code: Any = None  # the code object compiled
     fullgraph: bool = False  # compiled with fullgraph=True: a graph break is an error
@@ -59,10 +59,10 @@ _MAX_STACK_WALK = 40
 _MAX_CALLERS_WALK = 64  # frames beyond ``_compile`` searched for the modules that called it
 
 
-def compiling_frame(*, callers: bool = False) -> CompilingFrame | None:
+def compiling_frame() -> CompilingFrame | None:
     """Find Dynamo's ``_compile`` frame on this thread's stack (called from a start
-    callback) and read its code object and backend; with ``callers``, also the objects the
-    compiled code and its callers run on. None if not found."""
+    callback) and read its code object, its backend and the objects the compiled code and
+    its callers run on. None if not found."""
     try:
         frame = sys._getframe(1)
         for _ in range(_MAX_STACK_WALK):
@@ -70,25 +70,24 @@ def compiling_frame(*, callers: bool = False) -> CompilingFrame | None:
                 return None
             code = frame.f_code
             if code.co_name == _COMPILE_FRAME_NAME and "convert_frame" in code.co_filename:
-                return _compiling_frame_of(frame, callers=callers)
+                return _compiling_frame_of(frame)
             frame = frame.f_back  # type: ignore[assignment]
     except Exception:
         return None
     return None
 
 
-def _compiling_frame_of(compile_frame: Any, *, callers: bool = False) -> CompilingFrame:
-    """What Dynamo's ``_compile`` frame holds: the code it compiles and the backend."""
+def _compiling_frame_of(compile_frame: Any) -> CompilingFrame:
+    """What Dynamo's ``_compile`` frame holds: the code it compiles, the backend, and the
+    objects the code and its callers run on (to name the module and the component)."""
     f_locals = compile_frame.f_locals
     compiled_code = f_locals.get("code")
     target = None
-    found: tuple[Any, ...] = ()
-    if callers:
-        frame_locals = f_locals.get("locals")
-        first = _first_argument(compiled_code)  # a method's object, whatever its name
-        if isinstance(frame_locals, dict) and first is not None:
-            target = frame_locals.get(first)
-        found = _caller_selves(compile_frame.f_back)
+    frame_locals = f_locals.get("locals")
+    first = _first_argument(compiled_code)  # a method's object, whatever its name
+    if isinstance(frame_locals, dict) and first is not None:
+        target = frame_locals.get(first)
+    found = _caller_selves(compile_frame.f_back)
     return CompilingFrame(
         code_name=str(getattr(compiled_code, "co_name", "?")),
         compiler_fn=f_locals.get("compiler_fn"),
@@ -97,7 +96,7 @@ def _compiling_frame_of(compile_frame: Any, *, callers: bool = False) -> Compili
         qualname=str(getattr(compiled_code, "co_qualname", "") or getattr(compiled_code, "co_name", "")),
         target=target,
         callers=found,
-        code=compiled_code if callers else None,
+        code=compiled_code,
         fullgraph=f_locals.get("one_graph") is True,
     )
 

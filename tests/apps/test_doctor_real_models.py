@@ -1,0 +1,184 @@
+"""The doctor on real models (transformers' tiny random configurations): every finding names
+the model's own module, its class and where it sits, at the model's own code, never the
+decorators a library wraps around each forward."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import compiletrace
+from compiletrace import Registry
+from compiletrace._app.doctor import Finding, FindingKind, diagnose_records
+
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.real_model
+
+
+def _llama(layers: int = 2) -> Any:
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def _forward_def(cls: type) -> str:
+    """file:line of a class's own forward, behind every decorator around it."""
+    code = inspect.unwrap(cls.forward).__code__
+    return f"{code.co_filename}:{code.co_firstlineno}"
+
+
+def _only(findings: list[Finding], kind: FindingKind) -> Finding:
+    (found,) = [f for f in findings if f.kind == kind]
+    return found
+
+
+def _ids(length: int) -> torch.Tensor:
+    return torch.randint(0, 128, (1, length), generator=torch.Generator().manual_seed(length))
+
+
+def test_a_recompiled_decorated_forward_is_named_by_its_class_and_path_not_the_decorator() -> None:
+    torch._dynamo.reset()
+    model = _llama()
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        model.model = torch.compile(model.model, backend="eager")
+        with torch.no_grad():
+            for length in (4, 6):
+                model(_ids(length))
+    records = reg.records()
+    # torch compiles transformers' decorators around LlamaModel.forward, not forward itself.
+    assert records[0].code_filename.startswith(str(Path(transformers.__file__).parent / "utils"))
+    assert {(r.module_class, r.module_path) for r in records} == {("LlamaModel", "model")}
+    finding = _only(diagnose_records(records), FindingKind.RECOMPILES)
+    assert finding.title.startswith("LlamaModel.forward at model recompiled 1 time: tensor shape")
+    assert finding.location == _forward_def(transformers.LlamaModel)
+    assert finding.evidence["modules"] == ["LlamaModel at model"]
+    assert "mark_dynamic" in finding.fix
+
+
+def test_layers_compiled_one_by_one_are_named_by_their_paths() -> None:
+    torch._dynamo.reset()
+    model = _llama(layers=3)
+    reg = Registry()
+    for i, layer in enumerate(model.model.layers):
+        model.model.layers[i] = compiletrace.compile(layer, backend="eager", registry=reg)
+    with torch.no_grad():
+        for length in (4, 6):
+            model(_ids(length), use_cache=False)
+    records = reg.records()
+    assert {r.module_class for r in records} == {"LlamaDecoderLayer"}
+    assert {r.module_path for r in records} <= {f"model.layers.{i}" for i in range(3)}
+    finding = _only(diagnose_records(records), FindingKind.RECOMPILES)
+    assert finding.title.startswith("LlamaDecoderLayer.forward at model.layers.")
+    assert finding.location == _forward_def(transformers.models.llama.modeling_llama.LlamaDecoderLayer)
+    assert all(m.startswith("LlamaDecoderLayer at model.layers.") for m in finding.evidence["modules"])
+
+
+class Classifier(nn.Module):
+    """A user's head on a real vision tower, with a print in its forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(1)
+        config = transformers.ViTConfig(
+            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37,
+            image_size=32, patch_size=8,
+        )  # fmt: skip
+        self.backbone = transformers.ViTModel(config)
+        self.head = nn.Linear(32, 3)
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self.backbone(pixel_values=pixels).pooler_output
+        print("features", tuple(features.shape))
+        return self.head(features)
+
+
+def test_a_graph_break_in_the_users_forward_is_one_component_named_by_the_users_class(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    torch._dynamo.reset()
+    reg = Registry()
+    model = Classifier().eval()
+    with compiletrace.observe(registry=reg):
+        compiled = torch.compile(model, backend="eager")
+        with torch.no_grad():
+            compiled(torch.randn(1, 3, 32, 32))
+    assert "features (1, 32)" in capsys.readouterr().out
+    records = reg.records()
+    codes = [r.code_name for r in records]
+    assert codes[0] == "forward" and any(c.startswith("torch_dynamo_resume_in_forward") for c in codes)
+    # The part after the break is the same module's, and the same component.
+    assert {(r.component, r.module_class, r.module_forward) for r in records} == {
+        ("Classifier", "Classifier", _forward_def(Classifier))
+    }
+    finding = _only(diagnose_records(records), FindingKind.GRAPH_BREAK)
+    assert finding.title.startswith("a graph break split Classifier.forward into 2 graphs:")
+    lines, first = inspect.getsourcelines(Classifier.forward)
+    print_line = first + next(i for i, line in enumerate(lines) if "print(" in line)
+    assert finding.location == f"{__file__}:{print_line}"
+    assert finding.evidence["modules"] == ["Classifier"]
+    assert "reorderable_logging_functions" in finding.fix
+
+
+# -- generate: the guards a generation cache makes, and the fixes that apply to them ----------
+
+
+def _t5() -> Any:
+    torch.manual_seed(3)
+    config = transformers.T5Config(
+        vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    return transformers.T5ForConditionalGeneration(config).eval()
+
+
+def _generate(model: Any, **options: Any) -> list[str]:
+    """``model.forward`` compiled, as transformers' docs do it, then one generate call; the
+    recompiles' failed-guard kinds, and the one recompiles finding."""
+    torch._dynamo.reset()
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        model.forward = torch.compile(model.forward, backend="eager")
+        with torch.no_grad():
+            model.generate(_ids(5), max_new_tokens=4, min_new_tokens=4, do_sample=False, **options)
+    findings = diagnose_records(reg.records())
+    return [f for f in findings if f.kind == FindingKind.RECOMPILES]
+
+
+def test_llama_generate_the_size_torch_specialises_and_the_cache_that_grows() -> None:
+    (dynamic,) = _generate(_llama())
+    assert dynamic.title.startswith("LlamaForCausalLM.forward recompiled 2 times")
+    # Prefill then decode: length 5, then 1, which torch specialises whatever the setting.
+    assert "input_ids changed from size 5 to 1 in dimension 1" in dynamic.fix
+    assert "dynamic=True nor mark_dynamic removes this recompile" in dynamic.fix
+    # The cache's keys grow every step: a static cache keeps one shape.
+    assert "grows by a step every call (a dynamic cache): generate with a static cache" in dynamic.fix
+    assert "hold it in a tensor" not in dynamic.fix
+
+    # The fix applied: the cache's recompile is gone, one recompile is left (the calls'
+    # keyword arguments differ between generate's first step and the rest).
+    (static,) = _generate(_llama(), cache_implementation="static")
+    assert static.title.startswith("LlamaForCausalLM.forward recompiled 1 time")
+    assert "generation cache state" not in static.evidence["guards"]
+    assert "another set of keyword arguments" in static.fix
+
+
+def test_t5_generate_a_cache_flag_that_flips_once_is_not_told_to_be_a_tensor() -> None:
+    (dynamic,) = _generate(_t5())
+    assert dynamic.title.startswith("T5ForConditionalGeneration.forward recompiled 2 times")
+    assert dynamic.evidence["guards"]["generation cache state"]["count"] == 2
+    assert "a flag of the cache flips once" in dynamic.fix and "generate with a static cache" in dynamic.fix
+    assert "tensor (a registered buffer" not in dynamic.fix and "dynamic=True" not in dynamic.fix
+
+    (static,) = _generate(_t5(), cache_implementation="static")
+    assert static.title.startswith("T5ForConditionalGeneration.forward recompiled 1 time")
+    assert "a flag of the cache flips once" in static.fix and "static cache" not in static.fix
