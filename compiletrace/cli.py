@@ -23,6 +23,7 @@ from typing import Any
 from compiletrace._app.job import COMMAND_NOT_FOUND_STATUS, CommandNotFound, ProfileJob
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
 from compiletrace._core.startup import unix_now_ns
+from compiletrace._core.torch_compat import CONFIG_FIXES
 from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline
 from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
@@ -43,6 +44,8 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
 # When the command began, for its wall time where the process start cannot be read from /proc.
 _LOADED_UNIX_S = time.time()
+
+_FIX_NAMES = sorted(CONFIG_FIXES)  # run --apply: the fixes that apply with no edit
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -164,6 +167,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace-cost",
         action="store_true",
         help="time Dynamo's tracing of each user function (a tree per frame compile)",
+    )
+    run.add_argument(
+        "--apply",
+        action="append",
+        default=[],
+        metavar="FIX",
+        help="apply a fix in every process before its first compile, with no edit to the program\n"
+        f"(repeatable): {', '.join(_FIX_NAMES)}; 'doctor --verify' measures what each does",
     )
     run.add_argument(
         "--job-dir",
@@ -338,6 +349,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a run saved by 'profile --json', a job saved by 'run --json', or a gathered result",
     )
     doctor.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
+    doctor.add_argument(
+        "--verify",
+        action="store_true",
+        help="prove the advice: re-run the job's command as it is and once per fix that applies with\n"
+        "no edit (run --apply), each in fresh processes on an empty compile cache, and print per\n"
+        "finding frame compiles, compile seconds and wall time before and after, and the verdict.\n"
+        "It runs the command the job file names: give --trust for a job file of your own",
+    )
+    doctor.add_argument(
+        "--trust",
+        action="store_true",
+        help="with --verify: run the command the job file names (a file can name any command)",
+    )
     doctor.add_argument(
         "--fail-on",
         metavar="KIND[,KIND]",
@@ -762,7 +786,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.job_dir is not None and Path(args.job_dir).exists() and any(Path(args.job_dir).iterdir()):
         raise UsageError(f"--job-dir {args.job_dir!r} is not empty; give a new or empty directory")
     outcome = run_command(
-        command, components=args.component, trace_cost=args.trace_cost, job_dir=args.job_dir
+        command,
+        components=args.component,
+        trace_cost=args.trace_cost,
+        job_dir=args.job_dir,
+        fixes=args.apply,
     )
     job = outcome.job
     for line in job_summary_lines(job):
@@ -799,8 +827,12 @@ def _doctor(args: argparse.Namespace) -> int:
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
     _outputs([(args.json, "--json")], inputs=[args.run])
+    if args.trust and not args.verify:
+        raise UsageError("--trust is for --verify, which runs the job's command")
     job = load(args.run, accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB}, command="compiletrace doctor")
     assert not isinstance(job, list) and hasattr(job, "diagnose")
+    if args.verify:
+        return _verify(args, job)
     findings = job.diagnose()
     if args.json != "-":
         print(findings_text(findings))
@@ -809,6 +841,36 @@ def _doctor(args: argparse.Namespace) -> int:
         if args.json != "-":
             print(f"wrote findings to {args.json}")
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+
+
+def _verify(args: argparse.Namespace, job: Any) -> int:
+    from compiletrace._app.doctor import doctor_dict
+    from compiletrace._app.verify import verified_findings, verify_job, verify_lines
+    from compiletrace._data.job import Job
+    from compiletrace.reports._findings import findings_text
+
+    if not isinstance(job, Job):
+        raise UsageError(
+            f"{args.run}: --verify re-runs a job's command; give a job saved by "
+            "'compiletrace run --json JOB.json -- COMMAND'"
+        )
+    shown = printable(" ".join(job.command))
+    if not args.trust:
+        raise UsageError(
+            f"{args.run}: --verify would run the command this file names ({shown}), and a file can "
+            "name any command: give --trust if the file is your own"
+        )
+    verdicts = verify_job(job, progress=lambda line: print(f"{PROG}: running the {line}", file=sys.stderr))
+    findings = verified_findings(verdicts)
+    if args.json != "-":
+        print(findings_text(findings))
+        print()
+        print("\n".join(verify_lines(verdicts)))
+    if args.json:
+        write_json(args.json, doctor_dict(findings))
+        if args.json != "-":
+            print(f"wrote findings to {args.json}")
+    return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -54,6 +54,8 @@ __all__ = [
     "Finding",
     "FindingKind",
     "GuardKind",
+    "automatic_fix",
+    "break_auto_fix",
     "break_fix",
     "classify_guard",
     "diagnose",
@@ -238,7 +240,43 @@ def _cache_state_fix(text: str) -> str:
     )
 
 
+def _guard_auto_fix(reason: str | None) -> str | None:
+    """The fix for a failed guard that applies from outside the program, by name: dynamic
+    shapes for a size that changes (not one torch specialises: 0 or 1)."""
+    if classify_guard(reason) is not GuardKind.SHAPE:
+        return None
+    size = _SIZE_GUARD.search(guard_text(reason))
+    if size is not None and {size[3], size[4]} & {"0", "1"}:
+        return None
+    return "dynamic-shapes"
+
+
+def automatic_fix(finding: Finding) -> str | None:
+    """The name of the fix (``compiletrace run --apply NAME``) that applies a finding's
+    advice with no edit to the program, if there is one.
+
+    >>> automatic_fix(Finding("recompiles", "lm", 1.0, "t", "f", evidence={"auto_fix": "dynamic-shapes"}))
+    'dynamic-shapes'
+    """
+    name = finding.evidence.get("auto_fix")
+    return name if isinstance(name, str) else None
+
+
 MAX_FIXES_PER_KIND = 3  # distinct fixes one kind of guard gets (one per tensor or flag seen)
+
+
+def _kind_fix(kind: GuardKind, reasons: Sequence[str]) -> str:
+    """One fix per distinct cause among a kind's reasons: a cache's growth and its flag are
+    two changes, while shape guards on several tensors are one (dynamic shapes), apart from
+    the sizes torch specialises."""
+    by_cause: dict[str, str] = {}
+    for reason in reasons:
+        fix = guard_fix(kind, reason)
+        cause = fix
+        if kind is GuardKind.SHAPE:
+            cause = "dynamic" if _guard_auto_fix(reason) else fix
+        by_cause.setdefault(cause, fix)
+    return "; ".join(list(by_cause.values())[:MAX_FIXES_PER_KIND])
 
 
 def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
@@ -249,10 +287,7 @@ def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
     for r in records:
         by_kind.setdefault(classify_guard(r.recompile_reason), []).append(r.recompile_reason or "")
     ordered = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))
-    fixes = {
-        kind: "; ".join(_unique((guard_fix(kind, r) for r in reasons), limit=MAX_FIXES_PER_KIND))
-        for kind, reasons in ordered
-    }
+    fixes = {kind: _kind_fix(kind, reasons) for kind, reasons in ordered}
     guards = {
         kind.value: {
             "count": len(reasons),
@@ -386,6 +421,7 @@ def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[
     recompiled = _by_owner(records, found, lambda r: r.is_recompile and not r.recompile_limit_hit)
     for owner, group in recompiled.items():
         guards, fix = _guards(group)
+        auto_fix = _guard_auto_fix(group[0].recompile_reason) if len(guards) == 1 else None
         kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
         findings.append(
             Finding(
@@ -400,6 +436,7 @@ def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[
                     "frames": _frames_of(group),
                     "modules": _modules(group),
                     "guards": guards,
+                    **({"auto_fix": auto_fix} if auto_fix else {}),
                 },
             )
         )
@@ -414,6 +451,7 @@ def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) ->
         last = refused[-1]
         limit = last.recompile_limit
         kind = classify_guard(last.recompile_reason)
+        auto_fix = _guard_auto_fix(last.recompile_reason) or "raise-recompile-limit"
         findings.append(
             Finding(
                 FindingKind.RECOMPILE_LIMIT,
@@ -430,30 +468,43 @@ def _recompile_limits(records: Sequence[GraphRecord], found: Sequence[Owner]) ->
                     "modules": _modules(spent),
                     "recompile_limit": limit,
                     "last_guard": {"kind": kind.value, "reason": guard_text(last.recompile_reason)},
+                    "auto_fix": auto_fix,
                 },
             )
         )
     return findings
 
 
-_BREAK_FIXES: tuple[tuple[re.Pattern[str], str], ...] = (
+# A break's known cause: its fix, and the name of the setting that applies it from outside
+# the program (torch_compat.CONFIG_FIXES), where one does.
+_BREAK_FIXES: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     (
-        re.compile(r"`print`|logging|logger"),
-        "remove the print (or log call) from the compiled code, or let Dynamo move it out of the "
-        "graph: torch._dynamo.config.reorderable_logging_functions.add(print)",
+        re.compile(r"`print`"),
+        "remove the print from the compiled code, or let Dynamo move it out of the graph: "
+        "torch._dynamo.config.reorderable_logging_functions.add(print)",
+        "reorderable-print",
+    ),
+    (
+        re.compile(r"logging|logger"),
+        "remove the log call from the compiled code, or let Dynamo move it out of the graph: "
+        "torch._dynamo.config.reorderable_logging_functions.add(the logging function)",
+        None,
     ),
     (
         re.compile(r"Tensor\.item\(\)|capture_scalar_outputs"),
         "set torch._dynamo.config.capture_scalar_outputs = True, or keep the value a tensor "
         "instead of calling .item()",
+        "capture-scalar-outputs",
     ),
     (
         re.compile(r"graph_break\(\)|Call to `torch._dynamo.graph_break"),
         "remove the torch._dynamo.graph_break() call",
+        None,
     ),
     (
         re.compile(r"[Dd]ata.dependent|generic_jump|jump"),
         "branch on tensors with torch.where or torch.cond instead of a Python if on a tensor's value",
+        None,
     ),
 )
 _HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
@@ -465,11 +516,23 @@ def break_fix(reason: str) -> str:
     >>> break_fix("Unsupported Tensor.item() call with capture_scalar_outputs=False")[:43]
     'set torch._dynamo.config.capture_scalar_out'
     """
-    for pattern, fix in _BREAK_FIXES:
+    for pattern, fix, _ in _BREAK_FIXES:
         if pattern.search(reason):
             return fix
     hint = _HINT.search(reason)
     return hint[1].strip() if hint else "rewrite the line so that Dynamo can trace it (see torch's reason)"
+
+
+def break_auto_fix(reason: str) -> str | None:
+    """The fix for a graph break that applies from outside the program, by name, if any.
+
+    >>> break_auto_fix("Failed to trace builtin operator: cannot trace `print`")
+    'reorderable-print'
+    """
+    for pattern, _, name in _BREAK_FIXES:
+        if pattern.search(reason):
+            return name
+    return None
 
 
 def break_summary(reason: str) -> str:
@@ -510,6 +573,7 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
         frame = frames[key]
         items = list(by_place.values())
         first = items[0]
+        auto_fixes = [name for _, reason in by_place if (name := break_auto_fix(reason))]
         graphs = sum(1 for g in frame if g.graph_node_count > 0)
         pieces = len({g.code_name for g in frame if g.graph_node_count > 0})
         fixes = list(dict.fromkeys(item["fix"].rstrip(". ") for item in items))
@@ -541,6 +605,7 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
                     "modules": _modules(frame),
                     "graphs": graphs,
                     "frame_compile_ids": _ids(frame),
+                    **({"auto_fix": auto_fixes[0]} if auto_fixes else {}),
                 },
             )
         )

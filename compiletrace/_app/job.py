@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -87,7 +87,7 @@ class ProfileJob(Job):
 
     @classmethod
     def of(cls, job: Job) -> ProfileJob:
-        return cls(job.command, job.exit_status, job.processes, job.missing)
+        return cls(job.command, job.exit_status, job.processes, job.missing, job.cwd)
 
     def diagnose(self) -> list[Finding]:
         """The doctor's findings, process by process (a finding's evidence names its
@@ -148,13 +148,23 @@ def compiled_bootstrap(directory: str) -> str:
     return directory
 
 
-def _resolve(command: Sequence[str]) -> str:
+def check_fix_names(fixes: Sequence[str]) -> None:
+    """A fix name not in the table is bad input, before anything runs."""
+    if fixes:  # the table lives beside torch's internals: torch is imported only when asked
+        from compiletrace._core import torch_compat as tc
+
+        tc.check_config_fix_names(fixes)
+
+
+def _resolve(command: Sequence[str], cwd: str | None = None) -> str:
     if not command or not command[0]:
         raise UsageError("compiletrace run needs a command: compiletrace run [OPTIONS] -- COMMAND [ARGS...]")
     program = command[0]
-    found = (
-        shutil.which(program) if os.sep not in program else (program if os.access(program, os.X_OK) else None)
-    )
+    if os.sep in program:
+        path = os.path.join(cwd, program) if cwd else program
+        found = path if os.access(path, os.X_OK) else None
+    else:
+        found = shutil.which(program)
     if found is None or os.path.isdir(found):
         raise CommandNotFound(
             f"command not found: {program!r} (not an executable file"
@@ -165,15 +175,24 @@ def _resolve(command: Sequence[str]) -> str:
 
 
 def child_environment(
-    job_dir: str, components: Sequence[str], trace_cost: bool, *, bootstrap_dir: str = BOOTSTRAP_DIR
+    job_dir: str,
+    components: Sequence[str],
+    trace_cost: bool,
+    *,
+    bootstrap_dir: str = BOOTSTRAP_DIR,
+    fixes: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment the command runs in: this one, with the bootstrap first on
-    ``PYTHONPATH`` and the job's directory and options for every process to read."""
-    env = dict(os.environ)
+    """The environment the command runs in: this one (with ``extra_env`` over it), the
+    bootstrap first on ``PYTHONPATH`` and the job's directory and options for every process
+    to read."""
+    env = {**os.environ, **(extra_env or {})}
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = bootstrap_dir if not path else bootstrap_dir + os.pathsep + path
     env[JOB_DIR_ENV] = job_dir
-    env[OPTIONS_ENV] = json.dumps({"components": list(components), "trace_cost": trace_cost})
+    env[OPTIONS_ENV] = json.dumps(
+        {"components": list(components), "trace_cost": trace_cost, "fixes": list(fixes)}
+    )
     env[LAUNCHER_PID_ENV] = str(os.getpid())
     return env
 
@@ -210,13 +229,19 @@ def run_command(
     components: Sequence[str] = (),
     trace_cost: bool = False,
     job_dir: str | os.PathLike[str] | None = None,
+    fixes: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
-    what each process wrote. Raises :class:`CommandNotFound` (nothing run) for a command
-    that does not exist, :class:`~compiletrace.UsageError` for a bad rule."""
+    what each process wrote. ``fixes`` are settings applied in every process before its
+    first compile (names in ``torch_compat.CONFIG_FIXES``: ``compiletrace run --apply``).
+    Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
+    :class:`~compiletrace.UsageError` for a bad rule or fix."""
     command = [str(part) for part in command]
-    executable = _resolve(command)
+    executable = _resolve(command, cwd)
     parse_component_rules(components)  # bad rules fail before anything runs
+    check_fix_names(fixes)
     with contextlib.ExitStack() as stack:
         if job_dir is None:
             directory = stack.enter_context(owned_temporary_directory("compiletrace-run-"))
@@ -227,19 +252,23 @@ def run_command(
         bootstrap = compiled_bootstrap(
             stack.enter_context(owned_temporary_directory("compiletrace-bootstrap-"))
         )
-        env = child_environment(directory, components, trace_cost, bootstrap_dir=bootstrap)
+        env = child_environment(
+            directory, components, trace_cost, bootstrap_dir=bootstrap, fixes=fixes, extra_env=extra_env
+        )
         try:
-            child = subprocess.Popen([executable, *command[1:]], env=env)
+            child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd)
         except OSError as exc:
             raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         with _forwarding_signals(child):
             returncode = child.wait()
         status = 128 - returncode if returncode < 0 else returncode
-        job = collect_job(directory, command, status)
+        job = collect_job(directory, command, status, cwd=cwd)
     return RunOutcome(job, status, -returncode if returncode < 0 else None)
 
 
-def collect_job(directory: str | os.PathLike[str], command: Sequence[str], exit_status: int) -> ProfileJob:
+def collect_job(
+    directory: str | os.PathLike[str], command: Sequence[str], exit_status: int, *, cwd: str | None = None
+) -> ProfileJob:
     """Merge the run files the processes of a job wrote into ``directory`` (each read
     through the one reader, every field checked); processes that started recording but
     left no run are listed as missing. A damaged run file raises
@@ -271,7 +300,9 @@ def collect_job(directory: str | os.PathLike[str], command: Sequence[str], exit_
         for pid, info in sorted(started.items())
         if pid not in recorded
     )
-    return ProfileJob(tuple(command), exit_status, tuple(processes), missing)
+    return ProfileJob(
+        tuple(command), exit_status, tuple(processes), missing, os.path.abspath(cwd or os.getcwd())
+    )
 
 
 def _alive(pid: int) -> bool:

@@ -29,6 +29,7 @@ from types import FrameType
 from typing import Any
 
 from compiletrace._app.timeline import startup_timeline
+from compiletrace._core import torch_compat as tc
 from compiletrace._core.passive import observe
 from compiletrace._data.job import ProcessInfo
 from compiletrace._data.records import CompilationTimes
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
-OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool}
+OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
 LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
 STARTED_SUFFIX = ".started.json"
 RUN_SUFFIX = ".run.json"
@@ -59,10 +60,13 @@ STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the 
 class _Recording:
     """This process's recording: started once, written once per pid."""
 
-    def __init__(self, job_dir: str, components: list[str], trace_cost: bool) -> None:
+    def __init__(
+        self, job_dir: str, components: list[str], trace_cost: bool, fixes: list[str] | None = None
+    ) -> None:
         self.job_dir = job_dir
         self.components = components
         self.trace_cost = trace_cost
+        self.fixes = fixes or []  # the fixes applied in this process (compiletrace run --apply)
         # Re-entrant, and only ever tried (never waited on) from a signal handler: SIGTERM
         # arriving while this thread writes must neither deadlock nor write twice.
         self.lock = threading.RLock()
@@ -147,6 +151,7 @@ class _Recording:
             "compiletrace_version": __version__,
             "torch_version": _torch_version(),
             "created_unix_s": time.time(),
+            "applied_fixes": list(self.fixes),
             **info.to_dict(),
         }
         Run(reg.records(), warmup, meta, startup_timeline(reg)).save(self._path(RUN_SUFFIX))
@@ -236,6 +241,18 @@ def _in_multiprocessing_child(recording: _Recording) -> None:
         _warn("recording is off in this forked process", exc)
 
 
+def _apply_fixes(names: list[str]) -> list[str]:
+    """Make each fix's setting now, before this process's first compile; the names applied."""
+    applied = []
+    for name in names:
+        try:
+            tc.apply_config_fix(name)
+            applied.append(name)
+        except Exception as exc:  # a torch without the setting: the program runs unfixed
+            _warn(f"the fix {name!r} could not be applied in this process", exc)
+    return applied
+
+
 def start() -> None:
     """Start recording this process for the job named by the environment (see the module
     docstring); a process outside a job, or a second call, does nothing."""
@@ -245,15 +262,17 @@ def start() -> None:
         return
     components: list[str] = []
     trace_cost = False
+    fixes: list[str] = []
     raw = os.environ.get(OPTIONS_ENV)
     if raw:
         try:
             options = json.loads(raw)
             components = [str(c) for c in options.get("components", [])]
             trace_cost = options.get("trace_cost") is True
+            fixes = [str(f) for f in options.get("fixes", [])]
         except Exception as exc:
             _warn(f"{OPTIONS_ENV} is not valid JSON; recording with the defaults", exc)
-    recording = _Recording(job_dir, components, trace_cost)
+    recording = _Recording(job_dir, components, trace_cost, _apply_fixes(fixes))
     recording.begin()
     _RECORDING = recording
     atexit.register(_write_quietly)

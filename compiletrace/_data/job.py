@@ -79,6 +79,7 @@ class Job:
     exit_status: int
     processes: tuple[JobProcess, ...]
     missing: tuple[ProcessInfo, ...] = ()
+    cwd: str = ""  # the directory the command ran in ("" in older files)
 
     def records(self) -> tuple[GraphRecord, ...]:
         """Every process's records, process by process."""
@@ -113,6 +114,7 @@ class Job:
                 "exit_status": self.exit_status,
                 "processes": [{"process": p.info.to_dict(), "run": p.run.to_dict()} for p in self.processes],
                 "missing": [m.to_dict() for m in self.missing],
+                "cwd": self.cwd,
             },
         )
 
@@ -133,6 +135,7 @@ class Job:
             exit_status=f.integer("exit_status"),
             processes=tuple(processes),
             missing=missing,
+            cwd=f.string("cwd", ""),
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

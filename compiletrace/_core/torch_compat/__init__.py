@@ -24,6 +24,8 @@ One module per concept, each saying which internals it uses, and why:
                     torch's ahead-of-time path, which calls its backend directly
 ``backends``        backend lookup, inductor modes, options and config, backend failures
 ``distributed``     a process group's timeout
+``fixes``           the Dynamo settings a fix applied from outside a program makes
+                    (``compiletrace run --apply``, ``doctor --verify``)
 ``capabilities``    the one table of what this torch gives, with a probe for each
 ==================  =========================================================================
 
@@ -98,6 +100,13 @@ from compiletrace._core.torch_compat.event_logger import (
     install_region_hook,
 )
 from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
+from compiletrace._core.torch_compat.fixes import (
+    CONFIG_FIXES,
+    ConfigFix,
+    apply_config_fix,
+    check_config_fix_names,
+    config_fixes_available,
+)
 from compiletrace._core.torch_compat.frames import MAX_REASON_CHARS as MAX_REASON_CHARS
 from compiletrace._core.torch_compat.frames import (
     CompilingFrame,
@@ -134,6 +143,7 @@ __all__ = [
     "CACHE_ARTIFACT_FIELD_USES",
     "CACHE_ARTIFACT_GLOBALS",
     "CACHE_ARTIFACT_JSON_KINDS",
+    "CONFIG_FIXES",
     "FRAME_REGION",
     "GUARD_ARGUMENT",
     "GUARD_CALLS",
@@ -148,8 +158,10 @@ __all__ = [
     "Capability",
     "CompileEventCallback",
     "CompilingFrame",
+    "ConfigFix",
     "FieldUse",
     "RecompileLimitListener",
+    "apply_config_fix",
     "backend_error",
     "backend_failure_type",
     "cache_artifact_class_shape",
@@ -158,11 +170,13 @@ __all__ = [
     "cache_counts",
     "callbacks_available",
     "capabilities",
+    "check_config_fix_names",
     "collect_cache_lookups",
     "collect_timed_regions",
     "compilation_metrics",
     "compile_name",
     "compiling_frame",
+    "config_fixes_available",
     "current_compile_context",
     "current_compile_id",
     "frame_failure",

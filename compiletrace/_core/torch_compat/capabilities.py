@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
+from compiletrace._core.torch_compat.fixes import config_fixes_available
 from compiletrace._io.state import warn_once
 
 
@@ -148,6 +149,11 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         _backend_calls,
         "backend time, phases and cache outcomes of compiles no compiletrace backend made "
         "(observe(), compiletrace run)",
+    ),
+    (
+        "config fixes",
+        config_fixes_available,
+        "nothing; 'run --apply' and 'doctor --verify' cannot apply the fixes this torch lacks",
     ),
 )
 

@@ -1,0 +1,100 @@
+"""``compiletrace doctor --verify``: each fix the doctor can apply with no edit is proven by
+re-running the program with it (``run --apply``), and judged on what the runs recorded."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace import cli
+from compiletrace._app.job import ProfileJob
+from compiletrace._app.verify import BROKE, DID_NOT_HELP, VERIFIED, Trial, judge
+from compiletrace._data.findings import Finding, findings_from_dict
+from compiletrace._data.job import JobProcess, ProcessInfo
+from compiletrace._data.records import CompilationTimes
+from compiletrace._data.run import Run, WarmupResult
+from tests.conftest import make_record
+
+PROGRAM = str(Path(__file__).parents[1] / "programs" / "fixable.py")
+
+
+def _trial(frames: int, exit_status: int = 0, fix: str | None = None) -> Trial:
+    records = tuple(make_record(f"{i}/0", "lm") for i in range(frames))
+    run = Run(records, WarmupResult(True, 0.0, CompilationTimes()), {})
+    job = ProfileJob(("python", "x.py"), exit_status, (JobProcess(ProcessInfo(1, 0, "main", ()), run),))
+    return Trial(fix, job, wall_s=1.0)
+
+
+def test_a_verdict_rests_on_counts_and_findings() -> None:
+    finding = Finding("recompiles", "lm", 1.0, "t", "f", "m.py:3")
+    before = _trial(4)
+    assert judge(finding, before, _trial(2)) == VERIFIED
+    assert judge(finding, before, _trial(4)) == DID_NOT_HELP  # nothing compiled less
+    assert judge(finding, before, _trial(2, exit_status=1)) == BROKE
+    assert judge(finding, _trial(4, exit_status=1), _trial(2, exit_status=1)) == VERIFIED
+
+
+def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job.json"
+    assert cli.main(["run", "--json", str(job), "--", sys.executable, PROGRAM]) == 0
+    capsys.readouterr()
+
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    printed = capsys.readouterr()
+    verified = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))}
+    # The print: moved out of the graph, one graph per call instead of two.
+    assert verified["graph_break"]["fix"] == "reorderable-print"
+    assert verified["graph_break"]["frame_compiles"] == [4, 2]
+    assert verified["graph_break"]["verdict"] == VERIFIED
+    # The batch size: dynamic from the first call, no recompile (the print still splits it).
+    assert verified["recompiles"]["fix"] == "dynamic-shapes"
+    assert verified["recompiles"]["frame_compiles"] == [4, 2]
+    assert verified["recompiles"]["verdict"] == VERIFIED
+    assert "running the with --apply reorderable-print" in printed.err
+    (row,) = [line for line in printed.out.splitlines() if line.startswith("recompiles (Model)")]
+    assert "dynamic-shapes" in row and "4 -> 2" in row and row.endswith("verified")
+
+
+def test_run_apply_makes_the_setting_in_every_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = tmp_path / "job.json"
+    assert (
+        cli.main(["run", "--apply", "dynamic-shapes", "--json", str(job), "--", sys.executable, PROGRAM]) == 0
+    )
+    loaded = compiletrace.load(job)
+    assert isinstance(loaded, ProfileJob)
+    (process,) = loaded.processes
+    assert process.run.meta["applied_fixes"] == ["dynamic-shapes"]
+    assert len(process.run.graph_records) == 2 and not any(r.is_recompile for r in process.run.graph_records)
+
+
+def test_bad_input_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    marker = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    assert cli.main(["run", "--apply", "no-such-fix", "--", *command]) == 2
+    assert "unknown fix 'no-such-fix'; the fixes that apply with no edit: capture-scalar-outputs" in (
+        capsys.readouterr().err
+    )
+    assert not marker.exists()
+
+    # A job file names the command --verify would run: only with --trust.
+    job = tmp_path / "job.json"
+    assert cli.main(["run", "--json", str(job), "--", *command]) == 0
+    marker.unlink()
+    capsys.readouterr()
+    assert cli.main(["doctor", "--verify", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert "--verify would run the command this file names" in err and "give --trust" in err
+    assert not marker.exists()
+    assert cli.main(["doctor", "--trust", str(job)]) == 2
+    assert "--trust is for --verify" in capsys.readouterr().err
