@@ -98,3 +98,25 @@ def test_bad_input_is_refused_before_anything_runs(
     assert not marker.exists()
     assert cli.main(["doctor", "--trust", str(job)]) == 2
     assert "--trust is for --verify" in capsys.readouterr().err
+
+
+@pytest.mark.real_model
+def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("transformers")
+    job = tmp_path / "job.json"
+    program = str(Path(PROGRAM).with_name("hf_bert.py"))
+    assert cli.main(["run", "--json", str(job), "--", sys.executable, program]) == 0
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    (finding,) = findings_from_dict(json.loads(out.read_text()))
+    # torch's automatic dynamic shapes recompiled once, on the second length.
+    assert finding.title.startswith("BertForSequenceClassification.forward recompiled 1 time")
+    assert "torch._dynamo.mark_dynamic(input_ids, 1)" in finding.fix
+    measured = finding.evidence["verify"]
+    assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
+        "dynamic-shapes",
+        [2, 1],
+        VERIFIED,
+    )
