@@ -612,16 +612,30 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
     return findings
 
 
-def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
+def _repeated_graphs(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
+    owner_of = {id(r): owner for r, owner in zip(records, found, strict=True)}
     hashed = [r for r in records if r.structure_hash and r.graph_node_count > 0]
     findings = []
     for (component, structure), group in _group(hashed, lambda r: (r.component, r.structure_hash)).items():
         frames = _frames_of(group)
         if len(frames) < 2:
             continue  # one frame compiled again: a recompile, which that finding covers
+        blocks = {r.graph_block for r in group}
+        block = next(iter(blocks)) if len(blocks) == 1 else ""
+        if not block and len({owner_of[id(r)] for r in group}) == 1:
+            # Pieces of one function that graph breaks cut apart, and no block's call: there
+            # is nothing to compile on its own (the graph_break finding says what to fix).
+            continue
         repeats = group[1:]
-        classes = _unique(r.module_class for r in group if r.module_class)
-        of = f" ({', '.join(classes)}{_at(group)})" if classes else ""
+        if block:
+            of = f" (each a call of {block})"
+            what = f"compile {block} on its own, once: torch.compile(block, backend=be) for each {block}"
+        else:
+            classes = _unique(r.module_class for r in group if r.module_class)
+            of = f" ({', '.join(classes)}{_at(group)})" if classes else ""
+            what = (
+                "compile the repeated block on its own, once: torch.compile(block, backend=be) for each block"
+            )
         findings.append(
             Finding(
                 FindingKind.REPEATED_GRAPH,
@@ -629,8 +643,7 @@ def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
                 _s(repeats),
                 f"{len(group)} structurally identical graphs of {group[0].graph_node_count} nodes "
                 f"compiled in {len(frames)} frames{of}: a regional-compile candidate",
-                "compile the repeated block on its own, once: torch.compile(block, backend=be) for each "
-                "block with one backend object be, so one compiled graph serves every block (and the "
+                f"{what} with one backend object be, so one compiled graph serves every block (and the "
                 "model around the blocks runs as it is, or is compiled separately)",
                 _model_location(group[0]),
                 {
@@ -638,6 +651,7 @@ def _repeated_graphs(records: Sequence[GraphRecord]) -> list[Finding]:
                     "compile_ids": _ids(group),
                     "frames": frames[:MAX_EXAMPLES],
                     "modules": _modules(group),
+                    **({"block": block} if block else {}),
                     "estimated_saving_s": _s(repeats),
                 },
             )
@@ -899,7 +913,7 @@ def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
         *_recompile_limits(records, found),
         *_recompiles(records, found),
         *_graph_breaks(records, found),
-        *_repeated_graphs(records),
+        *_repeated_graphs(records, found),
         *_cache_misses(records),
         *_expensive_hits(records),
         *_after_warmup(records, found),

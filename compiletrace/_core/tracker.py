@@ -157,6 +157,7 @@ class _OpenFrame:
     breaks_mark: int | None = None  # torch's graph-break list at frame start (None: not read)
     failure: GraphBreak | None = None  # Dynamo gave up on the whole frame, and why
     structure: list[str] = field(default_factory=list)  # structural hash of each graph kept
+    blocks: list[str | None] = field(default_factory=list)  # the block each graph is a call of
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
     fullgraph: bool = False  # fullgraph=True: Dynamo giving up raises to the user
@@ -177,6 +178,7 @@ class _AotBackendCall:
     before: tc.CacheCounts | None = None
     node_count: int = 0
     structure: str | None = None
+    block: str | None = None
     collectors: contextlib.ExitStack | None = None
     regions: list[TimedRegion] = field(default_factory=list)
     lookups: list[tuple[str, str, str, str]] = field(default_factory=list)
@@ -499,6 +501,7 @@ class Tracker:
         # Hashed before the call: backends may rewrite the graph in place. (Outside the
         # backend's timing, so the cost shows as the frame's own, not the backend's.)
         structure = tc.graph_structure_hash(gm) if diagnosing else None
+        block = tc.graph_block(gm) if diagnosing else None
         lookup_collector: contextlib.AbstractContextManager[list[tuple[str, str, str, str]]] = (
             tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext([])
         )
@@ -537,6 +540,7 @@ class Tracker:
                     self._account_backend_call(frame, start, end, before, node_count)
                     if structure is not None:
                         frame.structure.append(structure)
+                        frame.blocks.append(block)
                     frame.lookups.extend(CacheLookup(*found) for found in lookups)
                     # torch's regions are on the wall clock; fit them to this call's duration.
                     for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
@@ -582,6 +586,7 @@ class Tracker:
             call.node_count = 0
         if self.diagnosis_capture_enabled and graph_module is not None:
             call.structure = tc.graph_structure_hash(graph_module)
+            call.block = tc.graph_block(graph_module)
         call.collectors = contextlib.ExitStack()
         if self.phase_split_enabled:
             call.regions = call.collectors.enter_context(tc.collect_timed_regions())
@@ -608,6 +613,7 @@ class Tracker:
         self._account_backend_call(frame, call.start_ns, end, call.before, call.node_count)
         if call.structure is not None:
             frame.structure.append(call.structure)
+            frame.blocks.append(call.block)
         frame.lookups.extend(CacheLookup(*found) for found in call.lookups)
         for phase, ns in fit_to(
             split_phases(call.regions, call.wall_start_ns, wall_end), end - call.start_ns
@@ -717,6 +723,7 @@ class Tracker:
             code_firstlineno=frame.first_line,
             graph_breaks=tuple(dict.fromkeys(breaks)),  # a restarted analysis repeats them
             structure_hash=_combined(frame.structure),
+            graph_block=_one_block(frame.blocks),
             cache_lookups=tuple(frame.lookups),
             after_warmup=after_warmup,
             recompile_limit=tc.recompile_limit(),
@@ -852,6 +859,14 @@ def _warn_if_shared_frame_fills(record: GraphRecord, components: list[str]) -> N
 def _combined(hashes: list[str]) -> str | None:
     # One graph per frame compile is the rule; a frame of several keeps them all, in order.
     return None if not hashes else hashes[0] if len(hashes) == 1 else "+".join(hashes)
+
+
+def _one_block(blocks: list[str | None]) -> str:
+    # The block a frame's graphs are calls of, when they all are of one ("" otherwise).
+    found = set(blocks)
+    if len(found) != 1:
+        return ""
+    return next(iter(found)) or ""
 
 
 def _warn_compiled_after_warmup(record: GraphRecord) -> None:

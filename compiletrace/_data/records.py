@@ -288,6 +288,7 @@ class GraphRecord:
     code_firstlineno: int = 0  # ... and its first line
     graph_breaks: tuple[GraphBreak, ...] = ()  # breaks Dynamo made while compiling this frame
     structure_hash: str | None = None  # the FX graph's ops, targets and shapes (not names or values)
+    graph_block: str = ""  # the class of the one submodule call the graph is ("Block"), or ""
     cache_lookups: tuple[CacheLookup, ...] = ()  # per cache tier: outcome and key
     after_warmup: bool = False  # compiled after warm_up returned: a latency spike in serving
     recompile_limit: int | None = None  # torch's recompile_limit when this frame compiled
@@ -436,6 +437,7 @@ class GraphRecord:
                 for b in _objects(f, "graph_breaks")
             ),
             structure_hash=f.string("structure_hash", None, optional=True),
+            graph_block=f.string("graph_block", ""),
             cache_lookups=tuple(
                 CacheLookup(
                     c.string("tier"),

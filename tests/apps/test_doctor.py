@@ -364,6 +364,8 @@ def test_identical_blocks_compiled_in_separate_frames_are_a_regional_compile_can
     assert finding.evidence["compile_ids"] == ["0/0", "1/0", "2/0", "3/0"]
     assert finding.evidence["estimated_saving_s"] == pytest.approx(finding.seconds)
     assert "4 structurally identical graphs" in finding.title and "torch.compile(block" in finding.fix
+    assert "(each a call of Block)" in finding.title and finding.evidence["block"] == "Block"
+    assert {r.graph_block for r in reg.records()} == {"Block"}
 
     # The fix: the block compiled on its own, once, with one backend object.
     torch._dynamo.reset()
@@ -375,6 +377,27 @@ def test_identical_blocks_compiled_in_separate_frames_are_a_regional_compile_can
         torch.testing.assert_close(model(x), expected)
     assert (len(reg.records()), len(fixed.records())) == (4, 1)  # 3 repeats -> 0
     assert FindingKind.REPEATED_GRAPH.value not in _kinds(compiletrace.diagnose(fixed))
+
+
+class Halves(nn.Module):
+    """The same operations on each side of a print: two identical graphs, but no block."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = (x * 2).sin()
+        print("halfway")
+        return (x * 2).sin()
+
+
+def test_two_halves_of_one_forward_cut_by_a_break_are_no_regional_compile_candidate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reg = Registry()
+    compiletrace.compile(Halves(), backend="eager", registry=reg)(torch.ones(2, 8))
+    records = reg.records()
+    assert len({r.structure_hash for r in records}) == 1 and len(records) == 2
+    assert {r.graph_block for r in records} == {""}
+    kinds = _kinds(compiletrace.diagnose(reg))
+    assert FindingKind.GRAPH_BREAK.value in kinds and FindingKind.REPEATED_GRAPH.value not in kinds
 
 
 # -- compiles after warm-up ------------------------------------------------------------------

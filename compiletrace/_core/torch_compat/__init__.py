@@ -129,7 +129,7 @@ from compiletrace._core.torch_compat.metrics import (
     recompile_reason,
     restart_reasons,
 )
-from compiletrace._core.torch_compat.structure import graph_structure_hash
+from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash
 from compiletrace._core.torch_compat.tracing import (
     install_trace_cost_hook,
     set_trace_collector,
@@ -181,6 +181,7 @@ __all__ = [
     "current_compile_id",
     "frame_failure",
     "frame_failure_type",
+    "graph_block",
     "graph_break_mark",
     "graph_breaks_since",
     "graph_structure_hash",

@@ -5,6 +5,9 @@ What is used, and why:
 
 - The ``example_value`` Dynamo leaves on FX nodes (``val`` where it does not): each
   node's output shape and dtype, for the doctor's structural hash.
+- The ``nn_module_stack`` Dynamo leaves on them: which module call each operation was in,
+  so that a graph that is one block's call (``blocks.1``, a ``Block``) is told from a piece
+  of a function that a graph break cut off.
 """
 
 from __future__ import annotations
@@ -44,6 +47,31 @@ def graph_structure_hash(gm: Any) -> str | None:
             _arg_tokens(node.args, index, tokens)
             _arg_tokens(node.kwargs, index, tokens)
         return hashlib.blake2b(repr(tokens).encode(), digest_size=8).hexdigest()
+    except Exception:
+        return None
+
+
+_OPERATIONS = frozenset({"call_function", "call_method", "call_module"})
+
+
+def graph_block(gm: Any) -> str | None:
+    """The class of the one submodule call every operation of an FX graph is in (the graph
+    is that block's forward: ``Block`` for a graph of ``blocks.1``), else None: operations
+    of the compiled function's own, or of several calls."""
+    try:
+        outermost: set[tuple[str, str]] = set()
+        for node in gm.graph.nodes:
+            if node.op not in _OPERATIONS:
+                continue
+            stack = node.meta.get("nn_module_stack")
+            if not stack:
+                return None
+            path, cls = next(iter(stack.values()))
+            name = cls.__qualname__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
+            outermost.add((str(path), name))
+            if len(outermost) > 1:
+                return None
+        return next(iter(outermost))[1] if outermost else None
     except Exception:
         return None
 
