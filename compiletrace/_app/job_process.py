@@ -121,11 +121,17 @@ class _Recording:
             self.lock.release()
 
     def _write(self) -> None:
-        # The passive records, and those of compiletrace.compile into the process registry.
+        # The passive records, and those of compiletrace.compile into the process registry
+        # (not the copies the program's own observe() put there: the job has those already).
+        own = self.registry.records()
+        seen = {(r.compile_id, r.start_unix_ns) for r in own}
         records = sorted(
             (
                 r
-                for r in (*self.registry.records(), *get_registry().records())
+                for r in (
+                    *own,
+                    *(r for r in get_registry().records() if (r.compile_id, r.start_unix_ns) not in seen),
+                )
                 if r.start_unix_ns >= self.forked_at_ns
             ),
             key=lambda r: r.end_unix_ns,

@@ -12,8 +12,8 @@ to passive recording only when no compiletrace backend compiles it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -29,7 +29,7 @@ from compiletrace._data.registry import Registry, checked_registry, get_registry
 from compiletrace._io.errors import ArgumentTypeError
 from compiletrace._io.state import STATE, warn_once
 
-__all__ = ["PassiveOwner", "PassiveRecording", "observe"]
+__all__ = ["PassiveOwner", "PassiveRecording", "PassiveRecordings", "observe"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,9 @@ class PassiveOwner:
     registry: Registry
     backend_name: str
     trace_cost: bool = False
+    # The other passive recordings on at the same time: each gets a copy of the record,
+    # under its own component name (registry, component).
+    copies: tuple[tuple[Registry, str], ...] = ()
 
 
 def backend_label(compiler_fn: Any) -> str:
@@ -88,6 +91,26 @@ class PassiveRecording:
             return owner
 
 
+class PassiveRecordings:
+    """Every passive recording that is on, newest first: the newest names and times the
+    frame (its owner), and each of the others gets a copy of the record in its registry, so
+    that a user's own ``observe()`` inside a ``compiletrace run`` job takes nothing from the
+    job's recording, nor the job from it."""
+
+    def __init__(self, recordings: Sequence[PassiveRecording]) -> None:
+        self.recordings = tuple(recordings)
+
+    def owner_for(self, frame: tc.CompilingFrame | None, compiler_fn: Any) -> PassiveOwner:
+        first, *others = self.recordings
+        owner = first.owner_for(frame, compiler_fn)
+        copies = tuple(
+            (other.registry, other.owner_for(frame, compiler_fn).component)
+            for other in others
+            if other.registry is not owner.registry
+        )
+        return replace(owner, copies=copies) if copies else owner
+
+
 class observe:
     """Record every ``torch.compile`` in this process from now on, whatever its backend
     (``"inductor"``, ``"aot_eager"``, a library's own, a decorator, ``Module.compile()``),
@@ -132,7 +155,7 @@ class observe:
         with STATE.lock:
             self._previous: observe | None = STATE.active_observer
             STATE.active_observer = self
-            tracker.passive = self.recording
+            tracker.passive = _recordings_on(self)
 
     @property
     def registry(self) -> Registry:
@@ -146,13 +169,13 @@ class observe:
         self._stopped = True
         tracker = get_tracker()
         with STATE.lock:
-            if STATE.active_observer is not self:
-                return  # a later one is on; it passes over this one when it stops
-            previous = self._previous
-            while previous is not None and previous._stopped:  # stopped out of order
-                previous = previous._previous
-            STATE.active_observer = previous
-            tracker.passive = None if previous is None else previous.recording
+            active = STATE.active_observer
+            if active is self:
+                active = self._previous
+                while active is not None and active._stopped:  # stopped out of order
+                    active = active._previous
+                STATE.active_observer = active
+            tracker.passive = _recordings_on(active)
 
     def __enter__(self) -> observe:
         return self
@@ -164,3 +187,13 @@ class observe:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _recordings_on(newest: observe | None) -> PassiveRecordings | None:
+    """The recordings of ``newest`` and the observers before it that are still on."""
+    found = []
+    while newest is not None:
+        if not newest._stopped:
+            found.append(newest.recording)
+        newest = newest._previous
+    return PassiveRecordings(found) if found else None

@@ -39,7 +39,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Protocol
 
 from compiletrace._core import torch_compat as tc
@@ -201,10 +201,12 @@ class _ThreadState(threading.local):
 
 
 class _Made(NamedTuple):
-    """Which graph a compile context (or compile id) made: its registry and handle there."""
+    """Which graph a compile context (or compile id) made: its registry and handle there,
+    and those of its copies in the other passive recordings that are on."""
 
     registry: Registry
     handle: int
+    copies: tuple[tuple[Registry, int], ...] = ()
 
 
 def _attempt(compile_id: str) -> int:
@@ -733,7 +735,13 @@ class Tracker:
             module_forward=frame.module.forward_location,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
         )
-        made = _Made(owner.registry, owner.registry.add(record))
+        # Passive recordings on at once (a job's, and the user's own observe()) each get the
+        # record, under the component each names it.
+        copies = tuple(
+            (registry, registry.add(replace(record, component=component)))
+            for registry, component in getattr(owner, "copies", ())
+        )
+        made = _Made(owner.registry, owner.registry.add(record), copies)
         with self._lock:
             self._made_by_id[frame.compile_id] = made
             if frame.context is not None:
@@ -765,6 +773,8 @@ class Tracker:
 
     def _add_backward(self, made: _Made, start_unix_ns: int, end_unix_ns: int, token: Any) -> None:
         record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns)
+        for registry, handle in made.copies:
+            registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns)
         if record is not None and self.observer is not None:
             self._notify(self.observer.backward_finished, record, start_unix_ns, end_unix_ns, token)
         if record is not None:
@@ -912,6 +922,9 @@ def get_tracker() -> Tracker:
     tracker: Tracker | None = STATE.tracker
     if tracker is not None:
         return tracker
+    # Outside the lock, before building: in a compiletrace run job this import may start the
+    # job's recording, which builds the tracker itself (get_tracker re-entered, once).
+    tc.load_dynamo()
     with STATE.lock:
         if STATE.tracker is None:
             new = Tracker()

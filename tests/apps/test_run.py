@@ -256,6 +256,24 @@ def test_a_program_that_changes_directory_probes_the_import_and_uses_compiletrac
     assert sorted(p.name for p in (tmp_path / "job").iterdir())[-1].endswith(".started.json")
 
 
+def test_the_programs_own_observe_and_the_job_each_record_every_compile(tmp_path: Path) -> None:
+    code = (
+        "import torch, compiletrace\n"
+        "with compiletrace.observe(components=['*=mine']) as seen:\n"
+        "    torch.compile(lambda x: x + 1, backend='eager')(torch.ones(1))\n"
+        "print(sorted(r.component for r in seen.registry.records()))\n"
+    )
+    proc = ct_run("--json", "job.json", "--", sys.executable, "-c", code, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['mine']"  # the program's own observer saw its compile
+    job = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(job, compiletrace.ProfileJob)
+    (process,) = job.compiling()
+    # ... and the job's recording too, once, under the job's names. (The program's observer
+    # built the tracker here, its import of torch._dynamo starting the job's recording.)
+    assert [(r.component, r.code_name) for r in process.run.graph_records] == [("<lambda>", "<lambda>")]
+
+
 @pytest.mark.slow
 def test_a_failing_bootstrap_is_one_warning_and_the_program_runs_on(tmp_path: Path) -> None:
     from compiletrace._app.job import child_environment

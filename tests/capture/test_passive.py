@@ -361,3 +361,27 @@ def test_observers_stopped_out_of_order_leave_none_on() -> None:
     second.stop()
     torch.compile(lambda x: x + 7, backend="eager")(torch.ones(1))
     assert len(first.registry) == len(second.registry) == 0
+
+
+def test_observers_on_at_once_each_get_every_compile_under_their_own_names() -> None:
+    # A job's recording (compiletrace run) and the user's own observe() inside the program.
+    job = compiletrace.observe(registry=compiletrace.Registry())
+    with compiletrace.observe(components=["Block=mine"], registry=compiletrace.Registry()) as users:
+        block = torch.compile(Block(), backend="aot_eager")
+        block(torch.randn(2, 4, requires_grad=True)).sum().backward()
+    torch.compile(lambda x: x + 8, backend="eager")(torch.ones(1))  # after the inner one stopped
+    job.stop()
+    (theirs,) = users.registry.records()
+    ours, after = job.registry.records()
+    assert (theirs.component, ours.component) == ("mine", "Block")
+    assert theirs.compile_id == ours.compile_id and theirs.frame_ns == ours.frame_ns
+    assert theirs.backward_ns == ours.backward_ns > 0  # the lazy backward reaches both
+    assert after.code_name == "<lambda>"
+
+    # Stopped out of order: the one still on keeps recording alone.
+    outer = compiletrace.observe(registry=compiletrace.Registry())
+    inner = compiletrace.observe(registry=compiletrace.Registry())
+    outer.stop()
+    torch.compile(lambda x: x + 9, backend="eager")(torch.ones(1))
+    inner.stop()
+    assert (len(outer.registry), len(inner.registry)) == (0, 1)

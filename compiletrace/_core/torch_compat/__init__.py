@@ -77,6 +77,7 @@ from compiletrace._core.torch_compat.callbacks import (
     CompileEventCallback,
     callbacks_available,
     install_callbacks,
+    load_dynamo,
     on_dynamo_reset,
 )
 from compiletrace._core.torch_compat.callbacks import (
@@ -198,6 +199,7 @@ __all__ = [
     "install_trace_cost_hook",
     "is_restart",
     "list_backends",
+    "load_dynamo",
     "lookup_backend",
     "on_dynamo_reset",
     "process_group_timeout",

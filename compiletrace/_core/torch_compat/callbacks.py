@@ -12,6 +12,7 @@ What is used, and why:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,14 @@ def _callback_handler() -> Any | None:
     if not all(hasattr(callback_handler, name) for name in required):
         return None
     return callback_handler
+
+
+def load_dynamo() -> None:
+    """Import ``torch._dynamo`` now. ``compiletrace run``'s bootstrap starts a process's
+    recording when this import completes: importing it before the tracker is built lets that
+    finish first, instead of building a second tracker from inside the first one's set-up."""
+    with contextlib.suppress(Exception):  # no Dynamo: the capability table says what is missing
+        import torch._dynamo  # noqa: F401
 
 
 def callbacks_available() -> bool:
