@@ -832,7 +832,7 @@ def _doctor(args: argparse.Namespace) -> int:
     job = load(args.run, accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB}, command="compiletrace doctor")
     assert not isinstance(job, list) and hasattr(job, "diagnose")
     if args.verify:
-        return _verify(args, job)
+        return _verify(args, job, fail_on)
     findings = job.diagnose()
     if args.json != "-":
         print(findings_text(findings))
@@ -843,7 +843,7 @@ def _doctor(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
 
 
-def _verify(args: argparse.Namespace, job: Any) -> int:
+def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.doctor import doctor_dict
     from compiletrace._app.verify import verified_findings, verify_job, verify_lines
     from compiletrace._data.job import Job
@@ -854,7 +854,7 @@ def _verify(args: argparse.Namespace, job: Any) -> int:
             f"{args.run}: --verify re-runs a job's command; give a job saved by "
             "'compiletrace run --json JOB.json -- COMMAND'"
         )
-    shown = printable(" ".join(job.command))
+    shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
     if not args.trust:
         raise UsageError(
             f"{args.run}: --verify would run the command this file names ({shown}), and a file can "
@@ -870,7 +870,7 @@ def _verify(args: argparse.Namespace, job: Any) -> int:
         write_json(args.json, doctor_dict(findings))
         if args.json != "-":
             print(f"wrote findings to {args.json}")
-    return EXIT_OK
+    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:

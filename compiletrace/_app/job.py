@@ -232,6 +232,7 @@ def run_command(
     fixes: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    stdout: Any = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
     what each process wrote. ``fixes`` are settings applied in every process before its
@@ -256,7 +257,7 @@ def run_command(
             directory, components, trace_cost, bootstrap_dir=bootstrap, fixes=fixes, extra_env=extra_env
         )
         try:
-            child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd)
+            child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd, stdout=stdout)
         except OSError as exc:
             raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
         with _forwarding_signals(child):

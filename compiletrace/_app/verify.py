@@ -7,9 +7,10 @@ process before its first compile), each run in fresh processes on the same cache
 private, empty compile cache of its own. Each finding then gets a verdict from what the two
 runs recorded:
 
-- ``verified``: the finding is gone and the program compiled fewer frames;
+- ``verified``: the finding is gone and the program compiled fewer frames (for a function
+  past torch's recompile limit: none is left running eagerly);
 - ``did not help``: it is still there, or nothing compiled less;
-- ``broke the program``: the command failed with the fix and did not without it;
+- ``broke the program``: the command ended otherwise with the fix than without it;
 - ``cannot be applied automatically``: the fix needs an edit (the finding says which).
 
 Frame compiles are counts, the same on a busy machine as on an idle one: the verdict rests on
@@ -27,8 +28,9 @@ from dataclasses import dataclass, replace
 
 from compiletrace._app.doctor import automatic_fix
 from compiletrace._app.job import ProfileJob, run_command
-from compiletrace._data.findings import Finding
+from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
+from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
 
@@ -40,6 +42,7 @@ BROKE = "broke the program"
 MANUAL = "cannot be applied automatically"
 # Where torch's compile caches live: each run gets its own, empty, so no run warms another.
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
 
 
 @dataclass(frozen=True)
@@ -80,17 +83,24 @@ def _identity(f: Finding) -> tuple[str, str, str]:
 
 def judge(finding: Finding, before: Trial, after: Trial) -> str:
     """The verdict on one finding from the runs without and with its fix."""
-    if after.job.exit_status != 0 and before.job.exit_status == 0:
-        return BROKE
+    if after.job.exit_status != before.job.exit_status:
+        return BROKE  # a crash compiles less too: never a fix
     still = any(_identity(f) == _identity(finding) for f in after.findings)
-    return VERIFIED if not still and after.frame_compiles < before.frame_compiles else DID_NOT_HELP
+    if still:
+        return DID_NOT_HELP
+    if finding.kind is FindingKind.RECOMPILE_LIMIT:
+        # Raising the limit compiles every variant: more frames, none left running eagerly.
+        return VERIFIED if not any(r.recompile_limit_hit for r in after.job.records()) else DID_NOT_HELP
+    return VERIFIED if after.frame_compiles < before.frame_compiles else DID_NOT_HELP
 
 
 def _run_once(command: Sequence[str], fix: str | None, cwd: str | None, clock: Callable[[], float]) -> Trial:
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
         env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
         start = clock()
-        outcome = run_command(command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd)
+        # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
+        # the doctor's, --json - included.
+        outcome = run_command(command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2)
         wall = clock() - start
     return Trial(fix, outcome.job, wall)
 
@@ -124,9 +134,17 @@ def verify_command(
 
 
 def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> list[Verdict]:
-    """:func:`verify_command` on a saved job's command, in the directory it ran in."""
-    cwd = job.cwd if job.cwd and os.path.isdir(job.cwd) else None
-    return verify_command(job.command, cwd=cwd, progress=progress)
+    """:func:`verify_command` on a saved job's command, in the directory it ran in. Raises
+    :class:`~compiletrace.UsageError`, running nothing, for a job that a signal ended (a
+    server stopped by hand: a re-run would not end) or whose directory is gone."""
+    if job.exit_status >= SIGNALLED:
+        raise UsageError(
+            f"the job ended by a signal (exit status {job.exit_status}): --verify re-runs the command "
+            "to its end, so give a job whose command ends by itself (a script, not a server)"
+        )
+    if job.cwd and not os.path.isdir(job.cwd):
+        raise UsageError(f"the directory the job ran in ({printable(job.cwd)}) is gone; --verify runs there")
+    return verify_command(job.command, cwd=job.cwd or None, progress=progress)
 
 
 def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:

@@ -103,12 +103,15 @@ class PassiveRecordings:
     def owner_for(self, frame: tc.CompilingFrame | None, compiler_fn: Any) -> PassiveOwner:
         first, *others = self.recordings
         owner = first.owner_for(frame, compiler_fn)
-        copies = tuple(
-            (other.registry, other.owner_for(frame, compiler_fn).component)
-            for other in others
-            if other.registry is not owner.registry
-        )
-        return replace(owner, copies=copies) if copies else owner
+        copies: dict[int, tuple[Registry, str]] = {}  # one copy per registry, the newest's name
+        for other in others:
+            if other.registry is not owner.registry and id(other.registry) not in copies:
+                copies[id(other.registry)] = (other.registry, other.owner_for(frame, compiler_fn).component)
+        # The tracing-cost tree, if any recording that is on asked for it (each copy has it).
+        trace_cost = owner.trace_cost or any(other.trace_cost for other in others)
+        if not copies and trace_cost == owner.trace_cost:
+            return owner
+        return replace(owner, copies=tuple(copies.values()), trace_cost=trace_cost)
 
 
 class observe:

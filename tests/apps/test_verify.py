@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+import torch
 
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import ProfileJob
 from compiletrace._app.verify import BROKE, DID_NOT_HELP, VERIFIED, Trial, judge
+from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.job import JobProcess, ProcessInfo
 from compiletrace._data.records import CompilationTimes
@@ -22,20 +25,72 @@ from tests.conftest import make_record
 PROGRAM = str(Path(__file__).parents[1] / "programs" / "fixable.py")
 
 
-def _trial(frames: int, exit_status: int = 0, fix: str | None = None) -> Trial:
-    records = tuple(make_record(f"{i}/0", "lm") for i in range(frames))
-    run = Run(records, WarmupResult(True, 0.0, CompilationTimes()), {})
+def _trial(frames: int, exit_status: int = 0, *, recompiles: int = 0, refused: int = 0) -> Trial:
+    """A run of ``frames`` frame compiles, ``recompiles`` of them of one function (m.py:3)
+    after a size changed, ``refused`` of those past torch's recompile limit."""
+    where = {"code_filename": "m.py", "code_firstlineno": 3}
+    records = [make_record(f"{i}/0", "lm") for i in range(frames - recompiles)]
+    for i in range(recompiles):
+        records.append(
+            make_record(
+                f"9/{i + 1}",
+                "lm",
+                is_recompile=True,
+                recompile_reason=f"tensor 'x' size mismatch at index 0. expected {i + 2}, actual {i + 3}",
+                recompile_limit_hit=i >= recompiles - refused,
+                recompile_limit=8,
+                **where,
+            )
+        )
+    run = Run(tuple(records), WarmupResult(True, 0.0, CompilationTimes()), {})
     job = ProfileJob(("python", "x.py"), exit_status, (JobProcess(ProcessInfo(1, 0, "main", ()), run),))
-    return Trial(fix, job, wall_s=1.0)
+    return Trial(None, job, wall_s=1.0)
 
 
 def test_a_verdict_rests_on_counts_and_findings() -> None:
-    finding = Finding("recompiles", "lm", 1.0, "t", "f", "m.py:3")
-    before = _trial(4)
+    before = _trial(4, recompiles=2)
+    (finding,) = before.findings
+    assert (finding.kind, finding.location) == ("recompiles", "m.py:3")
     assert judge(finding, before, _trial(2)) == VERIFIED
     assert judge(finding, before, _trial(4)) == DID_NOT_HELP  # nothing compiled less
+    assert judge(finding, before, _trial(3, recompiles=1)) == DID_NOT_HELP  # the finding is still there
+    # A run that ends otherwise than the baseline proves nothing, whichever way.
     assert judge(finding, before, _trial(2, exit_status=1)) == BROKE
-    assert judge(finding, _trial(4, exit_status=1), _trial(2, exit_status=1)) == VERIFIED
+    assert judge(finding, _trial(4, 1, recompiles=2), _trial(0)) == BROKE
+
+
+def test_a_raised_recompile_limit_is_verified_by_what_no_longer_runs_eagerly() -> None:
+    before = _trial(9, recompiles=9, refused=1)
+    (finding,) = [f for f in before.findings if f.kind == "recompile_limit"]
+    assert finding.evidence["auto_fix"] == "dynamic-shapes"  # a shape guard: dynamic shapes first
+    limit = Finding("recompile_limit", "lm", 1.0, "t", "f", "elsewhere.py:1")
+    assert judge(limit, before, _trial(12, recompiles=11)) == VERIFIED  # more frames, none refused
+    assert judge(limit, before, _trial(12, recompiles=11, refused=1)) == DID_NOT_HELP
+
+
+def test_a_fix_reaches_every_thread_of_the_process() -> None:
+    # A plain assignment to torch's config is a context variable: the assigning thread's alone.
+    entries = torch._dynamo.config._config
+    saved = {
+        name: entries[name].default for name in ("assume_static_by_default", "reorderable_logging_functions")
+    }
+    try:
+        apply_config_fix("dynamic-shapes")
+        apply_config_fix("reorderable-print")
+        seen: list[tuple[bool, bool]] = []
+        config = torch._dynamo.config
+        worker = threading.Thread(
+            target=lambda: seen.append(
+                (config.assume_static_by_default, print in config.reorderable_logging_functions)
+            )
+        )
+        worker.start()
+        worker.join()
+        assert seen == [(False, True)]
+    finally:
+        for name, value in saved.items():
+            entries[name].default = value
+    assert torch._dynamo.config.assume_static_by_default is True
 
 
 def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
@@ -45,10 +100,13 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert cli.main(["run", "--json", str(job), "--", sys.executable, PROGRAM]) == 0
     capsys.readouterr()
 
-    out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    # --json -: the findings alone on stdout (the program's own output goes to stderr); a
+    # --fail-on kind present: exit 1.
+    assert (
+        cli.main(["doctor", "--verify", "--trust", str(job), "--json", "-", "--fail-on", "graph_break"]) == 1
+    )
     printed = capsys.readouterr()
-    verified = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))}
+    verified = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(printed.out))}
     # The print: moved out of the graph, one graph per call instead of two.
     assert verified["graph_break"]["fix"] == "reorderable-print"
     assert verified["graph_break"]["frame_compiles"] == [4, 2]
@@ -58,7 +116,9 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert verified["recompiles"]["frame_compiles"] == [4, 2]
     assert verified["recompiles"]["verdict"] == VERIFIED
     assert "running the with --apply reorderable-print" in printed.err
-    (row,) = [line for line in printed.out.splitlines() if line.startswith("recompiles (Model)")]
+
+    assert cli.main(["doctor", "--verify", "--trust", str(job)]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("recompiles (Model)")]
     assert "dynamic-shapes" in row and "4 -> 2" in row and row.endswith("verified")
 
 
@@ -98,6 +158,20 @@ def test_bad_input_is_refused_before_anything_runs(
     assert not marker.exists()
     assert cli.main(["doctor", "--trust", str(job)]) == 2
     assert "--trust is for --verify" in capsys.readouterr().err
+
+    # A job a signal ended (a server stopped by hand) would not end when re-run; a job whose
+    # directory is gone would run elsewhere.
+    for changed, message in (
+        ({"exit_status": 143}, "the job ended by a signal"),
+        ({"cwd": str(tmp_path / "gone")}, "is gone"),
+    ):
+        data = json.loads(job.read_text())
+        data.update(changed)
+        bad = tmp_path / "bad-job.json"
+        bad.write_text(json.dumps(data))
+        assert cli.main(["doctor", "--verify", "--trust", str(bad)]) == 2
+        assert message in capsys.readouterr().err
+        assert not marker.exists()
 
 
 @pytest.mark.real_model

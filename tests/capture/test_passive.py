@@ -385,3 +385,16 @@ def test_observers_on_at_once_each_get_every_compile_under_their_own_names() -> 
     torch.compile(lambda x: x + 9, backend="eager")(torch.ones(1))
     inner.stop()
     assert (len(outer.registry), len(inner.registry)) == (0, 1)
+
+
+def test_observers_sharing_a_registry_get_one_copy_and_any_one_asks_for_trace_cost() -> None:
+    shared = compiletrace.Registry()
+    first = compiletrace.observe(registry=shared, trace_cost=True)
+    second = compiletrace.observe(registry=shared)
+    with compiletrace.observe(registry=compiletrace.Registry()) as newest:
+        torch.compile(Block(), backend="eager")(torch.ones(2, 4))
+    second.stop()
+    first.stop()
+    (record,) = shared.records()
+    (theirs,) = newest.registry.records()
+    assert record.trace_cost and theirs.trace_cost  # the oldest asked for it: every copy has it

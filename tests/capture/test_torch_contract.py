@@ -114,7 +114,7 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "backend calls": lambda: monkeypatch.delattr(
             torch._dynamo.output_graph.OutputGraph, "_call_user_compiler"
         ),
-        "config fixes": lambda: monkeypatch.delattr(torch._dynamo.config, "capture_scalar_outputs"),
+        "config fixes": lambda: monkeypatch.delitem(torch._dynamo.config._config, "capture_scalar_outputs"),
     }
     assert set(removals) == {c.name for c in tc.capabilities()}, "a capability without a removal test"
     removals[name]()

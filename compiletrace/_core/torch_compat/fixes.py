@@ -5,8 +5,11 @@ one setting of torch's Dynamo configuration, made in every process of the job on
 
 Internals: ``torch._dynamo.config``'s ``assume_static_by_default`` (what
 ``torch.compile(dynamic=True)`` sets for its own compiles), ``capture_scalar_outputs``,
-``reorderable_logging_functions`` and ``recompile_limit``. Their names move between
-releases: the capability table probes them (``config fixes``).
+``reorderable_logging_functions`` and ``recompile_limit``, and the config module's table of
+entries (``_config``): a plain assignment to the config is a context variable, seen by the
+thread that makes it alone, so the fix changes each entry's default, which every thread
+(a server's workers, an engine's threads) reads. Their names move between releases: the
+capability table probes them (``config fixes``).
 
 >>> sorted(CONFIG_FIXES)
 ['capture-scalar-outputs', 'dynamic-shapes', 'raise-recompile-limit', 'reorderable-print']
@@ -17,6 +20,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from compiletrace._io.errors import CompiletraceError, UsageError
 
@@ -47,21 +51,27 @@ def _config() -> object:
     return dynamo_config
 
 
+def _entry(attribute: str) -> Any:
+    """The config module's entry for ``attribute``, whose ``default`` every thread reads."""
+    entries = getattr(_config(), "_config", None)
+    entry = entries.get(attribute) if isinstance(entries, dict) else None
+    if entry is None or not hasattr(entry, "default"):
+        raise CompiletraceError(f"this torch has no torch._dynamo.config.{attribute} entry to set")
+    return entry
+
+
 def _set(attribute: str, value: object) -> Callable[[], None]:
     def apply() -> None:
-        config = _config()
-        if not hasattr(config, attribute):
-            raise CompiletraceError(f"this torch has no torch._dynamo.config.{attribute}")
-        setattr(config, attribute, value)
+        _entry(attribute).default = value
 
     return apply
 
 
 def _reorder_print() -> None:
-    functions = getattr(_config(), "reorderable_logging_functions", None)
-    if not isinstance(functions, set):
-        raise CompiletraceError("this torch has no torch._dynamo.config.reorderable_logging_functions set")
-    functions.add(builtins.print)
+    entry = _entry("reorderable_logging_functions")
+    if not isinstance(entry.default, set):
+        raise CompiletraceError("this torch's reorderable_logging_functions is not a set")
+    entry.default = {*entry.default, builtins.print}
 
 
 CONFIG_FIXES: dict[str, ConfigFix] = {
@@ -113,6 +123,10 @@ def apply_config_fix(name: str) -> ConfigFix:
 
 
 def config_fixes_available() -> bool:
-    """Whether this torch has every setting the fixes make."""
-    config = _config()
-    return all(hasattr(config, fix.attribute) for fix in CONFIG_FIXES.values())
+    """Whether this torch has every setting the fixes make, where every thread reads it."""
+    try:
+        for fix in CONFIG_FIXES.values():
+            _entry(fix.attribute)
+    except CompiletraceError:
+        return False
+    return True
