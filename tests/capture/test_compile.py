@@ -273,6 +273,10 @@ def test_suppress_errors_records_the_eager_fallback() -> None:
         ({"compilation_mode": 5}, TypeError, "compilation mode must be a CompilationMode"),
         ({"mode": 5}, TypeError, "mode must be a string"),
         ({"options": ["epilogue_fusion"]}, TypeError, "options must be a mapping"),
+        ({"disable": "yes"}, TypeError, "disable must be a bool"),
+        ({"recompile_limit": "8"}, TypeError, "recompile_limit must be an int or None"),
+        ({"name": 3}, TypeError, "name must be a string or None"),
+        ({"no_such_argument": 1}, TypeError, "unexpected keyword argument.*no_such_argument"),
     ],
 )
 def test_bad_input_gives_a_clear_error_and_records_nothing(
@@ -332,3 +336,63 @@ def test_a_graph_compiled_elsewhere_after_reset_keeps_its_backward() -> None:
     theirs(torch.randn(2, 4, requires_grad=True)).sum().backward()
     (rec,) = reg.records()
     assert rec.backward_ns == 0
+
+
+def test_takes_every_argument_torch_compile_takes_as_torch_takes_it() -> None:
+    """Against the installed torch's own signature: a new argument in a new torch fails here."""
+    import inspect
+
+    from compiletrace._core.compile import RELEASE_ARGUMENTS
+
+    ours = inspect.signature(compiletrace.compile).parameters
+    for name, theirs in inspect.signature(torch.compile).parameters.items():
+        if name in RELEASE_ARGUMENTS:  # taken as a keyword, where this torch has it
+            assert name not in ours and any(p.kind is p.VAR_KEYWORD for p in ours.values())
+            continue
+        assert name in ours, f"torch.compile takes {name!r}; compiletrace.compile does not"
+        assert (ours[name].kind, ours[name].default) == (theirs.kind, theirs.default), name
+    # Each release-specific argument this torch has reaches it (None: its own default).
+    for name in RELEASE_ARGUMENTS & set(inspect.signature(torch.compile).parameters):
+        fn = compiletrace.compile(lambda x: x + 1, backend="eager", registry=Registry(), **{name: None})
+        assert fn(torch.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_the_decorator_forms_compile_and_record_as_torch_compile_does() -> None:
+    reg = Registry()
+
+    @compiletrace.compile(backend="eager", registry=reg)
+    def double(x: torch.Tensor) -> torch.Tensor:
+        return 2 * x
+
+    @compiletrace.compile
+    def bare(x: torch.Tensor) -> torch.Tensor:
+        return x - 1
+
+    assert double(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert [(r.component, r.code_name) for r in reg.records()] == [("language_model", "double")]
+    # The bare form is torch.compile's bare form: the same kind of wrapper (inductor, not run here).
+    assert type(bare) is type(torch.compile(lambda x: x))
+    assert bare.__wrapped__.__name__ == "bare"  # type: ignore[attr-defined]
+
+
+def test_disable_name_and_recompile_limit_reach_torch() -> None:
+    reg = Registry()
+    model = Encoder()
+    off = compiletrace.compile(model, backend="eager", registry=reg, disable=True)
+    assert type(off) is type(torch.compile(model, backend="eager", disable=True))
+    off(torch.randn(2, 8))
+    assert reg.records() == ()  # disabled: nothing compiles, nothing is recorded
+    # name= labels the component, as torch.compile(name=...) labels the region.
+    named = compiletrace.compile(lambda x: x * 3, backend="eager", registry=reg, name="scaler")
+    named(torch.ones(2))
+    assert [r.component for r in reg.records()] == ["scaler"]
+    # recompile_limit=1: one recompile, then torch runs new shapes eagerly (the default, 8,
+    # would compile all three shapes).
+    limited = compiletrace.compile(lambda x: x.sum(), backend="eager", dynamic=False, registry=reg,
+                                   recompile_limit=1, component="limited")  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own recompile-limit warning
+        results = [limited(torch.ones(n)).item() for n in (2, 3, 4)]
+    assert results == [2.0, 3.0, 4.0]
+    mine = [r for r in reg.records() if r.component == "limited"]
+    assert len(mine) == 2 and mine[-1].recompile_limit == 1 and mine[-1].recompile_limit_hit
