@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["first_line", "printable", "shorten", "tail_lines"]
+__all__ = ["PIPE_WIDTH", "first_line", "printable", "shorten", "tail_lines", "text_width"]
+
+import os
+import sys
+
+PIPE_WIDTH = 100  # the width of a text view when the output is no terminal (a file, a pipe, a CI log)
 
 # What a terminal could act on or be fooled by, shown as Python writes it in a string
 # literal: every character ``str.isprintable`` refuses (C0 and C1 controls and DEL, the
@@ -71,3 +76,22 @@ def first_line(text: object) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def text_width() -> int:
+    """The columns a text view may take: ``COLUMNS`` when set (as shells and ``shutil`` read
+    it), else the terminal's width when standard output is one, else :data:`PIPE_WIDTH`.
+
+    >>> os.environ["COLUMNS"] = "80"; text_width()
+    80
+    >>> del os.environ["COLUMNS"]
+    """
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # a replaced stdout, a closed one
+        pass
+    return PIPE_WIDTH

@@ -6,6 +6,7 @@ own tables with :func:`render_table`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from compiletrace._data.phases import PHASES
@@ -14,7 +15,7 @@ from compiletrace._data.records import (
     GraphRecord,
     component_totals,
 )
-from compiletrace._io.text import printable, shorten
+from compiletrace._io.text import printable, shorten, text_width
 
 __all__ = [
     "COMPONENT_HEADERS",
@@ -37,13 +38,29 @@ def _fmt_s(ns: int | None) -> str:
     return "-" if ns is None else f"{ns / NS_PER_S:.3f}"
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A plain-text table: a header, a rule, one line per row, columns two spaces apart.
+GAP = 2  # spaces between columns
+MIN_TEXT_WIDTH = 8  # a text column is never cut below this (or below its header)
+_FIGURE = re.compile(r"[-+]?(\d[\d.,]*|\.\d+)(%|x| s)?|-|")
+
+
+def render_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None
+) -> list[str]:
+    """A plain-text table: a header, a rule, one line per row, columns two spaces apart,
+    fitting ``width`` columns (default :func:`~compiletrace._io.text.text_width`: the
+    terminal's, or 100 when the output is no terminal). A table too wide has its widest
+    text column cut, an ellipsis marking each cut cell, then the next widest; figure
+    columns are never cut.
 
     >>> print("\\n".join(render_table(["name", "s"], [["encoder", "1.50"]])))
     name     s
     -------  ----
     encoder  1.50
+    >>> rows = [["0/1", "tensor 'kwargs['input_ids']' size mismatch at index 1", "2.040"]]
+    >>> print("\\n".join(render_table(["id", "reason", "total s"], rows, width=36)))
+    id   reason                  total s
+    ---  ----------------------  -------
+    0/1  tensor 'kwargs['input…  2.040
     """
     # Names come from run files too: a control character never reaches the terminal raw.
     head = [printable(h) for h in headers]
@@ -51,13 +68,34 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[
     widths = [len(h) for h in head]
     for row in body:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    widths = _fit(widths, head, body, text_width() if width is None else width)
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        return "  ".join(shorten(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])]
     out.extend(line(r) for r in body)
     return out
+
+
+def _fit(widths: list[int], head: Sequence[str], body: Sequence[Sequence[str]], limit: int) -> list[int]:
+    """Column widths within ``limit``: the widest text column narrowed first, one column
+    at a time, never below :data:`MIN_TEXT_WIDTH` or its header; figures keep theirs."""
+    text = [not all(_FIGURE.fullmatch(row[i]) for row in body) for i in range(len(widths))]
+    floor = [max(len(h), MIN_TEXT_WIDTH) for h in head]
+    widths = list(widths)
+    excess = sum(widths) + GAP * (len(widths) - 1) - limit
+    while excess > 0:
+        cuttable = [i for i, w in enumerate(widths) if text[i] and w > floor[i]]
+        if not cuttable:
+            break  # only figures and short text left: wider than the screen, never cut
+        widest = max(cuttable, key=lambda i: widths[i])
+        others = [widths[i] for i in cuttable if i != widest] + [floor[widest]]
+        # Down to the next widest (so two long columns shrink together), or as far as needed.
+        step = min(excess, widths[widest] - max(max(others), floor[widest])) or 1
+        widths[widest] -= step
+        excess -= step
+    return widths
 
 
 GRAPH_HEADERS = (

@@ -88,6 +88,12 @@ def _evil_run(evil: str = EVIL) -> ProfileRun:
     return ProfileRun(records, warmup, meta, build_timeline(phases, records, 0, 3 * S))
 
 
+@pytest.fixture(autouse=True)
+def wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every name whole, for the escapes to be checked (tables fit 100 columns otherwise).
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 @pytest.fixture
 def evil_path(tmp_path: Path) -> Path:
     path = tmp_path / "run.json"
