@@ -29,6 +29,7 @@ from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, top_self_times
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
 from compiletrace._io.errors import UsageError
+from compiletrace._io.text import printable
 from compiletrace.reports import render_table
 
 __all__ = [
@@ -67,6 +68,7 @@ class RunFile:
     schema_version: int
     records: tuple[GraphRecord, ...] = ()  # profile runs
     metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
+    about: dict[str, str] = field(default_factory=dict)  # model, backend, torch_version, where known
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
@@ -79,9 +81,13 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     name = os.fspath(path)
     data = read(name, accept={FileKind.RUN, FileKind.BENCH}, command="compare")
     if isinstance(data, Run):
-        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records)
+        about = {k: str(data.meta[k]) for k in ABOUT if isinstance(data.meta.get(k), str)}
+        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
     assert isinstance(data, BenchResult)
-    return RunFile(name, BENCH, data.schema_version, metrics=data.metrics)
+    return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))
+
+
+ABOUT = ("model", "backend", "torch_version")  # what two compared runs should share
 
 
 def parse_gates(values: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -162,6 +168,31 @@ class Comparison:
         return tuple(c for c in self.changes if c.regressed)
 
     @property
+    def differences(self) -> tuple[str, ...]:
+        """What the two runs ran that is not the same (``"model: a vs b"``): their figures
+        may not measure one thing. Only what both files say is compared.
+
+        >>> a = RunFile("a.json", "profile", 1, about={"model": "m:a", "backend": "eager"})
+        >>> b = RunFile("b.json", "profile", 1, about={"model": "m:b", "backend": "eager"})
+        >>> compare_runs(a, b).differences
+        ('model: m:a vs m:b',)
+        """
+        return tuple(
+            f"{key.replace('_version', '')}: {self.base.about[key]} vs {self.new.about[key]}"
+            for key in ABOUT
+            if key in self.base.about
+            and key in self.new.about
+            and self.base.about[key] != self.new.about[key]
+        )
+
+    def warning(self) -> str | None:
+        """One line when :attr:`differences` has any, else None."""
+        if not self.differences:
+            return None
+        differ = "; ".join(self.differences)
+        return printable(f"warning: the runs differ ({differ}): a change may be that, not a regression")
+
+    @property
     def ungated_slower(self) -> tuple[Change, ...]:
         """Changes that slowed down in a scope no gate covers: shown, never failing."""
         return tuple(c for c in self.changes if c.slower and not c.gated)
@@ -196,7 +227,10 @@ class Comparison:
         if others:
             scopes = ", ".join(g for g in GATES if any(c.scope == g for c in others))
             verdict += f"; {len(others)} slower figure(s) not gated ({scopes})"
-        return "\n".join([self.rule(), "", *render_table(head, rows), "", verdict])
+        warning = self.warning()
+        return "\n".join(
+            [*([warning] if warning else []), self.rule(), "", *render_table(head, rows), "", verdict]
+        )
 
 
 def _grew(base: float, new: float, threshold_pct: float, min_seconds: float) -> bool:
@@ -284,9 +318,12 @@ def compare_runs(
             b_rec, n_rec = bg.get(gkey), ng.get(gkey)
             rec = n_rec or b_rec
             assert rec is not None
-            name = f"{gkey[0]}:{gkey[1]}#{gkey[2]}"
-            if rec.is_recompile and rec.recompile_reason:
-                name += f" (recompile: {rec.recompile_reason})"
+            # Component, code and occurrence match the graphs; the compile ids say which they
+            # were (the reason is in each run's own report: a line of it would not fit here).
+            ids = [r.compile_id for r in (b_rec, n_rec) if r is not None]
+            name = f"{gkey[0]}:{gkey[1]}#{gkey[2]} [{' -> '.join(dict.fromkeys(ids))}]"
+            if rec.is_recompile:
+                name += " (recompile)"
             add(
                 "graph",
                 name,

@@ -40,6 +40,8 @@ class BenchResult:
     source: str  # the file it was read from
     schema_version: int
     metrics: dict[str, float] = field(default_factory=dict)  # avg_* figures, phases too
+    # What was run, where the file says: model, backend, torch_version (compare warns on a change).
+    about: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "bench") -> BenchResult:
@@ -60,7 +62,15 @@ class BenchResult:
             if key in f.data:  # absent from bench runs saved before phases were recorded
                 for phase, seconds in f.seconds_by_name(key).items():
                     metrics[phase_metric(prefix, phase)] = seconds
-        return cls(source, version, metrics)
+        options = f.data.get("options")
+        about: dict[str, str] = {}
+        if isinstance(options, Mapping):
+            if "model" in options:  # None: the built-in model
+                about["model"] = "the built-in model" if options["model"] is None else str(options["model"])
+            about.update(
+                {k: str(options[k]) for k in ("backend", "torch_version") if isinstance(options.get(k), str)}
+            )
+        return cls(source, version, metrics, about)
 
 
 def seconds_lists(per_iteration: Sequence[Mapping[str, float]]) -> dict[str, list[float]]:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from compiletrace._app.progress import Progress
 from compiletrace._data.bench import seconds_lists
@@ -199,6 +200,7 @@ class StartupBenchResult:
             "num_iters_portable": self.options.portable_iters,
             "cache_artifacts": self.options.cache_artifacts,
             "trust_cache_artifacts": self.options.trust_cache_artifacts,
+            "torch_version": str(torch.__version__),  # the parent's: its children import the same
         }
         return out
 

@@ -62,7 +62,7 @@ def test_a_slower_backend_is_named(tmp_path: Path) -> None:
         ("total", "compile time"): 0.5,
         ("component", "language_model"): 0.5,
         ("phase", "backend.other"): 0.5,  # a backend torch does not time: all "other"
-        ("graph", "language_model:lm_fn#0"): 0.5,
+        ("graph", "language_model:lm_fn#0 [1/0]"): 0.5,
     }
     assert {(c.scope, c.name) for c in result.regressions} == {
         ("total", "compile time"),
@@ -89,8 +89,8 @@ def test_an_extra_recompile_is_a_new_graph(tmp_path: Path) -> None:
     result = compare_files(base, new, gates="graph")
     new_graphs = [c for c in result.regressions if c.status == "NEW GRAPH"]
     assert [c.name for c in new_graphs] == [
-        f"encoder:encoder_fn#1 (recompile: {REASON})",
-        f"language_model:lm_fn#1 (recompile: {REASON})",
+        "encoder:encoder_fn#1 [0/1] (recompile)",
+        "language_model:lm_fn#1 [1/1] (recompile)",
     ]
     assert [(c.base, c.new) for c in new_graphs] == [(None, 0.125), (None, 0.125)]
     # And the other way round the graphs are gone, which is no regression.
@@ -187,3 +187,29 @@ def test_expensive_hits_need_a_hit_that_still_compiles() -> None:
     (alone,) = find_expensive_hits(portable)  # no cold run: the absolute threshold decides
     assert alone.share_of_cold is None
     assert find_expensive_hits(portable, min_seconds=10.0) == []
+
+
+def test_runs_of_different_models_backends_or_torch_are_named_before_the_table(tmp_path: Path) -> None:
+    meta = {"model": "pkg.a:build", "backend": "inductor", "torch_version": "2.13.0+cpu"}
+    base = save_run(tmp_path / "base.json", first_call(), meta=meta)
+    other = {**meta, "model": "pkg.b:build", "torch_version": "2.15.0"}
+    new = save_run(tmp_path / "new.json", first_call(), meta=other)
+    result = compare_files(base, new)
+    assert result.differences == ("model: pkg.a:build vs pkg.b:build", "torch: 2.13.0+cpu vs 2.15.0")
+    first = result.table().splitlines()[0]
+    assert first.startswith("warning: the runs differ (model: pkg.a:build vs pkg.b:build; torch: ")
+    # The same model, backend and torch: no warning.
+    same = compare_files(base, base)
+    assert same.differences == () and not same.table().startswith("warning")
+
+
+def test_a_multi_line_recompile_reason_stays_out_of_the_graph_names(tmp_path: Path) -> None:
+    stack = '  File "m.py", line 3\n' * 40
+    reason = f"0/0: tensor 'x' size mismatch at index 0\nUser stack trace:\n{stack}"
+    recompile = make_record("0/1", "encoder", code_name="encoder_fn", start_unix_ns=S, frame_ns=S // 8,
+                            is_recompile=True, recompile_reason=reason)  # fmt: skip
+    base = save_run(tmp_path / "base.json", first_call())
+    new = save_run(tmp_path / "new.json", [*first_call(), recompile])
+    table = compare_files(base, new).table()
+    assert "encoder:encoder_fn#1 [0/1]" in table and "User stack trace" not in table
+    assert max(len(line) for line in table.splitlines()) <= 100  # no terminal: 100 columns

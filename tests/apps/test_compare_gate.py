@@ -111,10 +111,10 @@ def test_a_new_graph_fails_only_the_graph_gate(tmp_path: Path, capsys: pytest.Ca
     ))  # fmt: skip
     assert cli.main(["compare", base, new]) == 0
     out = capsys.readouterr().out
-    assert row(out, "graph", "language_model:lm_tail#0")[-1] == "new graph (not gated)"
+    assert row(out, "graph", "language_model:lm_tail#0 [2/0]")[-1] == "new graph (not gated)"
     assert cli.main(["compare", base, new, "--gate", "total", "--gate", "graph"]) == 1
     out = capsys.readouterr().out
-    assert row(out, "graph", "language_model:lm_tail#0")[-1] == "NEW GRAPH"
+    assert row(out, "graph", "language_model:lm_tail#0 [2/0]")[-1] == "NEW GRAPH"
     assert out.splitlines()[1].endswith("0.05 s (a new graph regresses too)")
 
 
