@@ -89,9 +89,20 @@ def findings_text(findings: Sequence[Finding], limit: int | None = None) -> str:
     return "\n".join(lines)
 
 
+def _wrappable(text: str, after: str = "/") -> str:
+    """Escaped, with a line-break opportunity after each of ``after``: a long path (or, in
+    a narrow column, a long name) wraps at its parts, not mid-word; the page's CSS breaks
+    any other long token where it must."""
+    text = html.escape(text)
+    for sep in after:
+        text = text.replace(sep, sep + "<wbr>")
+    return text
+
+
 def findings_html(findings: Sequence[Finding]) -> str:
     """The findings as an HTML fragment (a ``<section>`` holding a table; the evidence in
-    ``<details>``), every string escaped.
+    ``<details>``), every string escaped. Each cell carries its header as ``data-label``:
+    where the report is narrow, its CSS shows each finding as a labelled block.
 
     >>> findings_html([]).startswith('<section class="ct-findings">')
     True
@@ -103,20 +114,22 @@ def findings_html(findings: Sequence[Finding]) -> str:
         )
     rows = []
     for f in findings:
-        where = f"<br><code>{html.escape(f.location)}</code>" if f.location else ""
-        evidence = "".join(f"<li>{html.escape(line)}</li>" for line in evidence_lines(f.evidence))
+        where = f"<br><code>{_wrappable(f.location)}</code>" if f.location else ""
+        evidence = "".join(f"<li>{_wrappable(line)}</li>" for line in evidence_lines(f.evidence))
         rows.append(
             "<tr>"
-            f"<td>{html.escape(f.kind)}</td>"
-            f"<td>{html.escape(f.component)}</td>"
-            f'<td class="num">{f.seconds:.2f}</td>'
-            f"<td>{html.escape(f.title)}{where}"
+            f'<td data-label="kind">{_wrappable(f.kind, "_")}</td>'
+            f'<td data-label="component">{_wrappable(f.component, "_./")}</td>'
+            f'<td class="num" data-label="seconds">{f.seconds:.2f}</td>'
+            f'<td class="ct-prose" data-label="what">{_wrappable(f.title)}{where}'
             f"<details><summary>evidence</summary><ul>{evidence}</ul></details></td>"
-            f"<td>{html.escape(f.fix)}</td>"
+            f'<td class="ct-prose" data-label="fix">{_wrappable(f.fix)}</td>'
             "</tr>"
         )
+    head = '<th scope="col">kind</th><th scope="col">component</th><th scope="col" class="num">seconds</th>'
     return (
         '<section class="ct-findings"><h2>Findings</h2>'
-        "<table><thead><tr><th>kind</th><th>component</th><th>seconds</th><th>what</th><th>fix</th></tr>"
+        f'<table class="compiletrace" data-table="findings"><thead><tr>{head}'
+        '<th scope="col">what</th><th scope="col">fix</th></tr>'
         f"</thead><tbody>{''.join(rows)}</tbody></table></section>"
     )

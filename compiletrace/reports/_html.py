@@ -81,6 +81,23 @@ _REPORT_CSS = """
 .compiletrace-report dd { margin: 0; overflow-wrap: anywhere; }
 .compiletrace-report svg { display: block; margin: 0.3em 0 0.6em; }
 @media (max-width: 600px) { .compiletrace-report { font-size: 14px; } }
+/* The start-up timeline's table has no scroll box around it: it scrolls in itself. */
+.compiletrace-report .compiletrace-startup-timeline > table.compiletrace { display: block;
+  overflow-x: auto; }
+/* The findings are sentences: their table wraps to the page's width (long paths too) and
+   never scrolls. Too narrow for five columns, each finding is a block of its own, each
+   cell labelled with its header (the header row stays for screen readers only). */
+.compiletrace-report .ct-findings td.ct-prose { overflow-wrap: anywhere; min-width: 10em; }
+@media (max-width: 760px) {
+  .compiletrace-report .ct-findings table, .compiletrace-report .ct-findings tbody,
+  .compiletrace-report .ct-findings tr { display: block; }
+  .compiletrace-report .ct-findings thead { position: absolute; width: 1px; height: 1px;
+    overflow: hidden; clip-path: inset(50%); }
+  .compiletrace-report .ct-findings tr { border: 1px solid #ddd; margin: 0 0 0.5em; padding: 2px 0; }
+  .compiletrace-report .ct-findings td { display: inline-block; border: 0; }
+  .compiletrace-report .ct-findings td.ct-prose { display: block; }
+  .compiletrace-report .ct-findings td::before { content: attr(data-label) ": "; color: #555; }
+}
 """
 
 # The tables' own rules: a registry's table in a notebook carries them alone.
@@ -646,6 +663,14 @@ def report_fragment(run: RunOrRecords, *, findings: Sequence[Finding] | None = N
 _PAGE_CSS = """
 html { -webkit-text-size-adjust: 100%; }
 body { margin: 0; padding: 12px 16px; }
+/* A table scrolled in its box shows a shadow at the edge where more of it lies: white
+   covers travel with the table and hide the shadow at an end reached (or at both ends of a
+   table that fits). In the page only: it assumes the page's white, not a notebook's theme. */
+.ct-scroll, .compiletrace-startup-timeline > table.compiletrace { background:
+  linear-gradient(to right, #fff 30%, rgba(255, 255, 255, 0)) left / 2em 100% no-repeat local,
+  linear-gradient(to left, #fff 30%, rgba(255, 255, 255, 0)) right / 2em 100% no-repeat local,
+  radial-gradient(farthest-side at 0 50%, rgba(0, 0, 0, 0.25), transparent) left / 0.8em 100% no-repeat,
+  radial-gradient(farthest-side at 100% 50%, rgba(0, 0, 0, 0.25), transparent) right / 0.8em 100% no-repeat; }
 """
 
 

@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
-from compiletrace import CacheOutcome, __version__
+from compiletrace import CacheOutcome, ProfileRun, __version__
+from compiletrace._app.doctor import diagnose_records
+from compiletrace._data.findings import Finding
+from compiletrace._data.records import GraphBreak, GraphRecord
+from compiletrace._data.timeline import PhaseRecord, build_timeline
 from compiletrace.reports import (
     component_chart_svg,
     graph_timeline_svg,
@@ -49,6 +53,15 @@ FULL = [
                 phases={"aot_autograd": 2 * S, "inductor": 3 * S, "kernel_compile": 4 * S, "cache": S,
                         "other": 500 * MS}, is_recompile=True, recompile_reason=REASON),
 ]  # fmt: skip
+# A graph break deep in a library: the doctor's finding carries a long unbroken path.
+LONG_PATH = "/usr/lib/python3.11/site-packages/transformers/models/llava/modeling_llava.py"
+BREAK = make_record(
+    "3/0", "multi_modal_projector", backend="inductor", start_unix_ns=24 * S, frame_ns=2 * S,
+    code_filename=LONG_PATH, code_firstlineno=118,
+    graph_breaks=(GraphBreak("Unsupported Tensor.item() call with capture_scalar_outputs=False\n"
+                             "  Explanation: Dynamo does not support Tensor.item() when capturing scalar "
+                             "outputs is off\nHint: set it", LONG_PATH, 123),),
+)  # fmt: skip
 META = {"model": "compiletrace.models:build_demo", "backend": "inductor", "torch_version": "2.13.0",
         "compiletrace_version": "9.8.7"}  # fmt: skip
 
@@ -253,24 +266,28 @@ def test_report_renders_in_chromium_without_errors(tmp_path: Path) -> None:
     assert re.search(r"<td>1/1</td><td>language_model</td>", dom)
 
 
-# The report in two frames, a laptop's width and a phone's (headless Chromium will not make
-# a window narrower than 500 px; a frame is a viewport of its own, media queries included).
-# After load, a script measures both, sorts and filters in the wide one, and writes what it
-# saw into the page as JSON, for --dump-dom.
+# The report in three frames, a laptop's width, a tablet's (just wider than where the
+# findings turn into blocks, their table at its tightest) and a phone's (headless Chromium
+# will not make a window narrower than 500 px; a frame is a viewport of its own, media
+# queries included). After load, a script measures each, sorts and filters in the wide one,
+# and writes what it saw into the page as JSON, for --dump-dom.
 _HARNESS = """<!DOCTYPE html><html><body style="margin:0">
 <iframe id="wide" width="1300" height="5000" style="border:0;display:block" srcdoc="{page}"></iframe>
+<iframe id="tablet" width="768" height="5000" style="border:0;display:block" srcdoc="{page}"></iframe>
 <iframe id="phone" width="390" height="5000" style="border:0;display:block" srcdoc="{page}"></iframe>
 <pre id="result"></pre>
 <script>
 var each = function (list, f) { return Array.prototype.map.call(list, f); };
 function measure(doc) {
   var root = doc.documentElement, win = doc.defaultView;
+  // The graphs' two charts (not the start-up timeline's, laid out on rules of its own).
+  var charts = "svg.compiletrace-chart, svg.compiletrace-timeline";
+  var chartText = "svg.compiletrace-chart text, svg.compiletrace-timeline text";
   return {
     width: win.innerWidth, client: root.clientWidth, scroll: root.scrollWidth,
     boxes: each(doc.querySelectorAll(".ct-scroll"), function (b) { return [b.scrollWidth, b.clientWidth]; }),
-    text: each(doc.querySelectorAll("svg text"), function (t) {
-      var r = t.getBoundingClientRect();
-      var chart = t.closest("svg.compiletrace-chart, svg.compiletrace-timeline").getBoundingClientRect();
+    text: each(doc.querySelectorAll(chartText), function (t) {
+      var r = t.getBoundingClientRect(), chart = t.closest(charts).getBoundingClientRect();
       return {text: t.textContent, height: r.height, left: r.left - chart.left, right: chart.right - r.right};
     }),
     legends: each(doc.querySelectorAll("svg.legend"), function (legend) {
@@ -283,7 +300,64 @@ function measure(doc) {
       var style = win.getComputedStyle(td);
       return style.textAlign + " " + style.fontVariantNumeric;
     }),
+    tables: tables(doc),
   };
+}
+// Where a cell's text lies: its box and its text's own boxes (text that overflows its cell
+// lies outside the cell's box).
+function extent(doc, cell) {
+  var range = doc.createRange(), r = cell.getBoundingClientRect(), left = r.left, right = r.right;
+  range.selectNodeContents(cell);
+  Array.prototype.forEach.call(range.getClientRects(), function (t) {
+    if (t.width > 0) { left = Math.min(left, t.left); right = Math.max(right, t.right); }
+  });
+  return [left, right];
+}
+// Per table, per column: its header, whether every cell is a figure, and how far left and
+// right its cells' text reaches, the table's scroll box at rest and scrolled to its end.
+function columns(doc, table) {
+  var heads = table.tHead ? each(table.tHead.rows[0].cells, function (th) { return th.textContent; }) : [];
+  var cols = [];
+  Array.prototype.forEach.call(table.tBodies[0].rows, function (tr) {
+    Array.prototype.forEach.call(tr.cells, function (td, i) {
+      var c = cols[i] || (cols[i] = {head: heads[i] || "", num: true, left: 1e9, right: -1e9});
+      var x = extent(doc, td);
+      c.num = c.num && td.classList.contains("num");
+      c.left = Math.min(c.left, x[0]); c.right = Math.max(c.right, x[1]);
+    });
+  });
+  return cols;
+}
+// The table's scroll box: the table itself or the nearest element around it that scrolls.
+function scrollBox(doc, table) {
+  for (var el = table; el && el !== doc.body; el = el.parentElement) {
+    var overflow = doc.defaultView.getComputedStyle(el).overflowX;
+    if (overflow === "auto" || overflow === "scroll") return el;
+  }
+  return null;
+}
+function tables(doc) {
+  var details = Array.prototype.filter.call(doc.querySelectorAll("table details"), function (d) {
+    return !d.open;
+  });
+  details.forEach(function (d) { d.open = true; });
+  var out = each(doc.querySelectorAll("table"), function (table) {
+    var section = table.closest("section");  // a table without a name: its section's
+    var name = table.getAttribute("data-table") || (section ? section.className : "");
+    var found = {name: name, columns: columns(doc, table), box: null};
+    var box = scrollBox(doc, table);
+    if (box) {
+      var r = box.getBoundingClientRect(), style = doc.defaultView.getComputedStyle(box);
+      found.box = {left: r.left, right: r.right, height: r.height, scroll: box.scrollWidth,
+                   client: box.clientWidth, overflow: style.overflowX, cue: style.backgroundImage};
+      box.scrollLeft = box.scrollWidth;
+      found.box.scrolled = columns(doc, table);
+      box.scrollLeft = 0;
+    }
+    return found;
+  });
+  details.forEach(function (d) { d.open = false; });
+  return out;
 }
 function column(doc, table, col) {
   var rows = doc.querySelectorAll('table[data-table="' + table + '"] tbody tr');
@@ -322,6 +396,7 @@ window.addEventListener("load", function () {
   try {
     var wide = document.getElementById("wide").contentDocument;
     result.wide = measure(wide);
+    result.tablet = measure(document.getElementById("tablet").contentDocument);
     result.phone = measure(document.getElementById("phone").contentDocument);
     result.interaction = interact(wide);
   } catch (e) { result.error = String(e); }
@@ -341,14 +416,71 @@ def _measure_in_chromium(page: str, tmp_path: Path) -> tuple[dict[str, Any], lis
     return result, console
 
 
+def _long_findings(records: list[GraphRecord]) -> list[Finding]:
+    """The doctor's findings on ``records``, and one whose fix names a long path: long
+    sentences and long unbroken tokens, as a real model gives."""
+    found = diagnose_records(records)
+    assert any(LONG_PATH in f.location for f in found)  # the doctor located the break
+    return [
+        *found,
+        Finding("costly_trace", "multi_modal_projector", 0.8,
+                f"{LONG_PATH}:123 (LlavaMultiModalProjector.forward) holds 80% of the component's "
+                "Dynamo time in 412 calls",
+                f"trace it once: wrap the loop in {LONG_PATH}:140 with torch.compiler.disable, or "
+                "compile the loop's body on its own (torch.compile(fn, dynamic=True))", f"{LONG_PATH}:123",
+                {"calls": 412, "location": f"{LONG_PATH}:123"}),
+    ]  # fmt: skip
+
+
+def _off_screen(seen: dict[str, Any]) -> list[str]:
+    """Each text column of the page's tables whose text lies outside the viewport, unless the
+    table scrolls in its own box that is on-screen, scrollable and brings every column in:
+    what a reader cannot read."""
+    width, problems = seen["width"], []
+    for table in seen["tables"]:
+        cols = [c for c in table["columns"] if not c["num"]]
+        off = [c for c in cols if c["left"] < -0.5 or c["right"] > width + 0.5]
+        box = table["box"]
+        if not off:
+            continue
+        if box and box["left"] >= -0.5 and box["right"] <= width + 0.5 and box["height"] > 0:
+            # A box of its own: it scrolls, shows that it does, and scrolled to its end
+            # brings the last columns in.
+            assert box["overflow"] in ("auto", "scroll") and box["scroll"] > box["client"], box
+            assert "gradient" in box["cue"], box  # the edge shadow: more lies that way
+            assert all(c["right"] <= box["right"] + 0.5 for c in box["scrolled"]), box["scrolled"]
+            continue
+        problems += [
+            f"{table['name'] or 'table'}/{c['head']}: {c['left']:.0f}..{c['right']:.0f}" for c in off
+        ]
+    return problems
+
+
 @needs_chromium
-@pytest.mark.parametrize("width", ["wide", "phone"])
+@pytest.mark.parametrize("width", ["wide", "tablet", "phone"])
 def test_report_fits_a_laptop_and_a_phone(tmp_path: Path, width: str) -> None:
-    result, console = _measure_in_chromium(html_report(run_of(FULL, META, warmup_s=2.5)), tmp_path)
+    records = [*FULL, BREAK]
+    run = run_of(records, META, warmup_s=2.5)
+    phases = [
+        PhaseRecord(f"load weights from {LONG_PATH}", 0, 3 * S, thread="loader", phase_id=1),
+        PhaseRecord("warm up", 3 * S, 27 * S, phase_id=2),
+    ]
+    timeline = build_timeline(phases, run.records(), 0, 30 * S)  # its own table too
+    run = ProfileRun(run.records(), run.warmup, run.meta, timeline)
+    page = html_report(run, findings=_long_findings(records))
+    result, console = _measure_in_chromium(page, tmp_path)
     assert console == []
     seen = result[width]
-    assert seen["width"] == {"wide": 1300, "phone": 390}[width]  # the frame is the viewport
+    assert seen["width"] == {"wide": 1300, "tablet": 768, "phone": 390}[width]  # the frame is the viewport
     assert seen["scroll"] <= seen["client"] <= seen["width"]  # no sideways scrolling of the page
+    # Every table readable: its text on-screen, or in a box of its own that scrolls.
+    assert _off_screen(seen) == []
+    # The findings' text wraps: on a phone too, what to change is on-screen, not in a box.
+    findings = next(t for t in seen["tables"] if t["name"] == "findings")
+    assert findings["box"] is None
+    cols = {c["head"]: c for c in findings["columns"]}
+    for name in ("kind", "component", "what", "fix"):
+        assert cols[name]["left"] >= 0 and cols[name]["right"] <= seen["width"], (name, cols[name])
     if width == "phone":  # the per-graph table is wider than a phone: it scrolls in its own box
         assert any(scroll > client for scroll, client in seen["boxes"])
     # Chart text is readable (rendered 12-13 px, never scaled up or down with the width)
