@@ -174,10 +174,16 @@ def _registry_html(registry: Registry) -> str:
 
 
 def load_ipython_extension(ipython: _Any) -> None:
-    """``%load_ext compiletrace``: show registries as HTML tables. Done by itself when
-    compiletrace is imported in a running IPython shell."""
+    """``%load_ext compiletrace``: show registries as HTML tables, and add the cell magic
+    ``%%compiletrace``, which records every compile of one cell and shows them as the report
+    (see ``%%compiletrace?``). Done by itself when compiletrace is imported in a running
+    IPython shell."""
     formatter = ipython.display_formatter.formatters["text/html"]
     formatter.for_type(Registry, _registry_html)
+    # Loaded here, not at import: the magic's module and IPython's parser only in a shell.
+    from compiletrace._app.notebook import register_magic
+
+    register_magic(ipython)
 
 
 def _register_notebook_display() -> None:
