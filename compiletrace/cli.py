@@ -29,6 +29,7 @@ from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, Usage
 from compiletrace._io.files import check_writable, write_json, write_text
 from compiletrace._io.signals import Terminated, terminate_on_signals
 from compiletrace._io.text import first_line, printable
+from compiletrace._version import __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -57,7 +58,8 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
         "model",
         nargs="?",
         metavar="MODEL",
-        help=f"factory as package.module:factory (default: the built-in model, {DEFAULT_MODEL})",
+        help="factory as package.module:factory, imported as 'python -m' does (the current directory "
+        f"first); it returns a compiletrace.models.Demo or the like (default: {DEFAULT_MODEL})",
     )
     p.add_argument("--backend", default="inductor", help="backend to wrap (default: inductor)")
     p.add_argument("--mode", default=None, help="inductor mode, e.g. reduce-overhead, max-autotune")
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_formatter,
         description="Where torch.compile start-up time goes, per component and per graph.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     # What every command takes, defined once.
@@ -238,6 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="portable iterations (default: as many as cold)",
     )
     startup.add_argument("--output-json", metavar="PATH", help="write the figures as JSON")
+    startup.add_argument(
+        "--pytorch-records",
+        action="store_true",
+        help="with --output-json PATH: also write PyTorch's benchmark-database records beside it, one\n"
+        "file per metric (PATH without its extension + .<metric>.pytorch.json)",
+    )
 
     report = sub.add_parser(
         "report",
@@ -912,6 +921,12 @@ def _bench(args: argparse.Namespace) -> int:
     from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
 
     _outputs([(args.output_json, "--output-json")])
+    if args.pytorch_records:
+        from compiletrace.bench.pytorch_records import record_paths
+
+        if not args.output_json:
+            raise UsageError("--pytorch-records needs --output-json PATH: the records are written beside it")
+        record_paths(args.output_json, [])  # refuses '-' (standard output) before anything runs
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
@@ -952,4 +967,9 @@ def _bench(args: argparse.Namespace) -> int:
     if args.output_json:
         write_json(args.output_json, data)
         print(f"wrote figures to {args.output_json}")
+    if args.pytorch_records:
+        from compiletrace.bench.pytorch_records import write_pytorch_records
+
+        written = write_pytorch_records(data, args.output_json, args=vars(args))
+        print(f"wrote {len(written)} PyTorch benchmark record file(s) beside {args.output_json}")
     return EXIT_OK

@@ -6,16 +6,35 @@ what ``compiletrace profile`` and ``compiletrace bench startup`` run when given 
 
 The factory contract
 --------------------
-A MODEL spec ``package.module:factory`` names a callable. compiletrace calls it as
+A MODEL spec ``package.module:factory`` names a callable. compiletrace imports its module
+as ``python -m`` would (the current directory first on the import path), calls it as
 ``factory(device=DEVICE)`` when it takes a ``device`` parameter, else as ``factory()``, and
-reads these attributes of what it returns (a :class:`Demo` has them all):
+reads these attributes of what it returns. :class:`Demo` is the ready-made type that has
+them all:
 
 - ``model``: the ``torch.nn.Module`` to run;
 - ``example_inputs``: a tuple of positional arguments for one forward;
+- ``example_kwargs`` (optional): a mapping of keyword arguments for it (``input_ids=...``,
+  ``attention_mask=...``: what a transformers model takes);
 - ``components``: a mapping of submodule path (as ``model.get_submodule`` takes it, ``"."``
   for the whole model) to component name; each is compiled as that component;
-- ``run`` (optional): a callable taking no arguments that runs one forward through
-  ``model``; without it compiletrace calls ``model(*example_inputs)``.
+- ``run`` (optional): a callable taking no arguments that does one request or step through
+  ``model`` (``generate``, a training step); without it compiletrace calls
+  ``model(*example_inputs, **example_kwargs)`` without autograd. ``Demo(step=...)`` gives
+  one: ``step(model)`` is called with the model whose components were compiled in place.
+
+A transformers model, compiled layer stack and all, its ``generate`` as the request:
+
+>>> import transformers  # doctest: +SKIP
+>>> def build():  # doctest: +SKIP
+...     config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128,
+...                                       num_hidden_layers=2, num_attention_heads=4, vocab_size=256)
+...     model = transformers.LlamaForCausalLM(config).eval()
+...     ids = torch.tensor([[1, 2, 3, 4]])
+...     return Demo(model, example_kwargs={"input_ids": ids}, components={"model": "language_model"},
+...                 step=lambda m: m.generate(input_ids=ids, max_new_tokens=4, do_sample=False))
+
+The built-in model:
 
 >>> demo = build_demo()
 >>> dict(demo.components)
@@ -26,7 +45,7 @@ reads these attributes of what it returns (a :class:`Demo` has them all):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,16 +154,30 @@ class MultimodalDemo(nn.Module):  # type: ignore[misc]
 
 @dataclass
 class Demo:
-    """What a model factory returns (see the module docstring for the contract)."""
+    """What a model factory returns (see the module docstring for the contract).
+
+    >>> demo = Demo(torch.nn.Linear(4, 2), example_kwargs={"input": torch.ones(1, 4)})
+    >>> tuple(demo.run().shape)
+    (1, 2)
+    >>> Demo(torch.nn.Linear(4, 2), step=lambda m: m.out_features).run()
+    2
+    """
 
     model: nn.Module  # the module to run; compiled components are swapped into it in place
-    example_inputs: tuple[Any, ...]  # positional arguments of one forward
+    example_inputs: tuple[Any, ...] = ()  # positional arguments of one forward
     components: Mapping[str, str] = field(default_factory=dict)  # submodule path -> component name
+    example_kwargs: Mapping[str, Any] = field(default_factory=dict)  # keyword arguments of it
+    # What run() does instead of one forward without autograd (generate, a training step):
+    # called with ``model``, as it is when run() is called (its components compiled).
+    step: Callable[[nn.Module], Any] | None = None
 
     def run(self) -> Any:
-        """One forward with the example inputs, without autograd."""
+        """One request: ``step(model)`` if given, else one forward with the example inputs,
+        without autograd."""
+        if self.step is not None:
+            return self.step(self.model)
         with torch.no_grad():
-            return self.model(*self.example_inputs)
+            return self.model(*self.example_inputs, **self.example_kwargs)
 
 
 def build_demo(device: str | torch.device = "cpu", config: DemoConfig | None = None) -> Demo:

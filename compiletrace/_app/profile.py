@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import difflib
 import importlib
 import inspect
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -59,7 +61,10 @@ EAGER_RUN_PHASE = "eager run"  # compilation mode none: the one eager run of the
 
 
 def load_factory(spec: str) -> Callable[..., Any]:
-    """The callable named by ``package.module:factory``.
+    """The callable named by ``package.module:factory``, imported as ``python -m`` imports:
+    the current directory first on the import path, so ``mymodule:build`` finds the
+    ``mymodule.py`` beside the user (the ``compiletrace`` command's own path starts at its
+    ``bin`` directory).
 
     >>> load_factory("compiletrace.models:build_demo").__name__
     'build_demo'
@@ -67,6 +72,9 @@ def load_factory(spec: str) -> Callable[..., Any]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr or ":" in attr:
         raise UsageError(f"MODEL must look like 'package.module:factory', got {spec!r}")
+    cwd = os.getcwd()
+    if not {"", cwd} & set(sys.path):
+        sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -108,6 +116,11 @@ def _call_factory(factory: Callable[..., Any], spec: str, device: str) -> Any:
             f"factory {spec!r}: example_inputs must be a tuple of positional arguments, "
             f"got {type(built.example_inputs).__name__}"
         )
+    kwargs = getattr(built, "example_kwargs", None)
+    if kwargs is not None and not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
+        raise UsageError(
+            f"factory {spec!r}: example_kwargs must map keyword names to inputs, got {type(kwargs).__name__}"
+        )
     components = getattr(built, "components", None)
     if components is not None and not (
         isinstance(components, Mapping)
@@ -132,6 +145,26 @@ def parse_component(text: str) -> tuple[str, str]:
     return path.strip(), name.strip()
 
 
+def _submodules_hint(model: torch.nn.Module, path: str) -> str:
+    """The real paths next to a wrong one: the closest first, then the top-level submodules.
+
+    >>> m = torch.nn.Module(); m.vision_tower = torch.nn.Linear(2, 2); m.lm = torch.nn.Linear(2, 2)
+    >>> _submodules_hint(m, "vison_tower")
+    "did you mean 'vision_tower'? its top-level submodules: vision_tower, lm"
+    """
+    top = [name for name, _ in model.named_children()]
+    if not top:
+        return f"it has no submodules: use {ROOT!r} for the whole model"
+    # Close matches among the paths as deep as the one given (a typo at any depth), then the
+    # top level for orientation.
+    depth = path.count(".")
+    same_depth = [name for name, _ in model.named_modules() if name and name.count(".") == depth]
+    close = difflib.get_close_matches(path, same_depth, n=3, cutoff=0.6)
+    shown = ", ".join(top[:12]) + (f", ... ({len(top) - 12} more)" if len(top) > 12 else "")
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"{guess}its top-level submodules: {shown}"
+
+
 def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -> dict[str, str]:
     if not components:
         raise UsageError("no components to compile: the factory gave none; pass --component PATH=NAME")
@@ -142,7 +175,8 @@ def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -
                 model.get_submodule(path)
             except AttributeError:
                 raise UsageError(
-                    f"component path {path!r} is not a submodule of {type(model).__name__}"
+                    f"component path {path!r} is not a submodule of {type(model).__name__}; "
+                    f"{_submodules_hint(model, path)}"
                 ) from None
         if not isinstance(name, str) or not name.strip():
             raise UsageError(f"component name for {path!r} must be a non-empty string, got {name!r}")
@@ -326,10 +360,11 @@ def profile(
         run_fn: Callable[[], Any] | None = getattr(built, "run", None)
         if run_fn is None or not callable(run_fn):
             inputs = tuple(built.example_inputs)
+            keywords = dict(getattr(built, "example_kwargs", None) or {})
 
             def run_fn() -> Any:
                 with torch.no_grad():
-                    return built.model(*inputs)
+                    return built.model(*inputs, **keywords)
 
         result = warm_up(run_fn, compilation_mode=cmode, device=device, registry=reg)
 

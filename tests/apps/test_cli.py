@@ -131,6 +131,11 @@ def test_user_factory_with_root_component(models: object, capsys: pytest.Capture
         (["profile", "compiletrace.models:nope"], "has no attribute 'nope'"),
         (["profile", "--component", "nope"], "--component must look like PATH=NAME"),
         (["profile", "--component", "no.such=encoder"], "is not a submodule"),
+        (
+            ["profile", "--component", "vison=encoder"],
+            "is not a submodule of MultimodalDemo; did you mean 'vision'? its top-level submodules: "
+            "vision, language_model",
+        ),
         (["profile", "--backend", "no_such_backend"], "unknown backend 'no_such_backend'"),
         (["report", "/no/such/run.json"], "does not exist"),
         (["bench", "startup", "bad spec"], "MODEL must look like"),
@@ -144,6 +149,56 @@ def test_bad_input_exits_2_with_one_line(
     err = capsys.readouterr().err
     assert message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+USER_MODULE = textwrap.dedent(
+    """
+    import torch
+    from compiletrace.models import Demo
+
+    class Tagger(torch.nn.Module):  # takes keywords only, as a transformers model does
+        def __init__(self):
+            super().__init__()
+            self.encoder = torch.nn.Linear(4, 4)
+            self.head = torch.nn.Linear(4, 2)
+
+        def forward(self, *, input_ids, attention_mask):
+            return self.head(self.encoder(input_ids) * attention_mask)
+
+    STEPS = []
+
+    def keywords():
+        inputs = {"input_ids": torch.ones(1, 4), "attention_mask": torch.ones(1, 4)}
+        components = {"encoder": "encoder", "head": "language_model"}
+        return Demo(Tagger(), example_kwargs=inputs, components=components)
+
+    def two_requests():
+        def step(model):
+            STEPS.append(type(model).__name__)
+            for n in (1, 1):  # a request twice: one compile per component, run twice
+                model(input_ids=torch.ones(n, 4), attention_mask=torch.ones(n, 4))
+        return Demo(Tagger(), components={"encoder": "encoder", "head": "language_model"}, step=step)
+    """
+)
+
+
+def test_a_model_module_in_the_current_directory_imports_as_python_m_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``compiletrace profile mymodule:build`` beside mymodule.py, from the installed command
+    (whose import path does not start with the current directory), with keyword inputs."""
+    name = f"ct_user_{abs(hash(tmp_path)) % 10**8}"
+    (tmp_path / f"{name}.py").write_text(USER_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    assert cli.main(["profile", f"{name}:keywords", "--backend", "eager"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^encoder\s+1\s", out, re.M) and re.search(r"^language_model\s+1\s", out, re.M)
+    # A run callable: what one request does (generate, a training step), given the model.
+    assert cli.main(["profile", f"{name}:two_requests", "--backend", "eager", "--json", "run.json"]) == 0
+    assert sys.modules[name].STEPS == ["Tagger"]  # type: ignore[attr-defined]
+    run = ProfileRun.load(tmp_path / "run.json")
+    assert sorted(r.component for r in run.graph_records) == ["encoder", "language_model"]
 
 
 def test_factory_that_raises_or_returns_junk(models: object, capsys: pytest.CaptureFixture[str]) -> None:
@@ -358,3 +413,36 @@ def test_bad_otlp_endpoint_is_bad_input(capsys: pytest.CaptureFixture[str]) -> N
     assert cli.main(["profile", "--backend", "eager", "--otlp-endpoint", "not a url"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def _wide_run(path: Path) -> Path:
+    """A run as a transformers model makes one: long code names, long recompile reasons."""
+    from tests.conftest import S, make_record, save_run
+
+    reason = "0/0: tensor 'kwargs['past_key_values'].layers[11].keys' size mismatch at index 2. expected 4"
+    code = "capture_outputs.<locals>.wrapper.<locals>.torch_dynamo_resume_in_forward_at_1112"
+    records = [
+        make_record(f"0/{i}", "multi_modal_projector_and_language_model", start_unix_ns=i * S,
+                    frame_ns=1234 * S // 1000, code_name=code, is_recompile=i > 0,
+                    recompile_reason=reason if i else None)
+        for i in range(3)
+    ]  # fmt: skip
+    return save_run(path, records)
+
+
+def test_every_table_fits_the_width_and_keeps_its_figures_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _wide_run(tmp_path / "run.json")
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for columns, width in ((None, 100), ("300", 300)):  # no terminal: 100
+        if columns is not None:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert cli.main(["report", str(run)]) == 0
+        out = capsys.readouterr().out
+        table = out[out.index("Per graph") : out.index("compilation took")].splitlines()[1:-1]
+        assert table and max(map(len, table)) <= width, (width, max(map(len, table)))
+        rows = [line for line in table if line.startswith("0/")]
+        assert len(rows) == 3 and all(" 1.234 " in r for r in rows)  # figures whole
+        # A long name is cut only where it would not fit.
+        assert all(("capture_outputs.<locals>.wrapper" in r) is (width == 300) for r in rows)
