@@ -11,17 +11,21 @@ its averages, a doctor file as its findings, a command's job (``compiletrace run
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 
 from compiletrace._app.job import ProfileJob
 from compiletrace._app.profile import ProfileRun
+from compiletrace._core.components import CompiledTarget, ComponentRule, parse_component_rules
 from compiletrace._data import gather
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import root_code_name
 from compiletrace._data.run import Run
+from compiletrace._data.torch_trace import is_torch_trace
+from compiletrace._io.errors import UsageError
 from compiletrace.distributed.results import GatherResult
 
 __all__ = ["load"]
@@ -32,6 +36,7 @@ def load(
     *,
     accept: Collection[FileKind] | None = None,
     command: str = "compiletrace.load",
+    components: Iterable[str] = (),
 ) -> ProfileRun | ProfileJob | BenchResult | GatherResult | list[Finding]:
     """Read any file compiletrace writes: a run (``profile --json``) as a
     :class:`~compiletrace.ProfileRun`, a multi-rank job (``profile --nproc N --json``) as a
@@ -42,6 +47,14 @@ def load(
     :class:`~compiletrace.RunFileError` naming the file (and the field). ``accept`` limits
     the kinds taken (a command's), ``command`` names the reader in that message.
 
+    torch's own trace reads too: a ``TORCH_TRACE`` directory, one of its logs, or a ``.gz``
+    or ``.zip`` of them, as a ``ProfileRun`` (one process's log) or a ``ProfileJob`` (a
+    process per log, a rank's role ``rank N``), its records those compiletrace records
+    live, each compile named by ``components`` (``"PATTERN=NAME"`` rules matched against
+    the compiled code's file and function, as ``compiletrace run --component`` matches),
+    else by its function and file (``"forward (model.py)"``); see
+    :mod:`compiletrace._data.torch_trace`.
+
     >>> import os, tempfile, compiletrace
     >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
     >>> compiletrace.profile(backend="eager").save(path)
@@ -49,7 +62,14 @@ def load(
     >>> type(run).__name__, sorted(run.by_component())
     ('ProfileRun', ['encoder', 'language_model'])
     """
-    data = read(path, accept=accept, command=command)
+    rules = parse_component_rules(components)
+    namer = _trace_namer(rules) if rules else None
+    if rules and not is_torch_trace(path):
+        raise UsageError(
+            f"--component names the compiles of torch's trace (TORCH_TRACE); {os.fspath(path)} is a file "
+            "compiletrace wrote, whose components were named when it was recorded"
+        )
+    data = read(path, accept=accept, command=command, components=namer)
     if isinstance(data, Run):
         return ProfileRun.of(data)
     if isinstance(data, Job):
@@ -57,3 +77,12 @@ def load(
     if isinstance(data, gather.GatherResult):
         return GatherResult.of(data.ranks, data.rank)
     return data
+
+
+def _trace_namer(rules: tuple[ComponentRule, ...]) -> Callable[[str, str], str | None]:
+    def name(code_filename: str, code_name: str) -> str | None:
+        # A trace knows the compiled code, not the module: file and function are matched.
+        target = CompiledTarget(filename=code_filename, qualname=root_code_name(code_name))
+        return next((rule.name for rule in rules if rule.matches(target)), None)
+
+    return name

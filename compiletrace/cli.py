@@ -79,6 +79,17 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_trace_components(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--component",
+        action="append",
+        default=[],
+        metavar="PATTERN=NAME",
+        help="for torch's trace: name NAME the compiles whose code file or function match PATTERN\n"
+        "(shell-style; repeatable; default: the function and its file, 'forward (model.py)')",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (its ``--help`` texts are quoted in docs/reference.md)."""
     parser = argparse.ArgumentParser(
@@ -252,15 +263,18 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         parents=[common],
         formatter_class=_formatter,
-        help="render a run saved by 'profile --json' or a job saved by 'run --json'",
+        help="render a run saved by 'profile --json', a job saved by 'run --json', or torch's trace",
         description="Print the tables of a run saved by 'compiletrace profile --json' (or of each process\n"
-        "of a job saved by 'compiletrace run --json'), and write it as HTML or as a Chrome/Perfetto trace.",
+        "of a job saved by 'compiletrace run --json', or of torch's own trace: a TORCH_TRACE directory,\n"
+        "a log, or a .gz/.zip of them), and write it as HTML or as a Chrome/Perfetto trace.",
     )
     report.add_argument(
         "run",
-        metavar="RUN.json",
-        help="a run saved by 'compiletrace profile --json', or a job ('run --json')",
+        metavar="RUN",
+        help="a run saved by 'compiletrace profile --json', a job ('run --json'), or a TORCH_TRACE\n"
+        "directory, log, .gz or .zip",
     )
+    _add_trace_components(report)
     report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     report.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
 
@@ -354,9 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument(
         "run",
-        metavar="RUN.json",
-        help="a run saved by 'profile --json', a job saved by 'run --json', or a gathered result",
+        metavar="RUN",
+        help="a run saved by 'profile --json', a job saved by 'run --json', a gathered result, or\n"
+        "torch's trace (a TORCH_TRACE directory, log, .gz or .zip)",
     )
+    _add_trace_components(doctor)
     doctor.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
     doctor.add_argument(
         "--verify",
@@ -838,7 +854,12 @@ def _doctor(args: argparse.Namespace) -> int:
     _outputs([(args.json, "--json")], inputs=[args.run])
     if args.trust and not args.verify:
         raise UsageError("--trust is for --verify, which runs the job's command")
-    job = load(args.run, accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB}, command="compiletrace doctor")
+    job = load(
+        args.run,
+        accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
+        command="compiletrace doctor",
+        components=args.component,
+    )
     assert not isinstance(job, list) and hasattr(job, "diagnose")
     if args.verify:
         return _verify(args, job, fail_on)
@@ -898,7 +919,12 @@ def _report(args: argparse.Namespace) -> int:
     from compiletrace._load import load
 
     _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")], inputs=[args.run])
-    run = load(args.run, accept={FileKind.RUN, FileKind.JOB}, command="compiletrace report")
+    run = load(
+        args.run,
+        accept={FileKind.RUN, FileKind.JOB},
+        command="compiletrace report",
+        components=args.component,
+    )
     if isinstance(run, ProfileJob):
         print(run.summary())
         if args.html or args.chrome_trace:

@@ -24,9 +24,10 @@ from typing import Any
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.gather import GatherResult
-from compiletrace._data.job import Job
+from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
+from compiletrace._data.torch_trace import ComponentNamer, is_torch_trace, read_torch_trace
 from compiletrace._io.envelope import read_json_file
 from compiletrace._io.errors import CompiletraceError, RunFileError
 
@@ -40,16 +41,46 @@ def read(
     *,
     accept: Collection[FileKind] | None = None,
     command: str = "this command",
+    components: ComponentNamer | None = None,
 ) -> FileData:
     """The typed contents of the compiletrace file at ``path``: a :class:`Run`, a
-    :class:`BenchResult`, a :class:`GatherResult`, a :class:`Job` or the doctor's findings.
+    :class:`BenchResult`, a :class:`GatherResult`, a :class:`Job` or the doctor's findings;
+    or torch's own trace (a ``TORCH_TRACE`` directory, one of its logs, a ``.gz`` or ``.zip``
+    of them), read by :mod:`compiletrace._data.torch_trace` into a :class:`Run` (one log) or
+    a :class:`Job` (a process per log: the ranks of a distributed job). ``components``
+    names a traced compile's component from its code file and name, where a rule matches.
 
     Raises :class:`~compiletrace.RunFileError` (exit 2 on the command line) naming the file
     for anything that is not such a file, a field that is wrong, or a kind not in
     ``accept``.
     """
     name = os.fspath(path)
+    if is_torch_trace(name):
+        return _accepted(_trace_data(name, components), name, accept, command)
     return read_data(read_json_file(name), name, accept=accept, command=command)
+
+
+def _trace_data(name: str, components: ComponentNamer | None) -> Run | Job:
+    found = read_torch_trace(name, components=components)
+    if isinstance(found, Run):
+        return found
+    processes = []
+    for info, run in found:
+        rank = info.get("rank")
+        role = f"rank {rank}" if rank is not None else f"pid {info['pid']}"
+        processes.append(JobProcess(ProcessInfo(int(info["pid"]), 0, role, ()), run))
+    return Job(command=(), exit_status=0, processes=tuple(processes), cwd="")
+
+
+def _accepted(data: Run | Job, source: str, accept: Collection[FileKind] | None, command: str) -> Run | Job:
+    kind = FileKind.RUN if isinstance(data, Run) else FileKind.JOB
+    if accept is not None and kind not in accept:
+        what = (
+            "torch's trace of one process" if kind is FileKind.RUN else "torch's trace of several processes"
+        )
+        reads = " or ".join(k.description for k in FileKind if k in accept)
+        raise RunFileError(f"{source} is {what}; {command} reads {reads}")
+    return data
 
 
 def read_data(

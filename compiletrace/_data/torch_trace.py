@@ -1,0 +1,522 @@
+"""torch's structured trace (``TORCH_TRACE=DIR``) read into compiletrace's own records.
+
+A torch program run with ``TORCH_TRACE=DIR`` writes one log per process into DIR
+(``dedicated_log_torch_trace_rank_N_*.log`` for a rank of a distributed job). Each entry is
+a glog-style line, ``V1201 19:48:17.596000 9438 torch/_dynamo/utils.py:2350] {JSON}``,
+then, where the JSON says ``has_payload``, lines of payload that start with a tab. What is
+read, per compile id:
+
+- ``compilation_metrics``: torch's own row of the frame compile: its start and duration,
+  backend time, node count, code, recompile reason, restarts, failure and cache counters
+  (a row with ``is_forward: false``, or ``bwd_compilation_metrics``, is the lazy backward);
+- ``chromium_event`` payloads: torch's timed regions (``backend_compile``,
+  ``create_aot_dispatcher_function``, ``compile_fx_inner``, ...), mapped to phases by
+  :mod:`compiletrace._data.phases` as the live tracker maps them;
+- the ``dynamo_graph_break_reason`` artifact: each graph break, its reason and its line;
+- the ``torch_version`` artifact.
+
+Every other record type is skipped and counted (``meta["trace"]["skipped"]``). A log that
+ends mid-entry (a crashed or killed job) keeps every whole entry before it
+(``meta["trace"]["truncated"]``); a damaged line inside is counted and skipped. Fields the
+log does not carry are named in ``meta["trace"]["missing"]``, never filled in.
+
+Logs are read line by line (a ``.gz`` too, and the members of a ``.zip``): memory holds
+one entry and the compiles' own state, not the file. Plain data, free of torch.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import zipfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from compiletrace._data.phases import split_phases
+from compiletrace._data.records import (
+    NS_PER_S,
+    CacheOutcome,
+    CompilationTimes,
+    CompileStatus,
+    GraphBreak,
+    GraphRecord,
+    root_code_name,
+)
+from compiletrace._data.registry import Registry
+from compiletrace._data.run import Run, WarmupResult
+from compiletrace._io.errors import RunFileError
+
+__all__ = [
+    "MISSING_FIELDS",
+    "TRACE_SOURCE",
+    "ComponentNamer",
+    "TraceLog",
+    "default_component",
+    "is_torch_trace",
+    "read_torch_trace",
+    "trace_logs",
+]
+
+TRACE_SOURCE = "TORCH_TRACE"  # a run's meta["source"] when it was read from torch's trace
+
+# What a run read from a trace lacks, compared with one compiletrace recorded live.
+MISSING_FIELDS = (
+    "backend (the name torch.compile was given; inferred from torch's timed regions)",
+    "module_class, module_path, module_forward (the trace names code, not modules)",
+    "structure_hash, graph_block (the trace has no FX graph compiletrace can hash)",
+    "cache keys (the trace counts hits and misses per tier)",
+    "trace_cost (per-function tracing time)",
+    "warm-up and the start-up timeline (the trace has compiles only)",
+)
+
+# glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON.
+_LINE = re.compile(r"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
+_RANK = re.compile(r"rank_(\d+)")
+_BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d+)$", re.M)
+_GZIP_MAGIC, _ZIP_MAGIC = b"\x1f\x8b", b"PK\x03\x04"
+_LOG_SUFFIXES = (".log", ".log.gz")
+# The longest line read whole (torch's metrics row carries its whole config: ~100 kB).
+MAX_LINE_CHARS = 16 * 1024 * 1024
+
+
+def is_torch_trace(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is torch's trace: a directory, a ``.gz`` or ``.zip``, or a file whose
+    first line is a glog-style trace entry (compiletrace's own files are JSON documents).
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.log"
+    >>> line = 'V1201 19:48:17.596000 9438 torch/_logging/_internal.py:1328] {"str": ["a.py", 0]}'
+    >>> _ = p.write_text(line + "\\n")
+    >>> is_torch_trace(p), is_torch_trace(p.parent / "no.json")
+    (True, False)
+    """
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        return True
+    try:
+        with open(name, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    if head.startswith((_GZIP_MAGIC, _ZIP_MAGIC)):
+        return True
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return _LINE.match(first) is not None or (len(head) == 4096 and bool(re.match(r"^[VIWEC]\d{4} ", first)))
+
+
+@dataclass
+class TraceLog:
+    """One process's log, as found: where it is (``source``), its rank if its name says."""
+
+    source: str  # the file, or "archive.zip:member"
+    rank: int | None
+    open: Callable[[], IO[str]] = field(repr=False)
+
+
+def trace_logs(path: str | os.PathLike[str]) -> list[TraceLog]:
+    """The logs at ``path``: a TORCH_TRACE directory's (``*.log``, ``*.log.gz``), one log file,
+    a ``.gz`` of one, or a ``.zip`` of them; by rank, then name. Raises
+    :class:`~compiletrace.RunFileError` for a path with none."""
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        files = sorted(
+            os.path.join(name, f)
+            for f in os.listdir(name)
+            if f.endswith(_LOG_SUFFIXES) and not f.startswith(".")
+        )
+        logs = [_file_log(f) for f in files if os.path.isfile(f)]
+        if not logs:
+            raise RunFileError(
+                f"{name} holds no TORCH_TRACE logs (*.log): run the program with TORCH_TRACE={name} first"
+            )
+    else:
+        with open(name, "rb") as f:
+            magic = f.read(4)
+        logs = _zip_logs(name) if magic == _ZIP_MAGIC else [_file_log(name)]
+    return sorted(logs, key=lambda log: (log.rank is None, log.rank or 0, log.source))
+
+
+def _rank_of(name: str) -> int | None:
+    found = _RANK.search(os.path.basename(name))
+    return int(found[1]) if found else None
+
+
+def _file_log(name: str) -> TraceLog:
+    with open(name, "rb") as f:
+        gz = f.read(2) == _GZIP_MAGIC
+
+    def opener() -> IO[str]:
+        if gz:
+            return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8", errors="replace")
+        return open(name, encoding="utf-8", errors="replace")
+
+    return TraceLog(name, _rank_of(name), opener)
+
+
+def _zip_logs(name: str) -> list[TraceLog]:
+    try:
+        with zipfile.ZipFile(name) as archive:
+            members = [m for m in archive.namelist() if m.endswith(_LOG_SUFFIXES) and not m.endswith("/")]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise RunFileError(
+            f"{name} is a damaged zip archive ({exc}); zip the TORCH_TRACE directory again"
+        ) from None
+    if not members:
+        raise RunFileError(f"{name} holds no TORCH_TRACE logs (*.log)")
+
+    def opener(member: str) -> Callable[[], IO[str]]:
+        def open_member() -> IO[str]:
+            archive = zipfile.ZipFile(name)
+            raw: IO[bytes] = archive.open(member)
+            if member.endswith(".gz"):
+                raw = gzip.open(raw, "rb")  # type: ignore[assignment]  # noqa: SIM115 (the caller closes it)
+            return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+
+        return open_member
+
+    return [TraceLog(f"{name}:{m}", _rank_of(m), opener(m)) for m in members]
+
+
+# -- entries ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    pid: int
+    meta: dict[str, Any]
+    payload: list[str] | None  # None when the entry has none, or its kind keeps none
+
+
+# Record types whose payload is read; every other payload is skipped as it streams by.
+_PAYLOAD_WANTED = frozenset({"chromium_event", "artifact"})
+
+
+@dataclass
+class _Stats:
+    entries: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    damaged: int = 0  # lines inside the log that were no entry
+    truncated: bool = False  # the log ended inside an entry
+
+
+def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
+    """The log's entries, in order; a payload kept only where :data:`_PAYLOAD_WANTED`."""
+    current: _Entry | None = None
+    last_bad = False
+    for raw in lines:
+        if raw.startswith("\t"):
+            if current is not None and current.payload is not None:
+                current.payload.append(raw[1:])
+            continue
+        if current is not None:
+            yield current
+            current = None
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        found = _LINE.match(line) if len(line) <= MAX_LINE_CHARS else None
+        meta = None
+        if found is not None:
+            try:
+                meta = json.loads(found[2])
+            except ValueError:
+                meta = None
+        if not isinstance(meta, dict):
+            stats.damaged += 1
+            last_bad = not raw.endswith("\n")  # a last line cut short: the job was killed
+            continue
+        last_bad = False
+        stats.entries += 1
+        kind = next(iter(meta), "")
+        keep = "has_payload" in meta and kind in _PAYLOAD_WANTED
+        current = _Entry(int(found[1]), meta, [] if keep else None)  # type: ignore[index]
+    if current is not None:
+        yield current
+    if last_bad:
+        stats.damaged -= 1
+        stats.truncated = True
+
+
+def _payload_json(entry: _Entry) -> Any:
+    try:
+        return json.loads("".join(entry.payload or ()))
+    except ValueError:
+        return None  # cut short: the log ended inside it
+
+
+# -- one log into records ------------------------------------------------------------------
+
+
+@dataclass
+class _Compile:
+    """What the log said of one compile id."""
+
+    regions: list[tuple[str, int, int]] = field(default_factory=list)
+    open: dict[str, list[int]] = field(default_factory=dict)  # region name -> start ns stack
+    breaks: list[GraphBreak] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
+    backward: dict[str, Any] | None = None
+
+
+def _compile_id(meta: dict[str, Any]) -> str | None:
+    frame, count = meta.get("frame_id"), meta.get("frame_compile_id")
+    if isinstance(frame, int) and isinstance(count, int):
+        return f"{frame}/{count}"
+    return None
+
+
+def _graph_break(text: str) -> GraphBreak:
+    at = _BREAK_AT.search(text)
+    reason = text.split("Graph Break Reason:", 1)[-1].split("\nUser code traceback:", 1)[0].strip()
+    # The log puts torch's framing sentence first ("Encountered graph break when attempting to
+    # trace CALL: ..."); the reason torch records, and compiletrace's live records keep, follows.
+    head, sep, rest = reason.partition("\n\n")
+    if sep and head.startswith("Encountered graph break when attempting to trace"):
+        reason = rest.strip()
+    if at is None:
+        return GraphBreak(reason, "", 0)
+    return GraphBreak(reason, at[1], int(at[2]))
+
+
+def default_component(code_filename: str, code_name: str) -> str:
+    """A trace names code, not modules: a compile's component is its function (a resume
+    function's, the one it continues) and the file it is in.
+
+    >>> default_component("/src/model.py", "torch_dynamo_resume_in_forward_at_7")
+    'forward (model.py)'
+    """
+    name = root_code_name(code_name) or "<unknown>"
+    return f"{name} ({os.path.basename(code_filename)})" if code_filename else name
+
+
+ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) -> a rule's name
+
+
+def _read_log(log: TraceLog, namer: ComponentNamer | None) -> tuple[list[GraphRecord], dict[str, Any]]:
+    stats = _Stats()
+    compiles: dict[str, _Compile] = {}
+    order: list[str] = []
+    torch_version: str | None = None
+    pids: Counter[int] = Counter()
+    try:
+        stream = log.open()
+    except OSError as exc:
+        raise RunFileError(f"cannot read {log.source}: {exc}") from None
+    try:
+        with stream:
+            for entry in _entries(stream, stats):
+                pids[entry.pid] += 1
+                kind = next(iter(entry.meta))
+                cid = _compile_id(entry.meta)
+                if kind == "chromium_event":
+                    _region(entry, compiles, order)
+                elif kind == "compilation_metrics":
+                    m = entry.meta[kind]
+                    if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
+                        c = _get(compiles, order, m["compile_id"])
+                        if m.get("is_forward") is False:
+                            c.backward = m
+                        else:
+                            c.metrics = m
+                elif kind == "bwd_compilation_metrics":
+                    m = entry.meta[kind]
+                    if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
+                        _get(compiles, order, m["compile_id"]).backward = m
+                elif kind == "artifact" and isinstance(entry.meta[kind], dict):
+                    name = entry.meta[kind].get("name")
+                    if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
+                        _get(compiles, order, cid).breaks.append(_graph_break("".join(entry.payload)))
+                    elif name == "torch_version":
+                        data = _payload_json(entry)
+                        if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
+                            torch_version = data["pytorch_version"]
+                    else:
+                        stats.skipped[f"artifact:{name}"] += 1
+                else:
+                    stats.skipped[kind] += 1
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise RunFileError(f"{log.source} could not be read ({exc}): a damaged gzip or zip archive") from None
+    records = [r for cid in order if (r := _record(cid, compiles[cid], log.rank, namer)) is not None]
+    info = {
+        "log": log.source,
+        "pid": pids.most_common(1)[0][0] if pids else 0,
+        "entries": stats.entries,
+        "skipped": dict(sorted(stats.skipped.items())),
+        "damaged_lines": stats.damaged,
+        "truncated": stats.truncated,
+        "missing": list(MISSING_FIELDS),
+        "torch_version": torch_version,
+    }
+    return records, info
+
+
+def _get(compiles: dict[str, _Compile], order: list[str], cid: str) -> _Compile:
+    c = compiles.get(cid)
+    if c is None:
+        c = compiles[cid] = _Compile()
+        order.append(cid)
+    return c
+
+
+def _region(entry: _Entry, compiles: dict[str, _Compile], order: list[str]) -> None:
+    event = _payload_json(entry)
+    if not isinstance(event, dict):
+        return
+    name, ts, ph = event.get("name"), event.get("ts"), event.get("ph")
+    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    cid = args.get("compile_id") if isinstance(args, dict) else None
+    if not (isinstance(name, str) and isinstance(ts, (int, float)) and isinstance(cid, str)):
+        return
+    c = _get(compiles, order, cid)
+    ns = int(ts * 1000)  # torch's chromium events are in microseconds since the epoch
+    if ph == "B":
+        c.open.setdefault(name, []).append(ns)
+    elif ph == "E" and c.open.get(name):
+        c.regions.append((name, c.open[name].pop(), ns))
+
+
+def _count_outcome(m: dict[str, Any], prefix: str) -> CacheOutcome:
+    hits = sum(int(m.get(f"{prefix}_{tier}_hit_count") or 0) for tier in ("local", "remote"))
+    misses = sum(int(m.get(f"{prefix}_{tier}_miss_count") or 0) for tier in ("local", "remote"))
+    if misses:
+        return CacheOutcome.MISS
+    return CacheOutcome.HIT if hits else CacheOutcome.NONE
+
+
+def _seconds_ns(value: Any) -> int | None:
+    return round(float(value) * NS_PER_S) if isinstance(value, (int, float)) else None
+
+
+def _backend_name(regions: list[tuple[str, int, int]]) -> str:
+    # The trace never names the backend torch.compile was given: its regions tell inductor
+    # (compile_fx) from another backend on AOTAutograd, which is all it can say.
+    names = {r[0] for r in regions}
+    if any(n.startswith(("compile_fx", "fx_codegen_and_compile", "inductor_compile")) for n in names):
+        return "inductor"
+    if any(n.startswith(("create_aot_dispatcher_function", "aot_")) for n in names):
+        return "aot_autograd"
+    return "unknown"
+
+
+def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | None) -> GraphRecord | None:
+    m = c.metrics
+    if m is None:
+        return None  # regions of a compile whose row the log lost (a killed job): no figures
+    start_us = m.get("start_time_us")
+    start_ns = int(start_us) * 1000 if isinstance(start_us, int) else _seconds_ns(m.get("start_time"))
+    frame_ns = _seconds_ns(m.get("entire_frame_compile_time_s"))
+    if frame_ns is None and isinstance(m.get("duration_us"), int):
+        frame_ns = m["duration_us"] * 1000
+    if start_ns is None or frame_ns is None:
+        return None
+    backend_ns = _seconds_ns(m.get("backend_compile_time_s")) or 0
+    backend = [r for r in c.regions if r[0] == "backend_compile"]
+    phases: tuple[tuple[str, int], ...] = ()
+    backend_start = None
+    if backend:
+        window_start, window_end = backend[0][1], backend[-1][2]
+        backend_start = window_start
+        split = split_phases(c.regions, window_start, window_end)
+        scale = backend_ns / max(sum(split.values()), 1)
+        # The regions' clock (microseconds) and the row's differ in rounding: phases are
+        # scaled to add up to the row's backend time, as the live phases add up to theirs.
+        phases = tuple(sorted((k, int(v * scale)) for k, v in split.items() if v))
+        if phases:
+            fixed = backend_ns - sum(v for _, v in phases)
+            phases = tuple(
+                (k, v + fixed) if i == len(phases) - 1 else (k, v) for i, (k, v) in enumerate(phases)
+            )
+    code_name = str(m.get("co_name") or "")
+    code_file = str(m.get("co_filename") or "")
+    component = (namer(code_file, code_name) if namer is not None else None) or default_component(
+        code_file, code_name
+    )
+    fail = m.get("fail_type")
+    frame_count = int(cid.split("/")[1]) if cid.count("/") == 1 and cid.split("/")[1].isdigit() else 0
+    reason = m.get("recompile_reason")
+    backward_ns, backward_start = 0, None
+    if c.backward is not None:
+        b = c.backward
+        backward_ns = (
+            _seconds_ns(b.get("entire_frame_compile_time_s"))
+            or (b["duration_us"] * 1000 if isinstance(b.get("duration_us"), int) else None)
+            or _seconds_ns(b.get("inductor_compile_time_s"))
+            or 0
+        )
+        bstart = b.get("start_time_us")
+        backward_start = int(bstart) * 1000 if isinstance(bstart, int) else None
+    return GraphRecord(
+        compile_id=cid,
+        component=component,
+        backend=_backend_name(c.regions),
+        code_name=code_name,
+        graph_node_count=int(m.get("graph_node_count") or 0),
+        start_unix_ns=start_ns,
+        end_unix_ns=start_ns + frame_ns,
+        dynamo_ns=max(frame_ns - backend_ns, 0),
+        backend_ns=backend_ns,
+        backend_start_unix_ns=backend_start,
+        backward_ns=backward_ns,
+        backward_start_unix_ns=backward_start,
+        is_recompile=frame_count > 0 or isinstance(reason, str),
+        recompile_reason=reason if isinstance(reason, str) else None,
+        fx_graph_cache=_count_outcome(m, "inductor_fx"),
+        aot_autograd_cache=_count_outcome(m, "aotautograd"),
+        status=CompileStatus.ERROR if fail else CompileStatus.OK,
+        error_type=str(fail) if fail else None,
+        rank=rank or 0,
+        phases=phases,
+        frame_attempt=frame_count,
+        restart_reasons=tuple(str(r) for r in m.get("restart_reasons") or ()),
+        code_filename=code_file,
+        code_firstlineno=int(m.get("co_firstlineno") or 0),
+        graph_breaks=tuple(c.breaks),
+    )
+
+
+def read_torch_trace(
+    path: str | os.PathLike[str], *, components: ComponentNamer | None = None
+) -> Run | list[tuple[dict[str, Any], Run]]:
+    """The runs in torch's trace at ``path``: one :class:`Run` when it holds one log, else
+    ``(info, run)`` per log (``info``: its rank, pid and what was skipped). ``components``
+    names a compile's component from its code file and code name where a rule matches
+    (else :func:`default_component`). Raises :class:`~compiletrace.RunFileError` for a
+    path with no logs, a damaged archive, or a log with no entry in it.
+    """
+    name = os.fspath(path)
+    logs = trace_logs(name)
+    runs = []
+    for log in logs:
+        records, info = _read_log(log, components)
+        if not info["entries"]:
+            raise RunFileError(f"{log.source} is not torch's trace (TORCH_TRACE): no entry in it")
+        runs.append((info | {"rank": log.rank}, _run(records, info, name)))
+    if len(runs) == 1:
+        return runs[0][1]
+    return runs
+
+
+def _run(records: list[GraphRecord], info: dict[str, Any], source: str) -> Run:
+    registry = Registry()
+    for record in sorted(records, key=lambda r: r.end_unix_ns):
+        registry.add(record)
+    by_component = registry.by_component()
+    warmup = WarmupResult(
+        skipped=True,  # a trace has no warm-up: its compiles only
+        duration_s=0.0,
+        compilation_times=CompilationTimes.from_components(by_component),
+        by_component=by_component,
+    )
+    meta: dict[str, Any] = {
+        "source": TRACE_SOURCE,
+        "model": f"TORCH_TRACE {source}",
+        "backend": ", ".join(sorted({r.backend for r in records})) or None,
+        "torch_version": info["torch_version"],
+        "trace": info,
+    }
+    return Run(registry.records(), warmup, meta, None)

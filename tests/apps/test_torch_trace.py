@@ -1,0 +1,261 @@
+"""torch's own trace (``TORCH_TRACE=DIR``) read by compiletrace: real programs run with the
+variable set, read back through the one reader, and checked against what compiletrace
+recorded live of the same run, compile id by compile id."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace import RunFileError, cli
+from compiletrace._data.records import GraphRecord
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+TIMEOUT_S = 600  # generous: the suite must pass beside four CPU-bound processes
+
+
+def _traced(program: str, trace: Path, *args: str, cwd: Path, live: Path | None = None) -> str:
+    """Run ``program`` with TORCH_TRACE=trace (under ``compiletrace run --json live`` too
+    when given); returns its stderr."""
+    env = {**os.environ, "TORCH_TRACE": str(trace)}
+    command = [sys.executable, str(PROGRAMS / program), *args]
+    if live is not None:
+        command = [sys.executable, "-m", "compiletrace", "run", "--json", str(live), "--", *command]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=cwd, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
+
+
+@pytest.fixture(scope="module")
+def fixable_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trace of a program with a graph break and three recompiles (eager backend)."""
+    where = tmp_path_factory.mktemp("fixable")
+    _traced("fixable.py", where / "trace", cwd=where)
+    return where / "trace"
+
+
+def _log(trace: Path) -> Path:
+    (log,) = trace.glob("*.log")
+    return log
+
+
+def _reason(text: str | None) -> str | None:
+    # torch's row says "0/0: tensor 'x' ..." where its callback says "tensor 'x' ...".
+    return None if text is None else re.sub(r"^\d+/\d+: ", "", text.splitlines()[0])
+
+
+def _agree(live: GraphRecord, traced: GraphRecord) -> None:
+    where = f"compile {live.compile_id}"
+    # Frame time: 1%, and 5 ms for the small compiles, whose bounds the two read a call apart.
+    assert abs(live.frame_s - traced.frame_s) <= 0.01 * traced.frame_s + 0.005, where
+    assert live.graph_node_count == traced.graph_node_count, where
+    assert live.code_name == traced.code_name and live.code_filename == traced.code_filename, where
+    assert live.is_recompile == traced.is_recompile, where
+    assert _reason(live.recompile_reason) == _reason(traced.recompile_reason), where
+    assert [b.location for b in live.graph_breaks] == [b.location for b in traced.graph_breaks], where
+    assert [b.reason.splitlines()[0] for b in live.graph_breaks] == [
+        b.reason.splitlines()[0] for b in traced.graph_breaks
+    ], where
+    assert (live.fx_graph_cache, live.aot_autograd_cache) == (
+        traced.fx_graph_cache,
+        traced.aot_autograd_cache,
+    )
+    assert live.status == traced.status and live.restart_reasons == traced.restart_reasons, where
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [("fixable.py", ()), ("two_towers.py", ("{oracle}", "0", "spawn"))],
+    ids=["breaks-and-recompiles", "two-processes"],
+)
+def test_a_trace_agrees_with_the_live_recording_compile_by_compile(
+    tmp_path: Path, program: str, args: tuple[str, ...]
+) -> None:
+    trace, live_json = tmp_path / "trace", tmp_path / "job.json"
+    _traced(
+        program, trace, *(a.format(oracle=tmp_path / "oracle") for a in args), cwd=tmp_path, live=live_json
+    )
+    live = compiletrace.load(live_json)
+    traced = compiletrace.load(trace)
+    assert isinstance(live, compiletrace.ProfileJob)
+    compiling = live.compiling()
+    if len(compiling) == 1:
+        assert isinstance(traced, compiletrace.ProfileRun)
+        traced_runs = {compiling[0].info.pid: traced}
+    else:  # a log per process: a job, its processes told by pid
+        assert isinstance(traced, compiletrace.ProfileJob)
+        traced_runs = {p.info.pid: p.run for p in traced.processes if p.compiled}
+    assert set(traced_runs) == {p.info.pid for p in compiling}
+    for process in compiling:
+        mine = {r.compile_id: r for r in process.run.graph_records}
+        theirs = {r.compile_id: r for r in traced_runs[process.info.pid].graph_records}
+        assert set(mine) == set(theirs) and mine
+        for cid, record in mine.items():
+            _agree(record, theirs[cid])
+    if program == "fixable.py":
+        (run,) = traced_runs.values()
+        kinds = {f.kind for f in run.diagnose()}
+        assert {"graph_break", "recompiles"} <= kinds  # the doctor reads the trace as a run
+
+
+@pytest.mark.slow
+def test_the_ranks_of_a_torchrun_job_are_one_job(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = {**os.environ, "TORCH_TRACE": str(trace)}
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", str(PROGRAMS / "ranks.py"),
+         str(tmp_path / "oracle")],
+        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    job = compiletrace.load(trace)
+    assert isinstance(job, compiletrace.ProfileJob)
+    ranks = job.ranks()
+    assert sorted(ranks) == [0, 1]
+    for rank, process in ranks.items():
+        oracle = {
+            row["compile_id"]: row["seconds"]
+            for row in json.loads(Path(f"{tmp_path}/oracle.rank{rank}.json").read_text())
+        }
+        ours = {r.compile_id: r.frame_s for r in process.run.graph_records}
+        assert set(ours) == set(oracle)
+        assert all(
+            abs(ours[k] - oracle[k]) <= 1e-6 for k in oracle
+        )  # torch's own figures, to the microsecond
+        assert {r.rank for r in process.run.graph_records} == {rank}
+    assert cli.main(["report", str(trace)]) == 0
+
+
+# -- one log, read every way it can come ------------------------------------------------
+
+
+def _figures(run: object) -> list[tuple[str, int, int, str]]:
+    assert isinstance(run, compiletrace.ProfileRun)
+    return [(r.compile_id, r.frame_ns, r.graph_node_count, r.component) for r in run.graph_records]
+
+
+def test_a_log_reads_the_same_from_its_directory_a_file_a_gzip_and_a_zip(
+    fixable_trace: Path, tmp_path: Path
+) -> None:
+    from_dir = compiletrace.load(fixable_trace)
+    assert isinstance(from_dir, compiletrace.ProfileRun)
+    records = from_dir.graph_records
+    # The program: a break in forward (two graphs per call), four batch sizes under static shapes.
+    assert [r.compile_id for r in records] == ["0/0", "1/0", "0/1", "1/1", "0/2", "1/2", "0/3", "1/3"][
+        : len(records)
+    ]
+    assert len(records) >= 4 and any(r.graph_breaks for r in records) and any(r.is_recompile for r in records)
+    assert {r.component for r in records} == {"forward (fixable.py)"}  # the resume function is forward's
+    assert from_dir.meta["source"] == "TORCH_TRACE" and from_dir.meta["trace"]["missing"]
+    log = _log(fixable_trace)
+    gz = tmp_path / "trace.log.gz"
+    gz.write_bytes(gzip.compress(log.read_bytes()))
+    zipped = tmp_path / "trace.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.write(log, f"trace/{log.name}")
+    for path in (log, gz, zipped):
+        assert _figures(compiletrace.load(path)) == _figures(from_dir), path
+
+
+def test_a_log_cut_short_keeps_every_whole_entry_and_says_so(fixable_trace: Path, tmp_path: Path) -> None:
+    text = _log(fixable_trace).read_text()
+    whole = compiletrace.load(fixable_trace)
+    assert isinstance(whole, compiletrace.ProfileRun) and not whole.meta["trace"]["truncated"]
+    # Killed after the last frame's metrics row began: that compile is lost, the rest kept.
+    last_row = text.rindex('{"compilation_metrics"')
+    cut = tmp_path / "killed"
+    cut.mkdir()
+    (cut / "dedicated_log_torch_trace_x.log").write_text(text[: last_row + 200])
+    run = compiletrace.load(cut)
+    assert isinstance(run, compiletrace.ProfileRun)
+    assert run.meta["trace"]["truncated"] is True and run.meta["trace"]["damaged_lines"] == 0
+    assert _figures(run) == _figures(whole)[:-1]
+
+
+def test_unknown_records_and_damaged_lines_are_skipped_and_counted(
+    fixable_trace: Path, tmp_path: Path
+) -> None:
+    lines = _log(fixable_trace).read_text().splitlines(keepends=True)
+    odd = 'V1201 10:00:00.000000 1 torch/_logging/x.py:1] {"a_record_from_a_newer_torch": {"x": 1}}\n'
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "dedicated_log_torch_trace_y.log").write_text(
+        "".join([odd, *lines[:3], "not a trace line\n", *lines[3:]])
+    )
+    run = compiletrace.load(mixed)
+    assert isinstance(run, compiletrace.ProfileRun)
+    assert run.meta["trace"]["skipped"]["a_record_from_a_newer_torch"] == 1
+    assert run.meta["trace"]["damaged_lines"] == 1 and run.meta["trace"]["truncated"] is False
+    assert _figures(run) == _figures(compiletrace.load(fixable_trace))
+
+
+@pytest.mark.parametrize("case", ["empty directory", "damaged gzip", "not a trace", "damaged zip"])
+def test_bad_input_is_one_line_and_exit_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in"
+    if case == "empty directory":
+        path.mkdir()
+        message = "holds no TORCH_TRACE logs"
+    elif case == "damaged gzip":
+        path.write_bytes(gzip.compress(b"V1201 10:00:00.000000 1 a.py:1] {}\n" * 50)[:40])
+        message = "could not be read"
+    elif case == "damaged zip":
+        path.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
+        message = "damaged zip archive"
+    else:
+        path.write_text("V1201 is how a glog line starts, but this one is prose\n")
+        message = "is not"
+    with pytest.raises(RunFileError, match=message):
+        compiletrace.load(path)
+    assert cli.main(["report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_every_command_takes_a_trace(
+    fixable_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["report", str(fixable_trace), "--html", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "model TORCH_TRACE" in out and "forward (fixable.py)" in out
+    assert "Findings" in (tmp_path / "r.html").read_text()
+    assert cli.main(["doctor", str(fixable_trace), "--fail-on", "graph_break"]) == 1  # the gate fires
+    assert "[graph_break]" in capsys.readouterr().out
+    # A trace against a run file compiletrace wrote: the same run, so nothing regressed.
+    saved = tmp_path / "run.json"
+    run = compiletrace.load(fixable_trace)
+    assert isinstance(run, compiletrace.ProfileRun)
+    run.save(saved)
+    assert cli.main(["compare", str(saved), str(fixable_trace)]) == 0
+    assert "no regression" in capsys.readouterr().out
+
+
+def test_component_rules_name_a_traces_compiles_by_code_file_or_function(
+    fixable_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    by_file = compiletrace.load(fixable_trace, components=["*/fixable.py=vision_tower"])
+    assert isinstance(by_file, compiletrace.ProfileRun)
+    assert {r.component for r in by_file.graph_records} == {"vision_tower"}
+    # The resume function after the break is its forward's: a rule on "forward" takes both.
+    by_function = compiletrace.load(fixable_trace, components=["forward=language_model", "*=other"])
+    assert isinstance(by_function, compiletrace.ProfileRun)
+    assert {r.component for r in by_function.graph_records} == {"language_model"}
+    assert cli.main(["report", str(fixable_trace), "--component", "forward=encoder"]) == 0
+    assert re.search(r"^encoder\s+\d+\s", capsys.readouterr().out, re.M)
+    # A file compiletrace wrote was named when it was recorded: a rule there is a mistake.
+    saved = tmp_path / "run.json"
+    by_file.save(saved)
+    assert cli.main(["doctor", str(saved), "--component", "forward=encoder"]) == 2
+    assert "names the compiles of torch's trace" in capsys.readouterr().err
