@@ -75,7 +75,8 @@ MISSING_FIELDS = (
 )
 
 # glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON.
-_LINE = re.compile(r"^[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
+# A distributed job's lines may start with their rank ("[rank1]:").
+_LINE = re.compile(r"^(?:\[rank(\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
 _RANK = re.compile(r"rank_(\d+)")
 _BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d+)$", re.M)
 _GZIP_MAGIC, _ZIP_MAGIC = b"\x1f\x8b", b"PK\x03\x04"
@@ -106,7 +107,9 @@ def is_torch_trace(path: str | os.PathLike[str]) -> bool:
     if head.startswith((_GZIP_MAGIC, _ZIP_MAGIC)):
         return True
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
-    return _LINE.match(first) is not None or (len(head) == 4096 and bool(re.match(r"^[VIWEC]\d{4} ", first)))
+    return _LINE.match(first) is not None or (
+        len(head) == 4096 and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
+    )
 
 
 @dataclass
@@ -188,10 +191,31 @@ def _zip_logs(name: str) -> list[TraceLog]:
 @dataclass
 class _Entry:
     pid: int
+    rank: int | None  # the line's own rank prefix, where it has one
     meta: dict[str, Any]
     payload: list[str] | None  # None when the entry has none, or its kind keeps none
 
 
+# The fields of torch's metrics row a record is built from (and the cache counters).
+_METRIC_KEYS = frozenset(
+    {
+        "backend_compile_time_s",
+        "co_filename",
+        "co_firstlineno",
+        "co_name",
+        "compile_id",
+        "duration_us",
+        "entire_frame_compile_time_s",
+        "fail_type",
+        "graph_node_count",
+        "inductor_compile_time_s",
+        "is_forward",
+        "recompile_reason",
+        "restart_reasons",
+        "start_time",
+        "start_time_us",
+    }
+)
 # Record types whose payload is read; every other payload is skipped as it streams by.
 _PAYLOAD_WANTED = frozenset({"chromium_event", "artifact"})
 
@@ -223,7 +247,7 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
         meta = None
         if found is not None:
             try:
-                meta = json.loads(found[2])
+                meta = json.loads(found[3])
             except ValueError:
                 meta = None
         if not isinstance(meta, dict):
@@ -234,7 +258,8 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
         stats.entries += 1
         kind = next(iter(meta), "")
         keep = "has_payload" in meta and kind in _PAYLOAD_WANTED
-        current = _Entry(int(found[1]), meta, [] if keep else None)  # type: ignore[index]
+        rank = int(found[1]) if found[1] is not None else None  # type: ignore[index]
+        current = _Entry(int(found[2]), rank, meta, [] if keep else None)  # type: ignore[index]
     if current is not None:
         yield current
     if last_bad:
@@ -297,12 +322,12 @@ def default_component(code_filename: str, code_name: str) -> str:
 ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) -> a rule's name
 
 
-def _read_log(log: TraceLog, namer: ComponentNamer | None) -> tuple[list[GraphRecord], dict[str, Any]]:
+def _read_log(log: TraceLog, namer: ComponentNamer | None) -> list[tuple[list[GraphRecord], dict[str, Any]]]:
+    """One log's records and what was read, per process: a log is one process's, but logs
+    concatenated or interleaved into one file are told apart by the pid of each line."""
     stats = _Stats()
-    compiles: dict[str, _Compile] = {}
-    order: list[str] = []
+    processes: dict[int, _Process] = {}
     torch_version: str | None = None
-    pids: Counter[int] = Counter()
     try:
         stream = log.open()
     except OSError as exc:
@@ -310,49 +335,81 @@ def _read_log(log: TraceLog, namer: ComponentNamer | None) -> tuple[list[GraphRe
     try:
         with stream:
             for entry in _entries(stream, stats):
-                pids[entry.pid] += 1
-                kind = next(iter(entry.meta))
-                cid = _compile_id(entry.meta)
-                if kind == "chromium_event":
-                    _region(entry, compiles, order)
-                elif kind == "compilation_metrics":
-                    m = entry.meta[kind]
-                    if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
-                        c = _get(compiles, order, m["compile_id"])
-                        if m.get("is_forward") is False:
-                            c.backward = m
-                        else:
-                            c.metrics = m
-                elif kind == "bwd_compilation_metrics":
-                    m = entry.meta[kind]
-                    if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
-                        _get(compiles, order, m["compile_id"]).backward = m
-                elif kind == "artifact" and isinstance(entry.meta[kind], dict):
-                    name = entry.meta[kind].get("name")
-                    if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
-                        _get(compiles, order, cid).breaks.append(_graph_break("".join(entry.payload)))
-                    elif name == "torch_version":
-                        data = _payload_json(entry)
-                        if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
-                            torch_version = data["pytorch_version"]
-                    else:
-                        stats.skipped[f"artifact:{name}"] += 1
-                else:
-                    stats.skipped[kind] += 1
+                process = processes.get(entry.pid)
+                if process is None:
+                    process = processes[entry.pid] = _Process()
+                if entry.rank is not None:
+                    process.rank = entry.rank
+                found = _take(entry, process, stats)
+                if found is not None:
+                    torch_version = found
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise RunFileError(f"{log.source} could not be read ({exc}): a damaged gzip or zip archive") from None
-    records = [r for cid in order if (r := _record(cid, compiles[cid], log.rank, namer)) is not None]
-    info = {
-        "log": log.source,
-        "pid": pids.most_common(1)[0][0] if pids else 0,
-        "entries": stats.entries,
-        "skipped": dict(sorted(stats.skipped.items())),
-        "damaged_lines": stats.damaged,
-        "truncated": stats.truncated,
-        "missing": list(MISSING_FIELDS),
-        "torch_version": torch_version,
-    }
-    return records, info
+    out = []
+    for pid, process in processes.items():
+        rank = log.rank if log.rank is not None and len(processes) == 1 else process.rank
+        records = [
+            r for cid in process.order if (r := _record(cid, process.compiles[cid], rank, namer)) is not None
+        ]
+        if not records and len(processes) > 1:
+            continue  # a process of a shared log that compiled nothing
+        info = {
+            "log": log.source,
+            "pid": pid,
+            "rank": rank,
+            "entries": stats.entries,
+            "skipped": dict(sorted(stats.skipped.items())),
+            "damaged_lines": stats.damaged,
+            "truncated": stats.truncated,
+            "missing": list(MISSING_FIELDS),
+            "torch_version": torch_version,
+        }
+        out.append((records, info))
+    if not out:
+        raise RunFileError(f"{log.source} is not torch's trace (TORCH_TRACE): no entry in it")
+    return out
+
+
+@dataclass
+class _Process:
+    """One process's compiles in a log, in the order their ids first appeared."""
+
+    compiles: dict[str, _Compile] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    rank: int | None = None
+
+
+def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
+    """Fold one entry into its process's compiles; the torch version, from its artifact."""
+    compiles, order = process.compiles, process.order
+    kind = next(iter(entry.meta))
+    cid = _compile_id(entry.meta)
+    if kind == "chromium_event":
+        _region(entry, compiles, order)
+    elif kind in ("compilation_metrics", "bwd_compilation_metrics"):
+        m = entry.meta[kind]
+        if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
+            c = _get(compiles, order, m["compile_id"])
+            # Only what a record is built from: the row also carries torch's whole config
+            # (some 100 kB per compile), which held would grow with the log.
+            m = {k: v for k, v in m.items() if k in _METRIC_KEYS or k.endswith(("_hit_count", "_miss_count"))}
+            if kind == "bwd_compilation_metrics" or m.get("is_forward") is False:
+                c.backward = m
+            else:
+                c.metrics = m
+    elif kind == "artifact" and isinstance(entry.meta[kind], dict):
+        name = entry.meta[kind].get("name")
+        if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
+            _get(compiles, order, cid).breaks.append(_graph_break("".join(entry.payload)))
+        elif name == "torch_version":
+            data = _payload_json(entry)
+            if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
+                return str(data["pytorch_version"])
+        else:
+            stats.skipped[f"artifact:{name}"] += 1
+    else:
+        stats.skipped[kind] += 1
+    return None
 
 
 def _get(compiles: dict[str, _Compile], order: list[str], cid: str) -> _Compile:
@@ -482,20 +539,16 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
 def read_torch_trace(
     path: str | os.PathLike[str], *, components: ComponentNamer | None = None
 ) -> Run | list[tuple[dict[str, Any], Run]]:
-    """The runs in torch's trace at ``path``: one :class:`Run` when it holds one log, else
-    ``(info, run)`` per log (``info``: its rank, pid and what was skipped). ``components``
+    """The runs in torch's trace at ``path``: one :class:`Run` when it holds one process's
+    log, else ``(info, run)`` per process (``info``: its log, rank, pid and what was
+    skipped). ``components``
     names a compile's component from its code file and code name where a rule matches
     (else :func:`default_component`). Raises :class:`~compiletrace.RunFileError` for a
     path with no logs, a damaged archive, or a log with no entry in it.
     """
     name = os.fspath(path)
     logs = trace_logs(name)
-    runs = []
-    for log in logs:
-        records, info = _read_log(log, components)
-        if not info["entries"]:
-            raise RunFileError(f"{log.source} is not torch's trace (TORCH_TRACE): no entry in it")
-        runs.append((info | {"rank": log.rank}, _run(records, info, name)))
+    runs = [(info, _run(records, info, name)) for log in logs for records, info in _read_log(log, components)]
     if len(runs) == 1:
         return runs[0][1]
     return runs

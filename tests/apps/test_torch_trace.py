@@ -259,3 +259,33 @@ def test_component_rules_name_a_traces_compiles_by_code_file_or_function(
     by_file.save(saved)
     assert cli.main(["doctor", str(saved), "--component", "forward=encoder"]) == 2
     assert "names the compiles of torch's trace" in capsys.readouterr().err
+
+
+def _entries_of(text: str) -> list[str]:
+    """A log's entries: a header line and the payload lines (tab first) that follow it."""
+    entries: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("\t") and entries:
+            entries[-1] += line
+        else:
+            entries.append(line)
+    return entries
+
+
+def test_processes_interleaved_in_one_log_are_told_apart_by_pid(fixable_trace: Path, tmp_path: Path) -> None:
+    text = _log(fixable_trace).read_text()
+    first = _entries_of(text)
+    # The same program as a second process (another pid, and rank prefixes), its entries
+    # interleaved with the first's, as logs of several processes appended to one file are.
+    second = [re.sub(r"^(V\d{4} [\d:.]+ +)\d+ ", r"[rank1]:\g<1>424242 ", e) for e in _entries_of(text)]
+    mixed = tmp_path / "mixed.log"
+    mixed.write_text("".join(e for pair in zip(first, second, strict=True) for e in pair))
+    job = compiletrace.load(mixed)
+    assert isinstance(job, compiletrace.ProfileJob)
+    single = _figures(compiletrace.load(fixable_trace))
+    assert [p.info.pid for p in job.processes][1] == 424242
+    assert [p.info.role for p in job.processes][1] == "rank 1"
+    for process in job.processes:
+        assert [(r.compile_id, r.frame_ns, r.graph_node_count) for r in process.run.graph_records] == [
+            f[:3] for f in single
+        ]

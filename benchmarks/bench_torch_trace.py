@@ -1,0 +1,147 @@
+"""What reading torch's trace (``TORCH_TRACE``) costs: seconds and peak memory per 100 MB
+of log, at two sizes, so that memory bounded by the entry (not the file) shows as a flat
+peak; beside torch's own trace parser (``tlparse``) on the same logs, where it is installed.
+
+1. A real log: ``tests/programs/fixable.py`` (a graph break, recompiles) run with
+   ``TORCH_TRACE`` set.
+2. Logs of ``--sizes`` MB built from it: its entries repeated, each copy's frame ids moved
+   on, so every compile id is a new one (the reader keeps per-compile state; a repeated id
+   would not grow it).
+3. Each reader in a fresh process, ``--repeats`` times, the readers interleaved: wall
+   seconds and the process's peak resident memory (``ru_maxrss``), less the peak of the
+   same process that reads nothing (the interpreter and its imports). Medians.
+
+    python benchmarks/bench_torch_trace.py [--sizes 100,400] [--repeats 3] [--tlparse PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "tests" / "programs" / "fixable.py"
+MB = 1024 * 1024
+
+READ = "import compiletrace, sys; run = compiletrace.load(sys.argv[1]); print(len(run.graph_records))"
+IMPORT_ONLY = "import compiletrace, sys; print(0)"
+
+
+def source_log(where: Path) -> str:
+    trace = where / "trace"
+    env = {**os.environ, "TORCH_TRACE": str(trace)}
+    subprocess.run([sys.executable, str(PROGRAM)], env=env, check=True, capture_output=True, timeout=600)
+    (log,) = trace.glob("*.log")
+    return log.read_text()
+
+
+def grown(text: str, size_mb: int) -> tuple[str, int]:
+    """``text`` repeated to ``size_mb`` MB, each copy's frame ids moved on; and the copies."""
+    frames = [int(n) for n in re.findall(r'"frame_id": (\d+)', text)] or [0]
+    step = max(frames) + 1
+    copies = max(1, size_mb * MB // len(text.encode()))
+    parts = []
+    for k in range(copies):
+        shift = k * step
+
+        def frame(match: re.Match[str], shift: int = shift) -> str:
+            return f'"frame_id": {int(match[1]) + shift}'
+
+        def compile_id(match: re.Match[str], shift: int = shift) -> str:
+            return f'"compile_id": "{int(match[1]) + shift}/{match[2]}"'
+
+        part = re.sub(r'"frame_id": (\d+)', frame, text)
+        parts.append(re.sub(r'"compile_id": "(\d+)/(\d+)"', compile_id, part))
+    return "".join(parts), copies
+
+
+def measure(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of one fresh process running ``argv``."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    return seconds, usage.ru_maxrss / 1024  # kB on Linux
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="100,400", help="log sizes in MB (default: 100,400)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--tlparse", default=shutil.which("tlparse"), help="torch's trace parser, if installed"
+    )
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        text = source_log(where)
+        per_copy = len(set(re.findall(r'\{"compilation_metrics": \{"compile_id": "([^"]+)"', text)))
+        print(f"source log: {len(text.encode()) / MB:.2f} MB, {per_copy} compiles ({PROGRAM.name})")
+        empty = [measure([sys.executable, "-c", IMPORT_ONLY]) for _ in range(args.repeats)]
+        base_s, base = statistics.median(s for s, _ in empty), statistics.median(m for _, m in empty)
+        print(
+            f"a process that imports compiletrace and reads nothing: {base_s:.2f} s, peak {base:.0f} MB "
+            "(both subtracted)"
+        )
+        rows = []
+        for size in sizes:
+            log = where / f"dedicated_log_torch_trace_{size}mb.log"
+            body, copies = grown(text, size)
+            log.write_text(body)
+            actual = log.stat().st_size / MB
+            del body
+            ours: list[tuple[float, float]] = []
+            theirs: list[tuple[float, float]] = []
+            for i in range(args.repeats):
+                order = [0, 1] if i % 2 == 0 else [1, 0]  # neither reader always first
+                for which in order:
+                    if which == 0:
+                        ours.append(measure([sys.executable, "-c", READ, str(log)]))
+                    elif args.tlparse:
+                        out = where / "tl_out"
+                        theirs.append(
+                            measure([args.tlparse, str(log), "-o", str(out), "--overwrite", "--no-browser"])
+                        )
+            per100 = 100 / actual
+            row = {
+                "size": actual,
+                "copies": copies,
+                "ours_s": (statistics.median(s for s, _ in ours) - base_s) * per100,
+                "ours_mb": statistics.median(m for _, m in ours) - base,
+            }
+            if theirs:
+                row["theirs_s"] = statistics.median(s for s, _ in theirs) * per100
+                row["theirs_mb"] = statistics.median(m for _, m in theirs)
+            rows.append(row)
+            log.unlink()
+        print()
+        head = f"{'log MB':>8}  {'compiles':>8}  {'compiletrace s/100MB':>20}  {'peak MB':>8}"
+        if args.tlparse:
+            head += f"  {'tlparse s/100MB':>15}  {'peak MB':>8}  {'ratio s':>7}"
+        print(head)
+        for row in rows:
+            compiles = row["copies"] * per_copy
+            line = f"{row['size']:>8.0f}  {compiles:>8}  {row['ours_s']:>20.2f}  {row['ours_mb']:>8.0f}"
+            if "theirs_s" in row:
+                ratio = row["ours_s"] / row["theirs_s"]
+                line += f"  {row['theirs_s']:>15.2f}  {row['theirs_mb']:>8.0f}  {ratio:>7.1f}"
+            print(line)
+        print(f"\nmedians of {args.repeats} runs each; seconds scaled to 100 MB of log")
+
+
+if __name__ == "__main__":
+    main()
