@@ -123,8 +123,9 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
     (those compiles keep their own registry, not passive recording's), in the order the
     compiles finished. No warm-up ran and a cell is no start-up: the run has no timeline.
 
+    >>> import time
     >>> from compiletrace._data.registry import Registry
-    >>> run = cell_run(Registry(), 0, "cell In[1]")
+    >>> run = cell_run(Registry(), time.time_ns(), "cell In[1]")
     >>> run.meta["source"], run.records(), run.timeline
     ('%%compiletrace', (), None)
     """

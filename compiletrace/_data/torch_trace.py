@@ -40,6 +40,7 @@ from typing import IO, Any
 from compiletrace._data.phases import split_phases
 from compiletrace._data.records import (
     NS_PER_S,
+    CacheLookup,
     CacheOutcome,
     CompilationTimes,
     CompileStatus,
@@ -69,7 +70,6 @@ MISSING_FIELDS = (
     "backend (the name torch.compile was given; inferred from torch's timed regions)",
     "module_class, module_path, module_forward (the trace names code, not modules)",
     "structure_hash, graph_block (the trace has no FX graph compiletrace can hash)",
-    "cache keys (the trace counts hits and misses per tier)",
     "trace_cost (per-function tracing time)",
     "warm-up and the start-up timeline (the trace has compiles only)",
 )
@@ -196,6 +196,8 @@ class _Entry:
     payload: list[str] | None  # None when the entry has none, or its kind keeps none
 
 
+# torch's cache-lookup artifacts, as the live recording reads the same events: (tier, outcome).
+_CACHE_ARTIFACT = re.compile(r"^(fx_graph|aotautograd|autograd)_cache_(hit|miss|bypass)$")
 # The fields of torch's metrics row a record is built from (and the cache counters).
 _METRIC_KEYS = frozenset(
     {
@@ -284,6 +286,7 @@ class _Compile:
     regions: list[tuple[str, int, int]] = field(default_factory=list)
     open: dict[str, list[int]] = field(default_factory=dict)  # region name -> start ns stack
     breaks: list[GraphBreak] = field(default_factory=list)
+    lookups: list[CacheLookup] = field(default_factory=list)
     metrics: dict[str, Any] | None = None
     backward: dict[str, Any] | None = None
 
@@ -399,8 +402,17 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
                 c.metrics = m
     elif kind == "artifact" and isinstance(entry.meta[kind], dict):
         name = entry.meta[kind].get("name")
+        lookup = _CACHE_ARTIFACT.match(str(name))
         if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
             _get(compiles, order, cid).breaks.append(_graph_break("".join(entry.payload)))
+        elif lookup is not None and cid is not None:
+            data = _payload_json(entry)
+            info = data if isinstance(data, dict) else {}
+            tier = "fx_graph" if lookup[1] == "fx_graph" else "aot_autograd"
+            detail = str(info.get("cache_bypass_reason") or info.get("reason") or "")[:200]
+            _get(compiles, order, cid).lookups.append(
+                CacheLookup(tier, lookup[2], str(info.get("key") or ""), detail)
+            )
         elif name == "torch_version":
             data = _payload_json(entry)
             if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
@@ -437,23 +449,31 @@ def _region(entry: _Entry, compiles: dict[str, _Compile], order: list[str]) -> N
         c.regions.append((name, c.open[name].pop(), ns))
 
 
-def _count_outcome(m: dict[str, Any], prefix: str) -> CacheOutcome:
-    hits = sum(int(m.get(f"{prefix}_{tier}_hit_count") or 0) for tier in ("local", "remote"))
-    misses = sum(int(m.get(f"{prefix}_{tier}_miss_count") or 0) for tier in ("local", "remote"))
-    if misses:
+def _outcome(m: dict[str, Any], prefix: str, tier: str, lookups: list[CacheLookup]) -> CacheOutcome:
+    """A tier's outcome: from its lookups (a miss over a hit over a bypass, as live), else
+    from the row's counters (``inductor_fx_local_cache_hit_count``, ...)."""
+    seen = {lookup.outcome for lookup in lookups if lookup.tier == tier}
+    hits = sum(int(m.get(f"{prefix}_{where}_cache_hit_count") or 0) for where in ("local", "remote"))
+    misses = sum(int(m.get(f"{prefix}_{where}_cache_miss_count") or 0) for where in ("local", "remote"))
+    if misses or "miss" in seen:
         return CacheOutcome.MISS
-    return CacheOutcome.HIT if hits else CacheOutcome.NONE
+    if hits or "hit" in seen:
+        return CacheOutcome.HIT
+    return CacheOutcome.BYPASS if "bypass" in seen else CacheOutcome.NONE
 
 
 def _seconds_ns(value: Any) -> int | None:
     return round(float(value) * NS_PER_S) if isinstance(value, (int, float)) else None
 
 
-def _backend_name(regions: list[tuple[str, int, int]]) -> str:
-    # The trace never names the backend torch.compile was given: its regions tell inductor
-    # (compile_fx) from another backend on AOTAutograd, which is all it can say.
+def _backend_name(regions: list[tuple[str, int, int]], lookups: list[CacheLookup]) -> str:
+    # The trace never names the backend torch.compile was given: its regions (compile_fx)
+    # and its FX-graph cache lookups tell inductor from another backend on AOTAutograd,
+    # which is all it can say.
     names = {r[0] for r in regions}
-    if any(n.startswith(("compile_fx", "fx_codegen_and_compile", "inductor_compile")) for n in names):
+    if any(lookup.tier == "fx_graph" for lookup in lookups) or any(
+        n.startswith(("compile_fx", "fx_codegen_and_compile", "inductor_compile")) for n in names
+    ):
         return "inductor"
     if any(n.startswith(("create_aot_dispatcher_function", "aot_")) for n in names):
         return "aot_autograd"
@@ -510,7 +530,7 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
     return GraphRecord(
         compile_id=cid,
         component=component,
-        backend=_backend_name(c.regions),
+        backend=_backend_name(c.regions, c.lookups),
         code_name=code_name,
         graph_node_count=int(m.get("graph_node_count") or 0),
         start_unix_ns=start_ns,
@@ -522,8 +542,9 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
         backward_start_unix_ns=backward_start,
         is_recompile=frame_count > 0 or isinstance(reason, str),
         recompile_reason=reason if isinstance(reason, str) else None,
-        fx_graph_cache=_count_outcome(m, "inductor_fx"),
-        aot_autograd_cache=_count_outcome(m, "aotautograd"),
+        fx_graph_cache=_outcome(m, "inductor_fx", "fx_graph", c.lookups),
+        aot_autograd_cache=_outcome(m, "aotautograd", "aot_autograd", c.lookups),
+        cache_lookups=tuple(c.lookups),
         status=CompileStatus.ERROR if fail else CompileStatus.OK,
         error_type=str(fail) if fail else None,
         rank=rank or 0,

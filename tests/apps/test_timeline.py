@@ -555,6 +555,7 @@ TODAYS_KEYS = {
 TODAYS_OPTIONS = {
     "model", "backend", "mode", "compilation_mode", "device", "components", "num_iters_cold",
     "num_iters_warmup", "num_iters_warm", "num_iters_portable", "cache_artifacts", "trust_cache_artifacts",
+    "torch_version",  # what compare's warning reads
 }  # fmt: skip
 
 

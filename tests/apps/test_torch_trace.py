@@ -109,6 +109,46 @@ def test_a_trace_agrees_with_the_live_recording_compile_by_compile(
 
 
 @pytest.mark.slow
+def test_an_inductor_step_agrees_cold_and_warm_its_caches_phases_and_backward(tmp_path: Path) -> None:
+    """One inductor program twice on one private compile cache: cold (every tier a miss,
+    kernels compiled, a lazy backward) then warm (every tier a hit)."""
+    cache = tmp_path / "inductor-cache"
+    runs = []
+    for name in ("cold", "warm"):
+        env = {**os.environ, "TORCH_TRACE": str(tmp_path / name), "TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        live_json = tmp_path / f"{name}.json"
+        command = [sys.executable, "-m", "compiletrace", "run", "--json", str(live_json), "--",
+                   sys.executable, str(PROGRAMS / "inductor_backward.py")]  # fmt: skip
+        proc = subprocess.run(
+            command, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path, env=env
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        live = compiletrace.load(live_json)
+        traced = compiletrace.load(tmp_path / name)
+        assert isinstance(live, compiletrace.ProfileJob) and isinstance(traced, compiletrace.ProfileRun)
+        (process,) = live.compiling()
+        (mine,), (theirs,) = process.run.graph_records, traced.graph_records
+        _agree(mine, theirs)
+        assert theirs.backend == "inductor" == mine.backend
+        # The lazy backward, and each backend phase (those with time), as live measured them.
+        assert abs(mine.backward_ns - theirs.backward_ns) <= 0.01 * theirs.backward_ns + 5_000_000
+        live_phases = {k: v for k, v in mine.phases if v}
+        assert set(live_phases) == {k for k, v in theirs.phases if v}
+        for phase, ns in theirs.phases:
+            assert abs(live_phases[phase] - ns) <= 0.01 * ns + 5_000_000, phase
+        # Every lookup live saw is in the trace (it also logs the backward graph's own).
+        for tier in ("fx_graph", "aot_autograd"):
+            assert {k.key for k in mine.cache_lookups if k.tier == tier} <= {
+                k.key for k in theirs.cache_lookups if k.tier == tier
+            }
+        runs.append(theirs)
+    cold, warm = runs
+    assert (cold.fx_graph_cache.value, cold.aot_autograd_cache.value) == ("miss", "miss")
+    assert (warm.fx_graph_cache.value, warm.aot_autograd_cache.value) == ("hit", "hit")
+    assert cold.backward_ns > 0 and dict(cold.phases).get("kernel_compile", 0) > 0
+
+
+@pytest.mark.slow
 def test_the_ranks_of_a_torchrun_job_are_one_job(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     torchrun = Path(sys.executable).with_name("torchrun")

@@ -179,7 +179,7 @@ def test_a_multi_line_reason_keeps_one_row_per_graph_in_every_view() -> None:
     reg.add(rec)
     lines = compiletrace.summary(reg).splitlines()
     per_graph = lines[lines.index("Per graph") + 3 :]
-    assert "0/0: tensor 'x' size mismatch at index 0" in per_graph[0]  # the guard, shortened
+    assert "0/0: tensor 'x' size mis" in per_graph[0]  # the guard, shortened
     assert "User stack trace" not in compiletrace.summary(reg)
     assert per_graph[1] == ""  # the next line is the blank before the summary line
     assert max(len(line) for line in lines) <= 200
