@@ -329,3 +329,20 @@ def test_processes_interleaved_in_one_log_are_told_apart_by_pid(fixable_trace: P
         assert [(r.compile_id, r.frame_ns, r.graph_node_count) for r in process.run.graph_records] == [
             f[:3] for f in single
         ]
+
+
+def test_the_doctor_finds_ranks_that_diverge_across_the_rank_logs(
+    fixable_trace: Path, tmp_path: Path
+) -> None:
+    entries = _entries_of(_log(fixable_trace).read_text())
+    rows = [i for i, e in enumerate(entries) if '{"compilation_metrics"' in e]
+    job_dir = tmp_path / "job"
+    job_dir.mkdir()
+    (job_dir / "dedicated_log_torch_trace_rank_0_a.log").write_text("".join(entries))
+    # Rank 1 compiled one graph fewer (its last frame's row is not in its log).
+    (job_dir / "dedicated_log_torch_trace_rank_1_b.log").write_text("".join(entries[: rows[-1]]))
+    job = compiletrace.load(job_dir)
+    assert isinstance(job, compiletrace.ProfileJob) and sorted(job.ranks()) == [0, 1]
+    (divergence,) = [f for f in job.diagnose() if f.kind == "rank_divergence"]
+    assert divergence.evidence["ranks"] == [1] and divergence.component == "forward (fixable.py)"
+    assert "absent" in str(divergence.evidence["graphs"])
