@@ -27,7 +27,8 @@ from __future__ import annotations
 import enum
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from compiletrace._app.analysis import compile_ns, find_expensive_hits
@@ -54,6 +55,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "GuardKind",
+    "RunContext",
     "automatic_fix",
     "break_auto_fix",
     "break_fix",
@@ -664,7 +666,7 @@ def _cache_keys(r: GraphRecord) -> dict[str, Any]:
     return keys or {"note": "torch announced no cache key for this graph (an older run or torch)"}
 
 
-def _cache_misses(records: Sequence[GraphRecord]) -> list[Finding]:
+def _cache_misses(records: Sequence[GraphRecord], context: RunContext) -> list[Finding]:
     findings = []
     consulted = [r for r in records if r.cache_outcome is not CacheOutcome.NONE]
     for component, group in _group(consulted, lambda r: r.component).items():
@@ -679,7 +681,14 @@ def _cache_misses(records: Sequence[GraphRecord]) -> list[Finding]:
         )
         bypassed = [c for r in missed for c in r.cache_lookups if c.outcome == CacheOutcome.BYPASS.value]
         cold = len(missed) == len(group)
-        if cold:
+        if context.loaded_artifacts:
+            fix = (
+                "cache artifacts were loaded, yet these graphs missed: the artifacts hold other keys (a "
+                "key changes with the graph, its input shapes and dtypes, and torch's and inductor's "
+                "versions and config); save them again from a run of this model, torch and config, and "
+                "compare the keys below with the saved run's"
+            )
+        elif cold:
             fix = (
                 "the cache was cold: fill it once and start from it, keeping TORCHINDUCTOR_CACHE_DIR on "
                 "persistent storage, or 'compiletrace cache save' here and --cache-artifacts where it starts"
@@ -738,14 +747,36 @@ _HIT_FIX = (
 )
 
 
-def _expensive_hits(records: Sequence[GraphRecord]) -> list[Finding]:
+# A hit that compiled its kernels again where the kernels were never in the artifacts: on the
+# CPU inductor builds C++ kernels into its cache directory, which torch's portable artifacts
+# do not carry (they bundle Triton kernels, the GPU's): loading them again changes nothing.
+_CPU_KERNELS_FIX = (
+    "the graph hit but its C++ kernels compiled again: on the CPU, torch's cache artifacts carry "
+    "the graphs but not the kernels inductor builds from them, which live only in the cache "
+    "directory; keep the whole TORCHINDUCTOR_CACHE_DIR between starts (a persistent volume, or a "
+    "copy of the filled directory): saving and loading the artifacts again will not remove this"
+)
+_KERNELS_DIR_FIX = (
+    "the graph hit but its kernels compiled again: carry the kernel caches with the graph cache, "
+    "keeping the whole TORCHINDUCTOR_CACHE_DIR between starts (on the CPU only the directory holds "
+    "the compiled kernels; on a GPU 'compiletrace cache save' and --cache-artifacts carry Triton's too)"
+)
+
+
+def _hit_fix(phase: str, context: RunContext) -> str:
+    if phase == KERNEL_COMPILE and (context.on_cpu or context.loaded_artifacts):
+        return _CPU_KERNELS_FIX if context.on_cpu else _KERNELS_DIR_FIX
+    return _HIT_FIXES.get(phase, _HIT_FIX)
+
+
+def _expensive_hits(records: Sequence[GraphRecord], context: RunContext) -> list[Finding]:
     return [
         Finding(
             FindingKind.EXPENSIVE_HIT,
             hit.record.component,
             compile_ns(hit.record) / NS_PER_S,
             hit.explanation(),
-            _HIT_FIXES.get(hit.dominant_phase, _HIT_FIX),
+            _hit_fix(hit.dominant_phase, context),
             _model_location(hit.record),
             {
                 "compile_id": hit.record.compile_id,
@@ -899,9 +930,27 @@ def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
     return findings
 
 
-def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's meta says that changes the advice, not the findings."""
+
+    loaded_artifacts: bool = False  # cache artifacts were loaded before it compiled (--cache-artifacts)
+    device: str | None = None  # where it ran ("cpu", "cuda:0"), where the run says
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any] | None) -> RunContext:
+        meta = meta or {}
+        device = meta.get("device")
+        return cls(bool(meta.get("cache_artifacts")), str(device) if isinstance(device, str) else None)
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device is not None and self.device.startswith("cpu")
+
+
+def diagnose_records(records: Sequence[GraphRecord], context: RunContext | None = None) -> list[Finding]:
     """Every finding in ``records`` (a run's, in the order compiles finished), most seconds
-    at stake first.
+    at stake first; ``context`` (the run's meta) fits the cache advice to what the run did.
 
     >>> import compiletrace
     >>> diagnose_records(compiletrace.Registry().records())
@@ -914,8 +963,8 @@ def diagnose_records(records: Sequence[GraphRecord]) -> list[Finding]:
         *_recompiles(records, found),
         *_graph_breaks(records, found),
         *_repeated_graphs(records, found),
-        *_cache_misses(records),
-        *_expensive_hits(records),
+        *_cache_misses(records, context or RunContext()),
+        *_expensive_hits(records, context or RunContext()),
         *_after_warmup(records, found),
         *_shared_frames(records),
         *_costly_traces(records),
@@ -929,17 +978,22 @@ _WARMUP_NAME = re.compile(r"warm[ _-]?up|profile[ _]run|dummy[ _]run", re.IGNORE
 
 
 def diagnose_run(
-    records: Sequence[GraphRecord], warmup: WarmupResult | None = None, timeline: Timeline | None = None
+    records: Sequence[GraphRecord],
+    warmup: WarmupResult | None = None,
+    timeline: Timeline | None = None,
+    meta: Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """:func:`diagnose_records`, plus what only a whole run shows: warm-ups that ran and
     compiled nothing (the run's own warm-up, and any phase of its start-up timeline named
-    as one), most seconds at stake first.
+    as one), most seconds at stake first. ``meta`` (the run's) fits the cache advice to what
+    the run did: loaded artifacts, the device.
 
     >>> from compiletrace._data.records import CompilationTimes
     >>> [f.kind.value for f in diagnose_run([], WarmupResult(False, 2.5, CompilationTimes()))]
     ['useless_warmup']
     """
-    return _ranked([*diagnose_records(records), *_useless_warmups(records, warmup, timeline)])
+    context = RunContext.of(meta)
+    return _ranked([*diagnose_records(records, context), *_useless_warmups(records, warmup, timeline)])
 
 
 def _useless_warmups(

@@ -100,7 +100,7 @@ class ProfileJob(Job):
         findings = []
         for process in self.processes:
             run = process.run
-            for finding in diagnose_run(run.graph_records, run.warmup, run.timeline):
+            for finding in diagnose_run(run.graph_records, run.warmup, run.timeline, run.meta):
                 evidence = {**finding.evidence, "process": process.info.label}
                 findings.append(replace(finding, evidence=evidence))
         ranks = []

@@ -229,7 +229,7 @@ class ProfileRun(Run):
         """
         from compiletrace._app.doctor import diagnose_run
 
-        return diagnose_run(self.graph_records, self.warmup, self.timeline)
+        return diagnose_run(self.graph_records, self.warmup, self.timeline, self.meta)
 
     def summary(self) -> str:
         """The header (model, backend, versions, cache state), the text tables and the

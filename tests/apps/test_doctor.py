@@ -687,6 +687,30 @@ def test_partial_misses_and_expensive_hits_from_saved_records() -> None:
     assert "no cache key" in old.evidence["graphs"][0]["keys"]["note"]
 
 
+def test_cache_advice_is_never_what_the_run_already_did() -> None:
+    """A portable start (artifacts loaded into an empty cache directory, on the CPU) hits every
+    cache and still compiles its kernels (tests/apps/test_portable_cache.py measures it): the
+    fix is not to save and load the artifacts again, which is what the run did."""
+    from compiletrace._app.doctor import RunContext
+
+    hit = make_record("0/0", "encoder", phases={"kernel_compile": 3 * S, "cache": 10 * MS},
+                      fx_graph_cache=CacheOutcome.HIT, aot_autograd_cache=CacheOutcome.HIT)  # fmt: skip
+    miss = make_record("1/0", "language_model", code_name="head", phases={"inductor": 2 * S},
+                       fx_graph_cache=CacheOutcome.MISS, aot_autograd_cache=CacheOutcome.MISS)  # fmt: skip
+    portable = RunContext(loaded_artifacts=True, device="cpu")
+    (expensive,) = [f for f in diagnose_records([hit], portable) if f.kind == "expensive_hit"]
+    assert "C++ kernels" in expensive.fix and "TORCHINDUCTOR_CACHE_DIR" in expensive.fix
+    assert "--cache-artifacts" not in expensive.fix and "will not remove this" in expensive.fix
+    (missed,) = [f for f in diagnose_records([miss], portable) if f.kind == "cache_miss"]
+    assert "artifacts were loaded" in missed.fix and "--cache-artifacts where it starts" not in missed.fix
+    # Without artifacts, a cold cache is still told to fill one, artifacts included.
+    (cold,) = [f for f in diagnose_records([miss]) if f.kind == "cache_miss"]
+    assert "--cache-artifacts where it starts" in cold.fix
+    # The run's meta is the context: a saved portable run is diagnosed the same way.
+    run = compiletrace.ProfileRun([hit], None, {"device": "cpu", "cache_artifacts": {"path": "a.bin"}})
+    assert "C++ kernels" in next(f for f in run.diagnose() if f.kind == "expensive_hit").fix
+
+
 # -- a healthy run, saved runs, the CLI, the views -----------------------------------------------
 
 
