@@ -1,8 +1,6 @@
 """``python -m compiletrace``: the same as the ``compiletrace`` command."""
 
-import sys
-
-from compiletrace.cli import main
+from compiletrace.cli import console_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console_main()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import time
 import traceback
@@ -824,7 +825,42 @@ def _run(args: argparse.Namespace) -> int:
         job.save(args.json)
         print(f"{PROG}: wrote the job to {args.json}", file=sys.stderr)
     _write_job_outputs(job, args.html, args.chrome_trace, on_stderr=True)
+    _ended.signal = outcome.signal
     return outcome.exit_status
+
+
+class _Ended:
+    """How the command 'run' ran ended, for the command line's own exit (console_main)."""
+
+    signal: int | None = None  # the signal that killed it
+
+
+_ended = _Ended()
+
+# Signals whose default action ends a process without a core dump: a command killed by one
+# of them has the launcher die of it too. One that dumps core (SIGSEGV, SIGABRT) is reported
+# as 128 + N: the launcher did not crash, and its core would mislead.
+_RE_ENACTED = frozenset(
+    {signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGPIPE, signal.SIGALRM, signal.SIGTERM,
+     signal.SIGUSR1, signal.SIGUSR2}
+)  # fmt: skip
+
+
+def console_main() -> None:
+    """The ``compiletrace`` command (and ``python -m compiletrace``): :func:`main`, then the
+    exit a caller expects. When ``compiletrace run``'s command was killed by a signal, the
+    launcher dies of the same signal, its outputs written first: a shell, a supervisor or
+    a parent's ``waitpid`` sees the program's own death, not an exit status."""
+    status = main()
+    killed_by, _ended.signal = _ended.signal, None
+    if killed_by in _RE_ENACTED:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
+            signal.signal(killed_by, signal.SIG_DFL)
+        os.kill(os.getpid(), killed_by)
+    sys.exit(status)
 
 
 def _write_job_outputs(
