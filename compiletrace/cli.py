@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--chrome-trace", metavar="PATH", help="write a Chrome/Perfetto trace, a track per process"
     )
     run.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="every process sends its compiles' spans and metrics to an OTLP/HTTP collector at URL as\n"
+        "they happen (its own providers: the program's OpenTelemetry set-up stays its own)",
+    )
+    run.add_argument(
         "--component",
         action="append",
         default=[],
@@ -809,6 +815,10 @@ def _run(args: argparse.Namespace) -> int:
         if path == "-":
             raise UsageError(f"{what} -: stdout is the command's own; give a file path")
     parse_component_rules(args.component)
+    if args.otlp_endpoint is not None:
+        from compiletrace.telemetry._configure import check_url
+
+        check_url(args.otlp_endpoint)  # a bad URL is bad input, before the command runs
     if args.job_dir is not None and Path(args.job_dir).exists() and any(Path(args.job_dir).iterdir()):
         raise UsageError(f"--job-dir {args.job_dir!r} is not empty; give a new or empty directory")
     outcome = run_command(
@@ -817,6 +827,7 @@ def _run(args: argparse.Namespace) -> int:
         trace_cost=args.trace_cost,
         job_dir=args.job_dir,
         fixes=args.apply,
+        otlp_endpoint=args.otlp_endpoint,
     )
     job = outcome.job
     for line in job_summary_lines(job):

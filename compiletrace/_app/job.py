@@ -192,6 +192,7 @@ def child_environment(
     bootstrap_dir: str = BOOTSTRAP_DIR,
     fixes: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
+    otlp_endpoint: str | None = None,
 ) -> dict[str, str]:
     """The environment the command runs in: this one (with ``extra_env`` over it), the
     bootstrap first on ``PYTHONPATH`` and the job's directory and options for every process
@@ -200,9 +201,10 @@ def child_environment(
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = bootstrap_dir if not path else bootstrap_dir + os.pathsep + path
     env[JOB_DIR_ENV] = job_dir
-    env[OPTIONS_ENV] = json.dumps(
-        {"components": list(components), "trace_cost": trace_cost, "fixes": list(fixes)}
-    )
+    options: dict[str, Any] = {"components": list(components), "trace_cost": trace_cost, "fixes": list(fixes)}
+    if otlp_endpoint is not None:
+        options["otlp_endpoint"] = otlp_endpoint
+    env[OPTIONS_ENV] = json.dumps(options)
     env[LAUNCHER_PID_ENV] = str(os.getpid())
     return env
 
@@ -243,10 +245,13 @@ def run_command(
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stdout: Any = None,
+    otlp_endpoint: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
     what each process wrote. ``fixes`` are settings applied in every process before its
     first compile (names in ``torch_compat.CONFIG_FIXES``: ``compiletrace run --apply``).
+    With ``otlp_endpoint``, every process also sends its compiles' spans and metrics there
+    as they happen (OTLP/HTTP; its own providers, never the program's global ones).
     Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
     :class:`~compiletrace.UsageError` for a bad rule or fix."""
     command = [str(part) for part in command]
@@ -264,7 +269,13 @@ def run_command(
             stack.enter_context(owned_temporary_directory("compiletrace-bootstrap-"))
         )
         env = child_environment(
-            directory, components, trace_cost, bootstrap_dir=bootstrap, fixes=fixes, extra_env=extra_env
+            directory,
+            components,
+            trace_cost,
+            bootstrap_dir=bootstrap,
+            fixes=fixes,
+            extra_env=extra_env,
+            otlp_endpoint=otlp_endpoint,
         )
         try:
             child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd, stdout=stdout)

@@ -208,6 +208,37 @@ def _write_quietly() -> None:
         _die_of(recording.pending_signal)
 
 
+_TELEMETRY: Any = None  # this process's span and metric export (compiletrace run --otlp-endpoint)
+
+
+def _start_telemetry(endpoint: str) -> None:
+    """Send this process's compiles to ``endpoint`` as they happen, on providers of its own:
+    the program's global OpenTelemetry providers stay its own (set_global=False)."""
+    global _TELEMETRY
+    try:
+        from compiletrace import telemetry
+
+        _TELEMETRY = telemetry.configure(
+            exporter="otlp",
+            endpoint=endpoint,
+            resource_attributes={"process.pid": os.getpid(), "compiletrace.process.role": process_role()},
+            set_global=False,
+        )
+    except Exception as exc:  # no SDK or exporter here: the program runs, its spans are off
+        _warn(f"spans are off in this process (pid {os.getpid()})", exc)
+        return
+    atexit.register(_flush_telemetry)
+
+
+def _flush_telemetry() -> None:
+    handle = _TELEMETRY
+    if handle is not None:
+        try:
+            handle.shutdown()  # bounded in time (the exporter's timeout)
+        except Exception as exc:
+            _warn("flushing this process's spans failed", exc)
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # The program had no handler of its own: write what was recorded, then die of SIGTERM
     # as it would have without compiletrace. A SIGTERM that lands while the run is being
@@ -217,6 +248,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
         recording.pending_signal = signum
         return
     _write_quietly()
+    _flush_telemetry()
     _die_of(signum)
 
 
@@ -269,6 +301,7 @@ def start() -> None:
     components: list[str] = []
     trace_cost = False
     fixes: list[str] = []
+    endpoint: str | None = None
     raw = os.environ.get(OPTIONS_ENV)
     if raw:
         try:
@@ -276,8 +309,11 @@ def start() -> None:
             components = [str(c) for c in options.get("components", [])]
             trace_cost = options.get("trace_cost") is True
             fixes = [str(f) for f in options.get("fixes", [])]
+            endpoint = str(options["otlp_endpoint"]) if options.get("otlp_endpoint") else None
         except Exception as exc:
             _warn(f"{OPTIONS_ENV} is not valid JSON; recording with the defaults", exc)
+    if endpoint is not None:
+        _start_telemetry(endpoint)
     recording = _Recording(job_dir, components, trace_cost, _apply_fixes(fixes))
     recording.begin()
     _RECORDING = recording

@@ -19,13 +19,18 @@ from compiletrace._io.errors import ArgumentTypeError, MissingDependencyError, U
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._handle import Telemetry
 
-__all__ = ["EXPORTERS", "Telemetry", "configure"]
+__all__ = ["EXPORTERS", "Telemetry", "check_url", "configure"]
 
 EXPORTERS = ("console", "file", "memory", "otlp")
 DEFAULT_SERVICE_NAME = "compiletrace"
 
 
-def _check_url(endpoint: object) -> str:
+def check_url(endpoint: object) -> str:
+    """``endpoint`` if it is an http(s) URL; else a usage error saying what one looks like.
+
+    >>> check_url("http://127.0.0.1:4318")
+    'http://127.0.0.1:4318'
+    """
     if not isinstance(endpoint, str):
         raise ArgumentTypeError(f"endpoint must be a URL string, got {type(endpoint).__name__}")
     parts = urlsplit(endpoint)
@@ -116,7 +121,7 @@ def configure(
     if name not in EXPORTERS:
         raise UsageError(f"unknown exporter {name!r}; valid exporters: {', '.join(EXPORTERS)}")
     if endpoint is not None:
-        _check_url(endpoint)
+        check_url(endpoint)
         if name != "otlp":
             raise UsageError(f"endpoint applies to exporter='otlp' only, got exporter={name!r}")
     if name == "file" and path is None:

@@ -331,3 +331,89 @@ def _redirect_stderr(stream: object) -> object:
     import contextlib
 
     return contextlib.redirect_stderr(stream)  # type: ignore[type-var]
+
+
+class _OtlpReceiver:
+    """A real OTLP/HTTP receiver on loopback: every POST to /v1/traces decoded with the
+    protocol's own messages; metrics are accepted and ignored."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        self.requests: list[ExportTraceServiceRequest] = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path == "/v1/traces":
+                    request = ExportTraceServiceRequest()
+                    request.ParseFromString(body)
+                    receiver.requests.append(request)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def spans(self) -> list[tuple[dict[str, object], object]]:
+        """(the span's resource attributes, the span) for every span received."""
+        out = []
+        for request in self.requests:
+            for resource_spans in request.resource_spans:
+                resource = {a.key: a.value for a in resource_spans.resource.attributes}
+                for scope in resource_spans.scope_spans:
+                    out.extend((resource, span) for span in scope.spans)
+        return out
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
+def test_otlp_endpoint_gets_every_processs_compiles_as_spans(tmp_path: Path) -> None:
+    receiver = _OtlpReceiver()
+    try:
+        proc = ct_run(
+            "--otlp-endpoint", receiver.url, "--json", str(tmp_path / "job.json"), "--",
+            sys.executable, str(PROGRAMS / "two_towers.py"), str(tmp_path / "oracle"), "0", "spawn",
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "output (2, 8)\n"  # the program's own output, unchanged
+    finally:
+        receiver.close()
+    job = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(job, compiletrace.ProfileJob)
+    graph_spans = [(res, s) for res, s in receiver.spans() if s.name == "Compile graph"]
+
+    def attr(span: object, key: str) -> str:
+        (value,) = [a.value.string_value for a in span.attributes if a.key == key]  # type: ignore[attr-defined]
+        return value
+
+    # One span per compile of each process, from that process (its pid on the resource).
+    for process in job.compiling():
+        mine = [s for res, s in graph_spans if res["process.pid"].int_value == process.info.pid]
+        assert sorted(attr(s, "compiletrace.compile_id") for s in mine) == sorted(
+            r.compile_id for r in process.run.graph_records
+        )
+        assert {attr(s, "compiletrace.component") for s in mine} == {
+            r.component for r in process.run.graph_records
+        }
+    assert {attr(s, "compiletrace.component") for _, s in graph_spans} >= {"encoder", "language_model"}
+
+
+def test_a_bad_otlp_endpoint_is_bad_input_before_the_command_runs(tmp_path: Path) -> None:
+    proc = ct_run("--otlp-endpoint", "not a url", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "endpoint must be an http(s) URL" in proc.stderr
