@@ -8,8 +8,10 @@ peak; beside torch's own trace parser (``tlparse``) on the same logs, where it i
    on, so every compile id is a new one (the reader keeps per-compile state; a repeated id
    would not grow it).
 3. Each reader in a fresh process, ``--repeats`` times, the readers interleaved: wall
-   seconds and the process's peak resident memory (``ru_maxrss``), less the peak of the
-   same process that reads nothing (the interpreter and its imports). Medians.
+   seconds and the process's peak resident memory (``ru_maxrss``), less the seconds and the
+   peak of the same process that reads nothing (the interpreter and compiletrace's imports,
+   torch's among them). Medians. This process never holds a log: Linux counts a forked
+   child's peak from its parent's memory.
 
     python benchmarks/bench_torch_trace.py [--sizes 100,400] [--repeats 3] [--tlparse PATH]
 """
@@ -43,24 +45,26 @@ def source_log(where: Path) -> str:
     return log.read_text()
 
 
-def grown(text: str, size_mb: int) -> tuple[str, int]:
-    """``text`` repeated to ``size_mb`` MB, each copy's frame ids moved on; and the copies."""
+def write_grown(text: str, size_mb: int, path: Path) -> int:
+    """``text`` repeated into ``path`` to ``size_mb`` MB, each copy's frame ids moved on;
+    returns the copies. Written copy by copy: this process never holds the log, so the
+    readers it starts (forked from it) do not inherit its memory in their peak."""
     frames = [int(n) for n in re.findall(r'"frame_id": (\d+)', text)] or [0]
     step = max(frames) + 1
     copies = max(1, size_mb * MB // len(text.encode()))
-    parts = []
-    for k in range(copies):
-        shift = k * step
+    with open(path, "w") as out:
+        for k in range(copies):
+            shift = k * step
 
-        def frame(match: re.Match[str], shift: int = shift) -> str:
-            return f'"frame_id": {int(match[1]) + shift}'
+            def frame(match: re.Match[str], shift: int = shift) -> str:
+                return f'"frame_id": {int(match[1]) + shift}'
 
-        def compile_id(match: re.Match[str], shift: int = shift) -> str:
-            return f'"compile_id": "{int(match[1]) + shift}/{match[2]}"'
+            def compile_id(match: re.Match[str], shift: int = shift) -> str:
+                return f'"compile_id": "{int(match[1]) + shift}/{match[2]}"'
 
-        part = re.sub(r'"frame_id": (\d+)', frame, text)
-        parts.append(re.sub(r'"compile_id": "(\d+)/(\d+)"', compile_id, part))
-    return "".join(parts), copies
+            part = re.sub(r'"frame_id": (\d+)', frame, text)
+            out.write(re.sub(r'"compile_id": "(\d+)/(\d+)"', compile_id, part))
+    return copies
 
 
 def measure(argv: list[str]) -> tuple[float, float]:
@@ -100,10 +104,8 @@ def main() -> None:
         rows = []
         for size in sizes:
             log = where / f"dedicated_log_torch_trace_{size}mb.log"
-            body, copies = grown(text, size)
-            log.write_text(body)
+            copies = write_grown(text, size, log)
             actual = log.stat().st_size / MB
-            del body
             ours: list[tuple[float, float]] = []
             theirs: list[tuple[float, float]] = []
             for i in range(args.repeats):

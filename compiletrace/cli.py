@@ -284,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trace_components(report)
     report.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     report.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
+    report.add_argument(
+        "--json",
+        metavar="OUT",
+        help="write it as compiletrace's own run (or job) JSON: torch's trace, read once, kept as\n"
+        "a file every command and compiletrace.load read",
+    )
 
     cache = sub.add_parser(
         "cache",
@@ -965,17 +971,23 @@ def _report(args: argparse.Namespace) -> int:
     from compiletrace._data.kinds import FileKind
     from compiletrace._load import load
 
-    _outputs([(args.html, "--html"), (args.chrome_trace, "--chrome-trace")], inputs=[args.run])
+    outputs = [(args.html, "--html"), (args.chrome_trace, "--chrome-trace"), (args.json, "--json")]
+    _outputs(outputs, inputs=[args.run])
     run = load(
         args.run,
         accept={FileKind.RUN, FileKind.JOB},
         command="compiletrace report",
         components=args.component,
     )
+    assert isinstance(run, (ProfileRun, ProfileJob))  # what accept= lets through
+    if args.json:
+        run.save(args.json)
     if isinstance(run, ProfileJob):
         print(run.summary())
         if args.html or args.chrome_trace:
             _write_job_outputs(run, args.html, args.chrome_trace)
+        if args.json:
+            print(f"wrote the job to {args.json}")
         return EXIT_OK
     assert isinstance(run, ProfileRun)
     print(run.summary())
@@ -985,6 +997,8 @@ def _report(args: argparse.Namespace) -> int:
         print()
         print(timeline_text(run.timeline))
     _write_outputs(run, args.html, args.chrome_trace)
+    if args.json:
+        print(f"wrote the run to {args.json}")
     return EXIT_OK
 
 

@@ -149,21 +149,54 @@ def test_an_inductor_step_agrees_cold_and_warm_its_caches_phases_and_backward(tm
 
 
 @pytest.mark.slow
+def test_the_built_in_model_profiled_agrees_with_its_trace(tmp_path: Path) -> None:
+    """compiletrace profile's own backend records, against torch's trace of the same run."""
+    env = {**os.environ, "TORCH_TRACE": str(tmp_path / "trace")}
+    command = [
+        sys.executable,
+        "-m",
+        "compiletrace",
+        "profile",
+        "--backend",
+        "aot_eager",
+        "--json",
+        "run.json",
+    ]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    live = compiletrace.load(tmp_path / "run.json")
+    traced = compiletrace.load(tmp_path / "trace")
+    assert isinstance(live, compiletrace.ProfileRun) and isinstance(traced, compiletrace.ProfileRun)
+    theirs = {r.compile_id: r for r in traced.graph_records}
+    assert sorted(theirs) == sorted(r.compile_id for r in live.graph_records)
+    for record in live.graph_records:
+        _agree(record, theirs[record.compile_id])
+    # The trace names code, not modules: the encoder and the language model by their forwards.
+    assert {r.component for r in live.graph_records} == {"encoder", "language_model"}
+    assert {r.component for r in traced.graph_records} == {"forward (models.py)"}
+
+
+@pytest.mark.slow
 def test_the_ranks_of_a_torchrun_job_are_one_job(tmp_path: Path) -> None:
-    trace = tmp_path / "trace"
+    trace, live_json = tmp_path / "trace", tmp_path / "job.json"
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "TORCH_TRACE": str(trace)}
     proc = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc-per-node", "2", str(PROGRAMS / "ranks.py"),
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(live_json), "--",
+         str(torchrun), "--standalone", "--nproc-per-node", "2", str(PROGRAMS / "ranks.py"),
          str(tmp_path / "oracle")],
         capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     job = compiletrace.load(trace)
-    assert isinstance(job, compiletrace.ProfileJob)
+    live = compiletrace.load(live_json)
+    assert isinstance(job, compiletrace.ProfileJob) and isinstance(live, compiletrace.ProfileJob)
     ranks = job.ranks()
-    assert sorted(ranks) == [0, 1]
+    assert sorted(ranks) == [0, 1] == sorted(live.ranks())
     for rank, process in ranks.items():
+        mine = {r.compile_id: r for r in live.ranks()[rank].run.graph_records}
+        for record in process.run.graph_records:
+            _agree(mine[record.compile_id], record)  # live against the trace, rank by rank
         oracle = {
             row["compile_id"]: row["seconds"]
             for row in json.loads(Path(f"{tmp_path}/oracle.rank{rank}.json").read_text())
@@ -267,10 +300,20 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_every_command_takes_a_trace(
     fixable_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["report", str(fixable_trace), "--html", str(tmp_path / "r.html")]) == 0
+    argv = [
+        "report",
+        str(fixable_trace),
+        "--html",
+        str(tmp_path / "r.html"),
+        "--json",
+        str(tmp_path / "r.json"),
+    ]
+    assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "model TORCH_TRACE" in out and "forward (fixable.py)" in out
     assert "Findings" in (tmp_path / "r.html").read_text()
+    # Read once, kept as compiletrace's own run file: the same records come back from it.
+    assert _figures(compiletrace.load(tmp_path / "r.json")) == _figures(compiletrace.load(fixable_trace))
     assert cli.main(["doctor", str(fixable_trace), "--fail-on", "graph_break"]) == 1  # the gate fires
     assert "[graph_break]" in capsys.readouterr().out
     # A trace against a run file compiletrace wrote: the same run, so nothing regressed.
