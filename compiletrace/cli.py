@@ -424,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     thread only; the previous handlers come back afterwards), so the clean-up that Ctrl-C
     runs runs for them too: child processes stopped, temporary directories removed.
     """
+    _ended.signal = None  # what an earlier in-process call's command died of is not this one's
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -932,10 +933,10 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._data.job import Job
     from compiletrace.reports._findings import findings_text
 
-    if not isinstance(job, Job):
+    if not isinstance(job, Job) or not job.command:  # a run, or torch's trace: no command in it
         raise UsageError(
-            f"{args.run}: --verify re-runs a job's command; give a job saved by "
-            "'compiletrace run --json JOB.json -- COMMAND'"
+            f"{args.run}: --verify re-runs a job's command, and this file names none; give a job saved "
+            "by 'compiletrace run --json JOB.json -- COMMAND'"
         )
     shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
     if not args.trust:

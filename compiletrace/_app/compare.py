@@ -28,6 +28,7 @@ from compiletrace._data.files import read
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, top_self_times
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
+from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.errors import UsageError
 from compiletrace._io.text import printable
 from compiletrace.reports import render_table
@@ -81,7 +82,9 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     name = os.fspath(path)
     data = read(name, accept={FileKind.RUN, FileKind.BENCH}, command="compare")
     if isinstance(data, Run):
-        about = {k: str(data.meta[k]) for k in ABOUT if isinstance(data.meta.get(k), str)}
+        # torch's trace names neither the model nor (for certain) the backend: only its torch.
+        known = ("torch_version",) if data.meta.get("source") == TRACE_SOURCE else ABOUT
+        about = {k: str(data.meta[k]) for k in known if isinstance(data.meta.get(k), str)}
         return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
     assert isinstance(data, BenchResult)
     return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))

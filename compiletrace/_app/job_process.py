@@ -209,12 +209,16 @@ def _write_quietly() -> None:
 
 
 _TELEMETRY: Any = None  # this process's span and metric export (compiletrace run --otlp-endpoint)
+_TELEMETRY_ENDPOINT: str | None = None
 
 
 def _start_telemetry(endpoint: str) -> None:
     """Send this process's compiles to ``endpoint`` as they happen, on providers of its own:
-    the program's global OpenTelemetry providers stay its own (set_global=False)."""
-    global _TELEMETRY
+    the program's global OpenTelemetry providers stay its own (set_global=False). A forked
+    child starts its own (its pid and role on the resource) and flushes it at its end."""
+    global _TELEMETRY, _TELEMETRY_ENDPOINT
+    first = _TELEMETRY_ENDPOINT is None
+    _TELEMETRY_ENDPOINT = endpoint
     try:
         from compiletrace import telemetry
 
@@ -226,8 +230,10 @@ def _start_telemetry(endpoint: str) -> None:
         )
     except Exception as exc:  # no SDK or exporter here: the program runs, its spans are off
         _warn(f"spans are off in this process (pid {os.getpid()})", exc)
+        _TELEMETRY = None
         return
-    atexit.register(_flush_telemetry)
+    if first:  # a forked child inherits this registration
+        atexit.register(_flush_telemetry)
 
 
 def _flush_telemetry() -> None:
@@ -261,6 +267,8 @@ def _after_fork_in_child() -> None:
     recording = _RECORDING
     if recording is not None:
         recording.forked()
+    if _TELEMETRY_ENDPOINT is not None:
+        _start_telemetry(_TELEMETRY_ENDPOINT)
 
 
 def _finalize_multiprocessing_child() -> None:
@@ -268,6 +276,7 @@ def _finalize_multiprocessing_child() -> None:
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is not None:
         mp_util.Finalize(None, _write_quietly, exitpriority=-100)
+        mp_util.Finalize(None, _flush_telemetry, exitpriority=-101)
 
 
 def _in_multiprocessing_child(recording: _Recording) -> None:

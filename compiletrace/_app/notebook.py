@@ -191,8 +191,12 @@ class _CellMagic:
             value = eval(last, self.shell.user_global_ns, self.shell.user_ns) if last is not None else None
         except BaseException:
             recording.stop()
-            # Shown and kept before the cell's own error reaches the shell, which shows it.
-            self._finish(cell_run(recording.registry, start_unix_ns, label), options, failed=True)
+            # Shown and kept before the cell's own error reaches the shell, which shows it; a
+            # failure in showing it never takes the cell's error's place.
+            try:
+                self._finish(cell_run(recording.registry, start_unix_ns, label), options, failed=True)
+            except Exception as exc:
+                print(f"compiletrace: the cell's report could not be shown: {exc!r}", file=sys.stderr)
             raise
         recording.stop()
         self._finish(cell_run(recording.registry, start_unix_ns, label), options, failed=False)

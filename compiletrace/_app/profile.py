@@ -73,7 +73,9 @@ def load_factory(spec: str) -> Callable[..., Any]:
     if not sep or not module_name or not attr or ":" in attr:
         raise UsageError(f"MODEL must look like 'package.module:factory', got {spec!r}")
     cwd = os.getcwd()
-    if not {"", cwd} & set(sys.path):
+    # The user's own module only: compiletrace's (the built-in model) is found where it is
+    # installed, and a directory of strangers' files never shadows what torch imports later.
+    if module_name.partition(".")[0] != "compiletrace" and not {"", cwd} & set(sys.path):
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)

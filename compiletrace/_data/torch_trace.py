@@ -26,12 +26,14 @@ one entry and the compiles' own state, not the file. Plain data, free of torch.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import os
 import re
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -75,6 +77,10 @@ MISSING_FIELDS = (
 )
 
 # glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON.
+# What a crafted or damaged entry raises when its fields are read (a string where a number
+# goes, NaN, nesting past Python's limit), and what a damaged archive raises while streamed.
+_BAD_VALUE = (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError)
+_BAD_ARCHIVE = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 # A distributed job's lines may start with their rank ("[rank1]:").
 _LINE = re.compile(r"^(?:\[rank(\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
 _RANK = re.compile(r"rank_(\d+)")
@@ -174,15 +180,38 @@ def _zip_logs(name: str) -> list[TraceLog]:
 
     def opener(member: str) -> Callable[[], IO[str]]:
         def open_member() -> IO[str]:
-            archive = zipfile.ZipFile(name)
-            raw: IO[bytes] = archive.open(member)
-            if member.endswith(".gz"):
-                raw = gzip.open(raw, "rb")  # type: ignore[assignment]  # noqa: SIM115 (the caller closes it)
-            return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+            owned: list[Any] = [zipfile.ZipFile(name)]
+            try:
+                owned.append(owned[0].open(member))
+                if member.endswith(".gz"):
+                    owned.append(gzip.GzipFile(fileobj=owned[-1], mode="rb"))
+                return _OwningText(owned[-1], owned)
+            except BaseException:
+                for resource in reversed(owned):
+                    with contextlib.suppress(Exception):
+                        resource.close()
+                raise
 
         return open_member
 
     return [TraceLog(f"{name}:{m}", _rank_of(m), opener(m)) for m in members]
+
+
+class _OwningText(io.TextIOWrapper):
+    """Text over a zip member (or a gzip inside one) that closes, with itself, the member
+    and the archive it was opened from."""
+
+    def __init__(self, raw: Any, owned: list[Any]) -> None:
+        super().__init__(raw, encoding="utf-8", errors="replace")
+        self._owned = owned
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            for resource in reversed(self._owned):
+                with contextlib.suppress(Exception):
+                    resource.close()
 
 
 # -- entries ---------------------------------------------------------------------------
@@ -227,17 +256,46 @@ class _Stats:
     entries: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     damaged: int = 0  # lines inside the log that were no entry
+    rejected: int = 0  # compiles whose figures were out of range (negative, past any clock)
     truncated: bool = False  # the log ended inside an entry
 
 
+_OVERLONG = "\x00overlong\n"  # stands for a line past MAX_LINE_CHARS, its text never held
+
+
+def _bounded_lines(stream: IO[str]) -> Iterator[str]:
+    """The stream's lines, none longer than :data:`MAX_LINE_CHARS`: a longer one (a crafted
+    log, a decompression bomb) is read past in pieces and stands as :data:`_OVERLONG`."""
+    while True:
+        line = stream.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
+            while True:
+                rest = stream.readline(MAX_LINE_CHARS + 1)
+                if not rest or rest.endswith("\n"):
+                    break
+            yield _OVERLONG
+            continue
+        yield line
+
+
 def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
-    """The log's entries, in order; a payload kept only where :data:`_PAYLOAD_WANTED`."""
+    """The log's entries, in order; a payload kept only where :data:`_PAYLOAD_WANTED`, and
+    only up to :data:`MAX_LINE_CHARS` in all (a longer one is dropped, the entry kept)."""
     current: _Entry | None = None
+    kept = 0  # payload characters kept for the current entry
     last_bad = False
     for raw in lines:
         if raw.startswith("\t"):
             if current is not None and current.payload is not None:
-                current.payload.append(raw[1:])
+                kept += len(raw)
+                if kept > MAX_LINE_CHARS:
+                    current.payload = None
+                    stats.damaged += 1
+                else:
+                    current.payload.append(raw[1:])
+            last_bad = not raw.endswith("\n")  # a payload cut short: the job was killed
             continue
         if current is not None:
             yield current
@@ -245,21 +303,22 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
         line = raw.rstrip("\n")
         if not line.strip():
             continue
-        found = _LINE.match(line) if len(line) <= MAX_LINE_CHARS else None
+        found = _LINE.match(line) if raw is not _OVERLONG else None
         meta = None
         if found is not None:
             try:
                 meta = json.loads(found[3])
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 meta = None
-        if not isinstance(meta, dict):
+        if not isinstance(meta, dict) or not meta:
             stats.damaged += 1
             last_bad = not raw.endswith("\n")  # a last line cut short: the job was killed
             continue
         last_bad = False
         stats.entries += 1
-        kind = next(iter(meta), "")
+        kind = next(iter(meta))
         keep = "has_payload" in meta and kind in _PAYLOAD_WANTED
+        kept = 0
         rank = int(found[1]) if found[1] is not None else None  # type: ignore[index]
         current = _Entry(int(found[2]), rank, meta, [] if keep else None)  # type: ignore[index]
     if current is not None:
@@ -272,8 +331,8 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
 def _payload_json(entry: _Entry) -> Any:
     try:
         return json.loads("".join(entry.payload or ()))
-    except ValueError:
-        return None  # cut short: the log ended inside it
+    except (ValueError, RecursionError):
+        return None  # cut short (the log ended inside it), or not JSON
 
 
 # -- one log into records ------------------------------------------------------------------
@@ -332,28 +391,37 @@ def _read_log(log: TraceLog, namer: ComponentNamer | None) -> list[tuple[list[Gr
     processes: dict[int, _Process] = {}
     torch_version: str | None = None
     try:
-        stream = log.open()
-    except OSError as exc:
-        raise RunFileError(f"cannot read {log.source}: {exc}") from None
-    try:
-        with stream:
-            for entry in _entries(stream, stats):
+        with log.open() as stream:
+            for entry in _entries(_bounded_lines(stream), stats):
                 process = processes.get(entry.pid)
                 if process is None:
                     process = processes[entry.pid] = _Process()
                 if entry.rank is not None:
                     process.rank = entry.rank
-                found = _take(entry, process, stats)
+                try:
+                    found = _take(entry, process, stats)
+                except _BAD_VALUE:  # a field of the wrong type or size: a damaged entry
+                    stats.damaged += 1
+                    continue
                 if found is not None:
                     torch_version = found
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+    except _BAD_ARCHIVE as exc:
         raise RunFileError(f"{log.source} could not be read ({exc}): a damaged gzip or zip archive") from None
     out = []
     for pid, process in processes.items():
         rank = log.rank if log.rank is not None and len(processes) == 1 else process.rank
-        records = [
-            r for cid in process.order if (r := _record(cid, process.compiles[cid], rank, namer)) is not None
-        ]
+        records = []
+        for cid in process.order:
+            try:
+                record = _record(cid, process.compiles[cid], rank, namer)
+                # Held to what compiletrace's own files hold, so 'report --json' reads back.
+                if record is not None:
+                    record = GraphRecord.from_dict(record.to_dict(), log.source)
+            except (*_BAD_VALUE, RunFileError):
+                stats.rejected += 1
+                continue
+            if record is not None:
+                records.append(record)
         if not records and len(processes) > 1:
             continue  # a process of a shared log that compiled nothing
         info = {
@@ -363,14 +431,13 @@ def _read_log(log: TraceLog, namer: ComponentNamer | None) -> list[tuple[list[Gr
             "entries": stats.entries,
             "skipped": dict(sorted(stats.skipped.items())),
             "damaged_lines": stats.damaged,
+            "rejected_compiles": stats.rejected,
             "truncated": stats.truncated,
             "missing": list(MISSING_FIELDS),
             "torch_version": torch_version,
         }
         out.append((records, info))
-    if not out:
-        raise RunFileError(f"{log.source} is not torch's trace (TORCH_TRACE): no entry in it")
-    return out
+    return out  # empty: not a trace (no entry in it)
 
 
 @dataclass
@@ -514,7 +581,8 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
         code_file, code_name
     )
     fail = m.get("fail_type")
-    frame_count = int(cid.split("/")[1]) if cid.count("/") == 1 and cid.split("/")[1].isdigit() else 0
+    count = cid.split("/")[1] if cid.count("/") == 1 else ""
+    frame_count = int(count) if count.isascii() and count.isdecimal() else 0
     reason = m.get("recompile_reason")
     backward_ns, backward_start = 0, None
     if c.backward is not None:
@@ -570,6 +638,10 @@ def read_torch_trace(
     name = os.fspath(path)
     logs = trace_logs(name)
     runs = [(info, _run(records, info, name)) for log in logs for records, info in _read_log(log, components)]
+    if not runs:  # a log with no entry beside others (a process that died at once) is passed over
+        raise RunFileError(
+            f"{logs[0].source if len(logs) == 1 else name} is not torch's trace (TORCH_TRACE): no entry in it"
+        )
     if len(runs) == 1:
         return runs[0][1]
     return runs

@@ -381,12 +381,13 @@ class _OtlpReceiver:
 
 
 @pytest.mark.slow
-def test_otlp_endpoint_gets_every_processs_compiles_as_spans(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_otlp_endpoint_gets_every_processs_compiles_as_spans(tmp_path: Path, method: str) -> None:
     receiver = _OtlpReceiver()
     try:
         proc = ct_run(
             "--otlp-endpoint", receiver.url, "--json", str(tmp_path / "job.json"), "--",
-            sys.executable, str(PROGRAMS / "two_towers.py"), str(tmp_path / "oracle"), "0", "spawn",
+            sys.executable, str(PROGRAMS / "two_towers.py"), str(tmp_path / "oracle"), "0", method,
             cwd=tmp_path,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
