@@ -369,12 +369,14 @@ def test_torchs_dynamo_profiler_agrees_but_writes_to_the_programs_stdout(
     ours = {(n.name.rsplit(".", 1)[-1], n.lineno): n for n in (p[-1] for p in walk_trace(record.trace_cost))}
     # An inlined user function: the same interval, timed inside compiletrace's own hook.
     hotspot_ns = torchs[("planted_hotspot", HOTSPOT_LINE)][1] * 1e9
-    assert hotspot_ns <= ours[("planted_hotspot", HOTSPOT_LINE)].total_ns
-    assert ours[("planted_hotspot", HOTSPOT_LINE)].total_ns - hotspot_ns <= 0.02 * hotspot_ns + 5e6
+    # torch reads the wall clock (time.time_ns), compiletrace a monotonic one: a clock the
+    # system adjusts meanwhile moves one against the other, so both ways, within 2% + 5 ms.
+    assert abs(ours[("planted_hotspot", HOTSPOT_LINE)].total_ns - hotspot_ns) <= 0.02 * hotspot_ns + 5e6
     # The frame's function: torch stops its clock before the graph is built, compiletrace
     # when Dynamo's translator returns, so torch's is the smaller.
     forward_line = inspect.getsourcelines(Layers.forward)[1]
-    assert torchs[("forward", forward_line)][1] * 1e9 <= ours[("forward", forward_line)].total_ns
+    torch_forward_ns = torchs[("forward", forward_line)][1] * 1e9
+    assert torch_forward_ns <= 1.02 * ours[("forward", forward_line)].total_ns + 5e6
     # Why it is not the source: at every frame it prints its tables to the program's stdout,
     # which compiletrace keeps the program's own (``compiletrace run``).
     assert "Dynamo Profiler (pstats)" in capfd.readouterr().out
