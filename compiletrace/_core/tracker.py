@@ -35,17 +35,20 @@ fake clock and fake events and assert exact figures.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
 from compiletrace._core import torch_compat as tc
+from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.components import CompiledTarget, target_of
 from compiletrace._core.trace_cost import TraceCollector
-from compiletrace._data.phases import TimedRegion, fit_to, split_phases
+from compiletrace._data.phases import TimedRegion, fit_to, one_time_ns, split_phases
 from compiletrace._data.records import (
     CacheLookup,
     CacheOutcome,
@@ -164,6 +167,8 @@ class _OpenFrame:
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
     aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
     module: CompiledTarget = _NO_MODULE  # the module whose forward (or call) this is
+    imports_mark: int = 0  # the thread's timed imports when the frame opened
+    setup_ns: int = 0  # torch's once-per-process regions inside this frame's backend calls
 
 
 @dataclass
@@ -258,6 +263,32 @@ class Tracker:
         self._aot_compiles = 0  # ahead-of-time compiles seen: their compile ids
         # While set, frames of any backend are recorded too, under the owner it names.
         self.passive: PassiveOwners | None = None
+        # Times what each compile imports (installed with the process tracker only): the
+        # one-time set-up inside the first graphs.
+        self.import_timer = ImportTimer(self._clock, active=self._compiling_here)
+
+    def _compiling_here(self) -> bool:
+        return bool(self._state.frames)
+
+    def add_setup(self, ns: int) -> None:
+        """One-time set-up measured inside the compile open on this thread (none: dropped)."""
+        frames = self._state.frames
+        if frames:
+            frames[-1].setup_ns += ns
+
+    def time_one_time_setup(self) -> None:
+        """Time the imports of every compile, and torch's one-time functions (now, where
+        their module is loaded; else once it is)."""
+        self.import_timer.install()
+        for module_name, _ in tc.ONE_TIME_FUNCTIONS:
+            module = sys.modules.get(module_name)
+            if module is not None:
+                tc.time_one_time_functions(module, self._clock, self.add_setup)
+            else:
+                self.import_timer.watch(module_name, self._time_one_time_functions)
+
+    def _time_one_time_functions(self, module: ModuleType) -> None:
+        tc.time_one_time_functions(module, self._clock, self.add_setup)
 
     def now_ns(self) -> int:
         return self._clock()
@@ -296,6 +327,7 @@ class Tracker:
             code_name = frame.code_name
             owner = self._owner_of(frame)
         opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
+        opened.imports_mark = self.import_timer.thread_total_ns()
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
             opened.fullgraph = frame.fullgraph
@@ -547,6 +579,7 @@ class Tracker:
                     # torch's regions are on the wall clock; fit them to this call's duration.
                     for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
                         frame.phases[phase] = frame.phases.get(phase, 0) + ns
+                    frame.setup_ns += one_time_ns(regions, wall_start, wall_end)
                 if orphan:
                     # No frame callbacks: the backend call is all that is known. Recording must
                     # not replace the backend's result (or its exception) with one of its own.
@@ -621,6 +654,7 @@ class Tracker:
             split_phases(call.regions, call.wall_start_ns, wall_end), end - call.start_ns
         ).items():
             frame.phases[phase] = frame.phases.get(phase, 0) + ns
+        frame.setup_ns += one_time_ns(call.regions, call.wall_start_ns, wall_end)
 
     def aot_finished(self, token: Any, error: BaseException | None) -> None:
         """The ahead-of-time compile has returned (or raised ``error``): record it."""
@@ -666,7 +700,9 @@ class Tracker:
                 "only and misses Dynamo tracing, guards and lazy backward compiles.",
             )
         cid = tc.current_compile_id() or "?"
-        return _OpenFrame(cid, 0, "?", tc.recompile_reason(), owner, self._observer_token())
+        orphan = _OpenFrame(cid, 0, "?", tc.recompile_reason(), owner, self._observer_token())
+        orphan.imports_mark = self.import_timer.thread_total_ns()
+        return orphan
 
     # -- Finishing ----------------------------------------------------------------------
 
@@ -675,6 +711,8 @@ class Tracker:
         assert owner is not None
         _stop_tracing_cost(frame)
         frame_ns = end_ns - frame.start_ns
+        imported_ns = self.import_timer.thread_total_ns() - frame.imports_mark
+        setup_ns = max(min(imported_ns + frame.setup_ns, frame_ns), 0)
         dynamo_ns = max(frame_ns - frame.backend_ns - frame.discarded_ns, 0) if dynamo_known else None
         rank, world_size = _rank_and_world_size()
         attempt = _attempt(frame.compile_id)
@@ -733,6 +771,7 @@ class Tracker:
             module_class=frame.module.class_name,
             module_path=frame.module.path,
             module_forward=frame.module.forward_location,
+            setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
@@ -946,6 +985,7 @@ def get_tracker() -> Tracker:
             tc.install_cache_lookup_hook()
             tc.install_recompile_limit_hook(new.on_recompile_limit)
             tc.install_aot_compile_hook(new)
+            new.time_one_time_setup()
             new.observer = _build_observer()
             STATE.tracker = new
         return STATE.tracker  # type: ignore[no-any-return]

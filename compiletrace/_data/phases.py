@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
-__all__ = ["PHASES", "TimedRegion", "phase_of", "split_phases"]
+__all__ = ["ONE_TIME_REGIONS", "PHASES", "TimedRegion", "one_time_ns", "phase_of", "split_phases"]
 
 # (region name, start ns, end ns), on one clock
 TimedRegion = tuple[str, int, int]
@@ -56,6 +56,32 @@ _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
+
+
+# torch's regions that run once per process, whichever graph compiles first: the keys of
+# its compile caches (a hash of torch's own sources; on CUDA builds, Triton's too).
+ONE_TIME_REGIONS = ("inductor_codecache_torch_key", "CacheBase.get_system")
+
+
+def one_time_ns(regions: Iterable[TimedRegion], window_start: int, window_end: int) -> int:
+    """Nanoseconds of torch's once-per-process regions inside the window (overlaps once).
+
+    >>> one_time_ns([("inductor_codecache_torch_key", 10, 40), ("compile_file", 0, 90),
+    ...              ("CacheBase.get_system.triton_key", 30, 50)], 0, 45)
+    35
+    """
+    spans = sorted(
+        (max(start, window_start), min(end, window_end))
+        for name, start, end in regions
+        if name.startswith(ONE_TIME_REGIONS)
+    )
+    total, reached = 0, window_start
+    for start, end in spans:
+        start = max(start, reached)
+        if end > start:
+            total += end - start
+            reached = end
+    return total
 
 
 def phase_of(region_name: str) -> str | None:

@@ -30,6 +30,7 @@ from compiletrace.reports._table import (
     graph_rows,
     phase_rows,
     rest_line,
+    setup_line,
 )
 from compiletrace.reports._text import cache_line, cache_state, summary_line
 from compiletrace.reports._timeline import timeline_html
@@ -585,6 +586,11 @@ def _header_line(records: Sequence[GraphRecord], meta: Mapping[str, Any]) -> str
     return " · ".join(parts)
 
 
+def _setup_paragraph(records: Sequence[GraphRecord]) -> str:
+    line = setup_line(records)
+    return f'<p class="setup">{_esc(line)}</p>' if line is not None else ""
+
+
 def _filter_control(records: Sequence[GraphRecord]) -> str:
     # Hidden until the page's script shows it: no control that does nothing.
     comps = list(component_totals(records))
@@ -626,6 +632,7 @@ def _body(
         f"{graph_timeline_svg(records)}"
         "<h2>Per component</h2>"
         + _table(COMPONENT_HEADERS, component_rows(records), name="components")
+        + _setup_paragraph(records)
         + "<h2>Per graph</h2>"
         + _graph_table(records)
         + (

@@ -30,6 +30,7 @@ __all__ = [
     "phase_rows",
     "render_table",
     "rest_line",
+    "setup_line",
     "share",
 ]
 
@@ -199,6 +200,33 @@ def rest_line(rest: Sequence[GraphRecord]) -> str:
     return (
         f"... and {len(rest)} more graphs, {total:.3f} s in all "
         f"(only the {GRAPH_ROW_LIMIT} costliest are listed)"
+    )
+
+
+def setup_line(records: Sequence[GraphRecord]) -> str | None:
+    """The one-time set-up inside these compiles, as its own line (None when there is none):
+    it is counted in the graphs that paid it, the first ones, whichever component they are.
+
+    >>> first = GraphRecord("0/0", "encoder", "inductor", "forward", 3, 0, 4_000_000_000, 1, 0, None,
+    ...                     setup_ns=3_000_000_000)
+    >>> later = GraphRecord("1/0", "language_model", "inductor", "forward", 9, 0, 1_000_000_000, 1, 0, None)
+    >>> print(setup_line([first, later]))  # doctest: +NORMALIZE_WHITESPACE
+    one-time set-up: 3.000 s (60%) of this is the process's, not the graphs': imports, torch's
+    cache keys and CPU probe, paid at the first compiles (encoder 0/0: 3.000 s)
+    """
+    paid = [r for r in records if r.setup_ns > 0]
+    if not paid:
+        return None
+    setup = sum(r.setup_ns for r in paid)
+    overall = sum(r.total_ns for r in records)
+    where = ", ".join(
+        f"{printable(r.component)} {printable(r.compile_id)}: {_fmt_s(r.setup_ns)} s" for r in paid[:3]
+    )
+    more = f", and {len(paid) - 3} more" if len(paid) > 3 else ""
+    return (
+        f"one-time set-up: {_fmt_s(setup)} s ({share(setup, overall)}) of this is the process's, not the "
+        "graphs': imports, torch's cache keys and CPU probe, paid at the first compiles "
+        f"({where}{more})"
     )
 
 

@@ -5,6 +5,7 @@ the compile time, and the one-line summary."""
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from compiletrace._data.records import (
     component_totals,
 )
 from compiletrace._data.run import RunOrRecords, run_parts
-from compiletrace._io.text import printable
+from compiletrace._io.text import printable, text_width
 from compiletrace.reports._flame import top_functions_lines
 from compiletrace.reports._table import (
     COMPONENT_HEADERS,
@@ -31,6 +32,7 @@ from compiletrace.reports._table import (
     phase_rows,
     render_table,
     rest_line,
+    setup_line,
     share,
 )
 
@@ -305,6 +307,9 @@ def summary_table(run: RunOrRecords) -> str:
     shown, rest = costliest(records)
     shown = by_cost(shown)
     lines += ["Per component", *_component_table(records)]
+    setup = setup_line(records)
+    if setup is not None:
+        lines += textwrap.wrap(setup, text_width(), subsequent_indent="  ")
     lines += ["", "Per graph", *_graph_table(shown, sum(r.total_ns for r in records))]
     if rest:
         lines.append(rest_line(rest))

@@ -130,6 +130,10 @@ def test_an_inductor_step_agrees_cold_and_warm_its_caches_phases_and_backward(tm
         (mine,), (theirs,) = process.run.graph_records, traced.graph_records
         _agree(mine, theirs)
         assert theirs.backend == "inductor" == mine.backend
+        # The process's one-time set-up (imports, torch's cache keys, its CPU probe) is in
+        # this, its first compile, and the report shows it on its own line.
+        assert 0 < mine.setup_ns <= mine.frame_ns
+        assert "one-time set-up:" in compiletrace.reports.summary_table(process.run)
         # The lazy backward as live measured it; the same backend phases, adding up to the
         # backend time. (Each phase's seconds are two clocks' reading of nested regions: on a
         # loaded machine one read 250 ms live and 377 ms in the trace, so they are not compared.)

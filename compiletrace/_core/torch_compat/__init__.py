@@ -26,6 +26,8 @@ One module per concept, each saying which internals it uses, and why:
 ``distributed``     a process group's timeout
 ``fixes``           the Dynamo settings a fix applied from outside a program makes
                     (``compiletrace run --apply``, ``doctor --verify``)
+``one_time``        torch's once-per-process set-up no timed region covers (the CPU's vector
+                    instruction probe), timed at its first call
 ``capabilities``    the one table of what this torch gives, with a probe for each
 ==================  =========================================================================
 
@@ -130,6 +132,11 @@ from compiletrace._core.torch_compat.metrics import (
     recompile_reason,
     restart_reasons,
 )
+from compiletrace._core.torch_compat.one_time import (
+    ONE_TIME_FUNCTIONS,
+    one_time_functions_available,
+    time_one_time_functions,
+)
 from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash
 from compiletrace._core.torch_compat.tracing import (
     install_trace_cost_hook,
@@ -149,6 +156,7 @@ __all__ = [
     "GUARD_ARGUMENT",
     "GUARD_CALLS",
     "GUARD_CONSTANTS",
+    "ONE_TIME_FUNCTIONS",
     "REFUSED_ARTIFACT_GLOBALS",
     "TRIGGER_DYNAMO",
     "TRIGGER_LAZY_BACKWARD",
@@ -202,6 +210,7 @@ __all__ = [
     "load_dynamo",
     "lookup_backend",
     "on_dynamo_reset",
+    "one_time_functions_available",
     "process_group_timeout",
     "quiet_cache_artifact_logs",
     "recompile_limit",
@@ -209,6 +218,7 @@ __all__ = [
     "remove_backend_call_handler",
     "restart_reasons",
     "set_trace_collector",
+    "time_one_time_functions",
     "trace_collector",
     "warn_missing_capabilities",
 ]

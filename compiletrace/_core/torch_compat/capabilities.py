@@ -20,6 +20,7 @@ import torch
 
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
+from compiletrace._core.torch_compat.one_time import one_time_functions_available
 from compiletrace._io.state import warn_once
 
 
@@ -150,6 +151,12 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         _backend_calls,
         "backend time, phases and cache outcomes of compiles no compiletrace backend made "
         "(observe(), compiletrace run)",
+    ),
+    (
+        "one-time functions",
+        one_time_functions_available,
+        "the CPU's vector-instruction probe in the one-time set-up (it stays in the first "
+        "inductor graph's time)",
     ),
     (
         "config fixes",
