@@ -85,6 +85,7 @@ class _Recording:
         self.observer = observe(
             components=self.components, registry=self.registry, trace_cost=self.trace_cost
         )
+        self.observer.recording.own_backends = True  # compiletrace.compile's, in any registry
         self.name_process()
 
     def forked(self) -> None:

@@ -64,6 +64,10 @@ class PassiveRecording:
         self.registry = registry
         self.rules = rules
         self.trace_cost = trace_cost and tc.install_trace_cost_hook()
+        # Also a copy of every compiletrace backend's record, whatever registry it keeps
+        # them in, under its own component: a job's recording (compiletrace run) sees the
+        # compiles of a program that uses compiletrace.compile with a registry of its own.
+        self.own_backends = False
         self._owners: dict[tuple[str, str], PassiveOwner] = {}
         self._lock = threading.Lock()
 
@@ -112,6 +116,15 @@ class PassiveRecordings:
         if not copies and trace_cost == owner.trace_cost:
             return owner
         return replace(owner, copies=tuple(copies.values()), trace_cost=trace_cost)
+
+    def copies_of_own(self, registry: Registry, component: str) -> tuple[tuple[Registry, str], ...]:
+        """Where a compiletrace backend's record (kept in ``registry``) is copied: the
+        recordings that take them, each registry once."""
+        copies: dict[int, tuple[Registry, str]] = {}
+        for recording in self.recordings:
+            if recording.own_backends and recording.registry is not registry:
+                copies.setdefault(id(recording.registry), (recording.registry, component))
+        return tuple(copies.values())
 
 
 class observe:

@@ -94,9 +94,23 @@ class Attribution(Protocol):
 
 class PassiveOwners(Protocol):
     """Names the frames no compiletrace backend compiles, while passive recording is on
-    (``compiletrace._core.passive``)."""
+    (``compiletrace._core.passive``), and says which recordings take a copy of those that one
+    does compile."""
 
     def owner_for(self, frame: tc.CompilingFrame | None, compiler_fn: Any) -> Attribution: ...
+
+    def copies_of_own(self, registry: Registry, component: str) -> tuple[tuple[Registry, str], ...]: ...
+
+
+@dataclass(frozen=True)
+class _OwnWithCopies:
+    """A compiletrace backend's attribution, plus the passive registries that copy its records."""
+
+    component: str
+    registry: Registry
+    backend_name: str
+    trace_cost: bool
+    copies: tuple[tuple[Registry, str], ...]
 
 
 class FrameObserver(Protocol):
@@ -364,11 +378,22 @@ class Tracker:
     def _owner_of(self, frame: tc.CompilingFrame) -> Attribution | None:
         owner = _attribution_of(frame.compiler_fn)
         passive = self.passive
-        if owner is None and passive is not None:
-            try:
-                owner = passive.owner_for(frame, frame.compiler_fn)
-            except Exception as exc:  # naming must never break a compile
-                warn_once(f"naming a compile's component failed; it was not recorded: {exc!r}")
+        if passive is None:
+            return owner
+        try:
+            if owner is None:
+                return passive.owner_for(frame, frame.compiler_fn)
+            copies = passive.copies_of_own(owner.registry, owner.component)
+            if copies:
+                return _OwnWithCopies(
+                    owner.component,
+                    owner.registry,
+                    owner.backend_name,
+                    getattr(owner, "trace_cost", False),
+                    copies,
+                )
+        except Exception as exc:  # naming must never break a compile
+            warn_once(f"naming a compile's component failed; it was not recorded: {exc!r}")
         return owner
 
     def _close_stale_frames(self, now: int) -> None:

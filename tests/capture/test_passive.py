@@ -94,6 +94,20 @@ def test_compiletrace_compiles_keep_their_component_and_are_never_counted_twice(
     assert [(r.component, r.compile_id) for r in passive.records()] == [("Block", "0/1")]
 
 
+def test_a_jobs_recording_also_copies_compiletrace_compiles_in_any_registry() -> None:
+    """A program that keeps compiletrace.compile's records in a registry of its own (as
+    ``compiletrace profile`` does) still shows them in a ``compiletrace run`` job."""
+    own = compiletrace.Registry()
+    job = compiletrace.Registry()
+    with compiletrace.observe(registry=job) as recording:
+        recording.recording.own_backends = True  # what the job's process sets
+        compiletrace.compile(Block(), is_encoder=True, backend="eager", registry=own)(torch.ones(2, 4))
+        torch.compile(Block(), backend="eager")(torch.ones(2, 4))
+    assert [(r.component, r.compile_id) for r in own.records()] == [("encoder", "0/0")]
+    assert [(r.component, r.compile_id) for r in job.records()] == [("encoder", "0/0"), ("Block", "0/1")]
+    assert job.records()[0].start_unix_ns == own.records()[0].start_unix_ns  # one compile, two copies
+
+
 def test_off_by_default_and_after_stop() -> None:
     reg = compiletrace.Registry()
     torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
