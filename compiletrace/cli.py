@@ -123,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="time Dynamo's tracing of each user function (a tree per frame compile)",
     )
     prof.add_argument(
+        "--steady-calls",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the warm-up, time N more calls and report the median (the compiled model's speed)",
+    )
+    prof.add_argument(
         "--speedscope", metavar="PATH", help="with --trace-cost: write the tracing cost as speedscope JSON"
     )
     prof.add_argument(
@@ -390,15 +397,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument(
         "--verify",
         action="store_true",
-        help="prove the advice: re-run the job's command as it is and once per fix that applies with\n"
-        "no edit (run --apply), each in fresh processes on an empty compile cache, and print per\n"
-        "finding frame compiles, compile seconds and wall time before and after, and the verdict.\n"
-        "It runs the command the job file names: give --trust for a job file of your own",
+        help="prove the advice: re-run the job's command (or a profile run's MODEL, with its steady-\n"
+        "state call timed) as it is and once per fix that applies with no edit (run --apply), each\n"
+        "in fresh processes on an empty compile cache, and print per finding frame compiles, compile\n"
+        "seconds and wall time before and after, and the verdict. It runs what the file names:\n"
+        "give --trust for a file of your own",
     )
     doctor.add_argument(
         "--trust",
         action="store_true",
-        help="with --verify: run the command the job file names (a file can name any command)",
+        help="with --verify: run the command or MODEL the file names (a file can name any code)",
     )
     doctor.add_argument(
         "--fail-on",
@@ -559,6 +567,10 @@ def _profile(args: argparse.Namespace) -> int:
         raise UsageError(f"--nproc must be >= 1, got {args.nproc}")
     if args.nproc > 1 and args.trace_cost:
         raise UsageError("--trace-cost records one process: use it with --nproc 1")
+    if args.steady_calls < 0:
+        raise UsageError(f"--steady-calls must be >= 0, got {args.steady_calls}")
+    if args.nproc > 1 and args.steady_calls:
+        raise UsageError("--steady-calls times one process: use it with --nproc 1")
     if args.nproc > 1:
         return _profile_ranks(args)
     registry = Registry()
@@ -588,6 +600,7 @@ def _profile(args: argparse.Namespace) -> int:
             cache_artifacts=args.cache_artifacts,
             trust=args.trust,
             trace_cost=args.trace_cost,
+            steady_calls=args.steady_calls,
         )
         progress.close()
         with OwnPhase(REPORT_PHASE, registry=registry):
@@ -637,10 +650,13 @@ def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
 def _print_profile(run: ProfileRun) -> None:
     """The report in reading order: header, tables, summary line (``run.summary()``), then
     the warm-up, then the notes (expensive cache hits) and the doctor's top findings."""
-    from compiletrace.reports._text import warmup_lines
+    from compiletrace.reports._text import steady_state_line, warmup_lines
 
     print(run.summary())
     print("\n".join(warmup_lines(run.warmup.to_dict())))
+    steady = steady_state_line(run.meta)
+    if steady is not None:
+        print(steady)
     _print_expensive_hits(run)
     _print_top_findings(run)
 
@@ -929,22 +945,42 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.doctor import doctor_dict
-    from compiletrace._app.verify import verified_findings, verify_job, verify_lines
+    from compiletrace._app.profile import ProfileRun
+    from compiletrace._app.verify import (
+        profile_command,
+        verified_findings,
+        verify_job,
+        verify_lines,
+        verify_profile_run,
+    )
     from compiletrace._data.job import Job
     from compiletrace.reports._findings import findings_text
 
-    if not isinstance(job, Job) or not job.command:  # a run, or torch's trace: no command in it
+    def progress(line: str) -> None:
+        print(f"{PROG}: running the {line}", file=sys.stderr)
+
+    profiled = isinstance(job, ProfileRun) and "source" not in job.meta and "model" in job.meta
+    if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks
         raise UsageError(
-            f"{args.run}: --verify re-runs a job's command, and this file names none; give a job saved "
-            "by 'compiletrace run --json JOB.json -- COMMAND'"
+            f"{args.run}: --verify re-runs a job's command or a profile run's MODEL, and this file names "
+            "neither; give a job saved by 'compiletrace run --json JOB.json -- COMMAND' or a run saved "
+            "by 'compiletrace profile --json RUN.json'"
         )
-    shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
+    if profiled:
+        command = profile_command(job.meta)  # a run whose options profile did not write: exit 2
+        shown = f"the model {printable(command[4])}, imported from {printable(os.getcwd())}"
+    else:
+        shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
     if not args.trust:
         raise UsageError(
-            f"{args.run}: --verify would run the command this file names ({shown}), and a file can "
-            "name any command: give --trust if the file is your own"
+            f"{args.run}: --verify would run what this file names ({shown}), and a file can "
+            "name any code: give --trust if the file is your own"
         )
-    verdicts = verify_job(job, progress=lambda line: print(f"{PROG}: running the {line}", file=sys.stderr))
+    verdicts = (
+        verify_profile_run(job.meta, cwd=os.getcwd(), progress=progress)
+        if profiled
+        else verify_job(job, progress=progress)
+    )
     findings = verified_findings(verdicts)
     if args.json != "-":
         print(findings_text(findings))

@@ -14,6 +14,7 @@ import difflib
 import importlib
 import inspect
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,6 +56,7 @@ BUILD_PHASE = "build the model"  # import the factory's module and call it
 COMPILE_SETUP_PHASE = "compile set-up"
 ARTIFACTS_PHASE = "load cache artifacts"
 EAGER_RUN_PHASE = "eager run"  # compilation mode none: the one eager run of the request path
+STEADY_PHASE = "steady-state calls"  # steady_calls > 0: the calls timed after the warm-up
 
 
 # -- loading a model ---------------------------------------------------------------------
@@ -274,6 +276,19 @@ def _announce(model: torch.nn.Module, name: str, on_compile: Callable[[str], Non
         handle.remove()
 
 
+def _median_call_s(run_fn: Callable[[], Any], calls: int, device: str, clock: Callable[[], float]) -> float:
+    """The median seconds of ``calls`` calls (the device's queue drained after each)."""
+    sync = torch.cuda.synchronize if device.startswith("cuda") and torch.cuda.is_available() else None
+    seconds = []
+    for _ in range(calls):
+        start = clock()
+        run_fn()
+        if sync is not None:
+            sync()
+        seconds.append(clock() - start)
+    return statistics.median(seconds)
+
+
 def profile(
     model: str | None = None,
     *,
@@ -287,6 +302,8 @@ def profile(
     cache_artifacts: str | os.PathLike[str] | None = None,
     trust: bool = False,
     trace_cost: bool = False,
+    steady_calls: int = 0,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ProfileRun:
     """Build the model a MODEL spec names (the built-in demo by default), compile each of
     its components through compiletrace, run the guarded warm-up, and return the run.
@@ -301,6 +318,10 @@ def profile(
     ``trace_cost=True`` records Dynamo's tracing time per user function in each record
     (``GraphRecord.trace_cost``; shown by ``summary()``, exported by
     ``compiletrace.reports.write_speedscope``).
+    ``steady_calls=N`` times N more calls of the request path after the warm-up, on
+    ``clock`` (seconds), and keeps the median seconds per call as ``meta["steady_call_s"]``:
+    the compiled model's steady-state speed, which a fix to its compile may change
+    (``doctor --verify`` compares it).
     Raises :class:`UsageError` for bad input, before anything compiles.
 
     Building the model (with the factory's module imported), the compile set-up (wrapping
@@ -315,6 +336,8 @@ def profile(
     (False, 2)
     """
     spec = model or DEFAULT_MODEL
+    if isinstance(steady_calls, bool) or not isinstance(steady_calls, int) or steady_calls < 0:
+        raise UsageError(f"steady_calls must be a whole number >= 0, got {steady_calls!r}")
     cmode = CompilationMode.parse(compilation_mode)
     reg = registry if registry is not None else Registry()
     hooks = contextlib.ExitStack()
@@ -379,6 +402,11 @@ def profile(
             run_fn()
             eager_run_s = time.perf_counter() - eager_start
 
+    steady_call_s = None
+    if steady_calls:
+        with OwnPhase(STEADY_PHASE, registry=reg):
+            steady_call_s = _median_call_s(run_fn, steady_calls, device, clock)
+
     meta = {
         "model": spec,
         "backend": backend,
@@ -395,4 +423,7 @@ def profile(
         meta["cache_artifacts"] = loaded.to_dict()
     if eager_run_s is not None:
         meta["eager_run_s"] = eager_run_s
+    if steady_call_s is not None:
+        meta["steady_call_s"] = steady_call_s
+        meta["steady_calls"] = steady_calls
     return ProfileRun(reg.records(), result, meta, startup_timeline(reg))

@@ -15,26 +15,47 @@ runs recorded:
 
 Frame compiles are counts, the same on a busy machine as on an idle one: the verdict rests on
 them and on the findings. Compile seconds and the command's wall time are reported beside
-them, as measured; a program's steady-state speed is its own to measure (a fix such as
-dynamic shapes can make the compiled code slower, which these figures do not show).
+them, as measured.
+
+A run of ``compiletrace profile`` (a MODEL spec, no command) is verified the same way: its
+MODEL and options become the command ``python -m compiletrace profile ...``, run in the
+current directory, with ``--steady-calls`` added, so each trial also measures the compiled
+model's steady-state call time (a fix such as dynamic shapes can make the compiled code
+slower: the verdict then says so). A job's command has no call to time: its steady state is
+its own to measure.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from compiletrace._app.doctor import automatic_fix
 from compiletrace._app.job import ProfileJob, run_command
+from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
+from compiletrace._data.kinds import FileKind
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
 
-__all__ = ["Trial", "Verdict", "judge", "verified_findings", "verify_command", "verify_job", "verify_lines"]
+__all__ = [
+    "Trial",
+    "Verdict",
+    "judge",
+    "profile_command",
+    "slowdown",
+    "verified_findings",
+    "verify_command",
+    "verify_job",
+    "verify_lines",
+    "verify_profile_run",
+]
 
 VERIFIED = "verified"
 DID_NOT_HELP = "did not help"
@@ -43,6 +64,8 @@ MANUAL = "cannot be applied automatically"
 # Where torch's compile caches live: each run gets its own, empty, so no run warms another.
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
+STEADY_CALLS = 20  # calls timed after the warm-up in each trial of a profile run
+SLOWER = 0.10  # a fix whose steady-state call is this much slower is said to slow the model
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class Trial:
     fix: str | None
     job: ProfileJob
     wall_s: float
+    steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
 
     @property
     def frame_compiles(self) -> int:
@@ -94,15 +118,37 @@ def judge(finding: Finding, before: Trial, after: Trial) -> str:
     return VERIFIED if after.frame_compiles < before.frame_compiles else DID_NOT_HELP
 
 
-def _run_once(command: Sequence[str], fix: str | None, cwd: str | None, clock: Callable[[], float]) -> Trial:
+def slowdown(before: Trial, after: Trial) -> float | None:
+    """How much slower the steady-state call is with the fix (0.25: 25% slower), when both
+    trials measured it."""
+    if before.steady_call_s is None or after.steady_call_s is None or before.steady_call_s <= 0:
+        return None
+    return after.steady_call_s / before.steady_call_s - 1
+
+
+def _run_once(
+    command: Sequence[str], fix: str | None, cwd: str | None, clock: Callable[[], float], profiled: bool
+) -> Trial:
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
         env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
+        run_file = os.path.join(cache, "profile.json")
+        if profiled:
+            command = [*command, "--json", run_file]
         start = clock()
         # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
         # the doctor's, --json - included.
         outcome = run_command(command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2)
         wall = clock() - start
-    return Trial(fix, outcome.job, wall)
+        steady = _steady_call_s(run_file) if profiled else None
+    return Trial(fix, outcome.job, wall, steady)
+
+
+def _steady_call_s(run_file: str) -> float | None:
+    if not os.path.exists(run_file):
+        return None  # the profile failed: its exit status says so
+    run = read(run_file, accept={FileKind.RUN}, command="compiletrace doctor --verify")
+    seconds = getattr(run, "meta", {}).get("steady_call_s")
+    return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
 
 
 def verify_command(
@@ -111,19 +157,21 @@ def verify_command(
     cwd: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
+    profiled: bool = False,
 ) -> list[Verdict]:
     """Run ``command`` as it is, then once per fix the doctor can apply to what it found,
-    and judge each finding (see the module docstring)."""
+    and judge each finding (see the module docstring). ``profiled``: the command is a
+    ``compiletrace profile`` that measures its steady state (``--json PATH`` is added)."""
     say = progress or (lambda line: None)
     say(f"baseline: {printable(' '.join(command))}")
-    before = _run_once(command, None, cwd, clock)
+    before = _run_once(command, None, cwd, clock, profiled)
     findings = before.findings
     trials: dict[str, Trial] = {}
     for finding in findings:
         fix = automatic_fix(finding)
         if fix is not None and fix not in trials:
             say(f"with --apply {fix}")
-            trials[fix] = _run_once(command, fix, cwd, clock)
+            trials[fix] = _run_once(command, fix, cwd, clock, profiled)
     verdicts = []
     for finding in findings:
         fix = automatic_fix(finding)
@@ -147,6 +195,51 @@ def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> li
     return verify_command(job.command, cwd=job.cwd or None, progress=progress)
 
 
+def profile_command(meta: Mapping[str, Any], python: str = sys.executable) -> list[str]:
+    """The ``compiletrace profile`` command that re-runs a profile run, from its meta (with
+    ``--steady-calls``). Raises :class:`~compiletrace.UsageError` for a run that names no
+    model, or whose options are not what ``profile`` writes.
+
+    >>> profile_command({"model": "pkg.mod:build", "backend": "eager", "mode": None,
+    ...                  "compilation_mode": "stock", "device": "cpu",
+    ...                  "components": {"vision": "encoder"}}, python="python")[3:]
+    ['profile', 'pkg.mod:build', '--backend', 'eager', '--compilation-mode', 'stock', '--device', \
+'cpu', '--component', 'vision=encoder', '--steady-calls', '20']
+    """
+
+    def text(key: str, optional: bool = False) -> str | None:
+        value = meta.get(key)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value or value.startswith("-"):
+            raise UsageError(
+                f"the run's {key!r} is {printable(repr(value))}: not one 'compiletrace profile' wrote"
+            )
+        return value
+
+    command = [python, "-m", "compiletrace", "profile", str(text("model")), "--backend", str(text("backend"))]
+    mode = text("mode", optional=True)
+    if mode is not None:
+        command += ["--mode", mode]
+    command += ["--compilation-mode", str(text("compilation_mode")), "--device", str(text("device"))]
+    components = meta.get("components") or {}
+    if not isinstance(components, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in components.items()
+    ):
+        raise UsageError("the run's 'components' is not a mapping of submodule paths to names")
+    for path, name in components.items():
+        command += ["--component", f"{path}={name}"]
+    return [*command, "--steady-calls", str(STEADY_CALLS)]
+
+
+def verify_profile_run(
+    meta: Mapping[str, Any], *, cwd: str | None = None, progress: Callable[[str], None] | None = None
+) -> list[Verdict]:
+    """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
+    (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""
+    return verify_command(profile_command(meta), cwd=cwd, progress=progress, profiled=True)
+
+
 def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
     """The baseline's findings, each with what verifying it measured in its evidence
     (``evidence["verify"]``: the fix, the verdict, and before/after pairs), for the JSON."""
@@ -160,6 +253,11 @@ def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
                 wall_s=[round(v.before.wall_s, 3), round(v.after.wall_s, 3)],
                 exit_status=[v.before.job.exit_status, v.after.job.exit_status],
             )
+            if v.before.steady_call_s is not None or v.after.steady_call_s is not None:
+                measured["steady_call_s"] = [v.before.steady_call_s, v.after.steady_call_s]
+                slower = slowdown(v.before, v.after)
+                if slower is not None:
+                    measured["slower_per_call"] = round(slower, 4)
         found.append(replace(v.finding, evidence={**v.finding.evidence, "verify": measured}))
     return found
 
@@ -171,27 +269,46 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
     verdicts = list(verdicts)
     if not verdicts:
         return ["No findings: nothing to verify."]
+    steady = any(v.before.steady_call_s is not None for v in verdicts)
+    slowed: dict[str | None, float] = {}
     rows = []
     for v in verdicts:
         after = v.after
-        rows.append(
-            [
-                f"{v.finding.kind.value} ({v.finding.component})",
-                v.fix or "-",
-                f"{v.before.frame_compiles} -> {after.frame_compiles}"
+        row = [
+            f"{v.finding.kind.value} ({v.finding.component})",
+            v.fix or "-",
+            f"{v.before.frame_compiles} -> {after.frame_compiles}" if after else f"{v.before.frame_compiles}",
+            f"{v.before.compile_s:.2f} -> {after.compile_s:.2f}" if after else f"{v.before.compile_s:.2f}",
+            f"{v.before.wall_s:.1f} -> {after.wall_s:.1f}" if after else f"{v.before.wall_s:.1f}",
+        ]
+        if steady:
+            row.append(
+                f"{_ms(v.before.steady_call_s)} -> {_ms(after.steady_call_s)}"
                 if after
-                else f"{v.before.frame_compiles}",
-                f"{v.before.compile_s:.2f} -> {after.compile_s:.2f}"
-                if after
-                else f"{v.before.compile_s:.2f}",
-                f"{v.before.wall_s:.1f} -> {after.wall_s:.1f}" if after else f"{v.before.wall_s:.1f}",
-                v.verdict,
-            ]
-        )
-    header = ["finding", "fix (run --apply)", "frame compiles", "compile s", "wall s", "verdict"]
-    lines = list(render_table(header, rows))
+                else _ms(v.before.steady_call_s)
+            )
+            slower = slowdown(v.before, after) if after is not None else None
+            if slower is not None and slower >= SLOWER and v.fix not in slowed:
+                slowed[v.fix] = slower
+        rows.append([*row, v.verdict])
+    header = ["finding", "fix (run --apply)", "frame compiles", "compile s", "wall s"]
+    if steady:
+        header.append("call ms")
+    lines = list(render_table([*header, "verdict"], rows))
+    lines += [
+        f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
+    ]
     lines.append(
         "Each run: fresh processes, an empty compile cache of its own. The verdict rests on frame "
-        "compiles and findings (counts); seconds are as measured, steady-state speed is not."
+        "compiles and findings (counts); seconds are as measured"
+        + (
+            f"; call ms: the median of {STEADY_CALLS} calls after the warm-up."
+            if steady
+            else "; a command's steady-state speed is not."
+        )
     )
     return [printable(line) for line in lines]
+
+
+def _ms(seconds: float | None) -> str:
+    return "?" if seconds is None else f"{seconds * 1000:.2f}"

@@ -184,6 +184,20 @@ def header_lines(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None 
     return lines
 
 
+def steady_state_line(meta: Mapping[str, Any]) -> str | None:
+    """The compiled model's steady-state call time, when the run measured it
+    (``profile --steady-calls N``).
+
+    >>> steady_state_line({"steady_call_s": 0.00125, "steady_calls": 20})
+    'steady state: 1.250 ms per call (median of 20 calls after the warm-up)'
+    """
+    seconds = _number(meta.get("steady_call_s"))
+    calls = meta.get("steady_calls")
+    if seconds is None or not isinstance(calls, int):
+        return None
+    return f"steady state: {seconds * 1000:.3f} ms per call (median of {calls} calls after the warm-up)"
+
+
 def eager_baseline_lines(meta: Mapping[str, Any]) -> list[str]:
     """What a run in compilation mode none measured: one eager run of the model (the
     request path), the baseline a compiled start-up is weighed against.

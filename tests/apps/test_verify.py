@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,16 @@ import torch
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import ProfileJob
-from compiletrace._app.verify import BROKE, DID_NOT_HELP, VERIFIED, Trial, judge
+from compiletrace._app.verify import (
+    BROKE,
+    DID_NOT_HELP,
+    VERIFIED,
+    Trial,
+    Verdict,
+    judge,
+    verified_findings,
+    verify_lines,
+)
 from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.job import JobProcess, ProcessInfo
@@ -154,7 +164,7 @@ def test_bad_input_is_refused_before_anything_runs(
     capsys.readouterr()
     assert cli.main(["doctor", "--verify", str(job)]) == 2
     err = capsys.readouterr().err
-    assert "--verify would run the command this file names" in err and "give --trust" in err
+    assert "--verify would run what this file names (" in err and "give --trust" in err
     assert not marker.exists()
     assert cli.main(["doctor", "--trust", str(job)]) == 2
     assert "--trust is for --verify" in capsys.readouterr().err
@@ -194,3 +204,82 @@ def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
         [2, 1],
         VERIFIED,
     )
+
+
+FACTORY = """
+import torch
+from compiletrace.models import Demo
+
+
+class Sizes(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).relu() * 2
+
+
+def build():
+    def step(model: torch.nn.Module) -> None:
+        with torch.no_grad():
+            for batch in (4, 5, 6, 7):
+                model(torch.randn(batch, 8))
+
+    return Demo(Sizes(), components={".": "language_model"}, step=step)
+"""
+
+
+def test_a_profile_run_is_verified_by_re_running_its_model_with_its_steady_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run saved by 'compiletrace profile' names a MODEL, not a command: --verify re-runs
+    the model through 'compiletrace profile' with each fix, and times its steady-state call."""
+    (tmp_path / "sizes_model.py").write_text(FACTORY)
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run.json"
+    assert cli.main(["profile", "sizes_model:build", "--backend", "eager", "--json", str(run)]) == 0
+    capsys.readouterr()
+    assert cli.main(["doctor", "--verify", str(run)]) == 2  # the file names code to import
+    err = capsys.readouterr().err
+    assert "the model sizes_model:build, imported from" in err and "give --trust" in err
+
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(run), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    (finding,) = [f for f in findings_from_dict(json.loads(out.read_text())) if f.kind == "recompiles"]
+    measured = finding.evidence["verify"]
+    # Static shapes: the first size, then torch's automatic dynamic recompile; dynamic: one.
+    assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
+        "dynamic-shapes",
+        [2, 1],
+        VERIFIED,
+    )
+    before, after = measured["steady_call_s"]
+    assert before > 0 and after > 0  # both trials timed their steady state
+    assert "call ms" in printed and "the median of 20 calls after the warm-up" in printed
+
+
+def test_a_run_whose_options_profile_did_not_write_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    meta = {"model": "m:build", "backend": "--help", "compilation_mode": "stock", "device": "cpu"}
+    run = Run((make_record("0/0", "lm"),), WarmupResult(True, 0.0, CompilationTimes()), meta)
+    path = tmp_path / "run.json"
+    compiletrace.ProfileRun.of(run).save(path)
+    assert cli.main(["doctor", "--verify", "--trust", str(path)]) == 2
+    assert "the run's 'backend' is '--help': not one 'compiletrace profile' wrote" in capsys.readouterr().err
+
+
+def test_a_fix_that_slows_the_compiled_model_says_so_and_a_small_change_does_not() -> None:
+    before = replace(_trial(4, recompiles=2), steady_call_s=0.010)
+    (finding,) = before.findings
+    for after_s, said in ((0.013, True), (0.0105, False)):
+        after = replace(_trial(2), fix="dynamic-shapes", steady_call_s=after_s)
+        verdict = Verdict(finding, "dynamic-shapes", before, after, judge(finding, before, after))
+        lines = verify_lines([verdict])
+        assert ("with dynamic-shapes, the compiled model is 30% slower per call" in lines) is said
+        assert any(f"10.00 -> {after_s * 1000:.2f}" in line for line in lines)  # call ms, both trials
+        measured = verified_findings([verdict])[0].evidence["verify"]
+        assert measured["steady_call_s"] == [0.010, after_s]
+        assert measured["slower_per_call"] == round(after_s / 0.010 - 1, 4)
