@@ -123,10 +123,12 @@ class ProfileJob(Job):
         return "\n\n".join(parts)
 
     def html(self, title: str = "compiletrace job") -> str:
-        """The one-file HTML report of every process's compiles, with the doctor's findings."""
-        from compiletrace.reports import html_report
+        """The one-file HTML report of every process's compiles, with the doctor's findings
+        and the job's start-up timeline: a track per process on one wall-clock axis, then
+        each process's own timeline."""
+        from compiletrace.reports._html import job_html_report
 
-        return html_report(list(self.records()), title=title, findings=self.diagnose())
+        return job_html_report(self, title=title, findings=self.diagnose())
 
     def chrome_trace(self) -> dict[str, Any]:
         """One Chrome/Perfetto trace, a track group per process."""

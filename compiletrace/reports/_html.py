@@ -9,12 +9,12 @@ laptop's window and a phone's alike, with text that stays readable on both.
 from __future__ import annotations
 
 import html
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from compiletrace._data.findings import Finding
+from compiletrace._data.job import Job
 from compiletrace._data.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode, component_totals
 from compiletrace._data.run import RunOrRecords, run_parts
 from compiletrace._io.text import shorten
@@ -33,13 +33,14 @@ from compiletrace.reports._table import (
     setup_line,
 )
 from compiletrace.reports._text import cache_line, cache_state, summary_line
-from compiletrace.reports._timeline import timeline_html
+from compiletrace.reports._timeline import axis_ticks, job_timeline_html, timeline_html
 
 __all__ = [
     "PHASE_COLORS",
     "component_chart_svg",
     "graph_timeline_svg",
     "html_report",
+    "job_html_report",
     "registry_html_table",
     "report_fragment",
 ]
@@ -85,6 +86,11 @@ _REPORT_CSS = """
 /* The start-up timeline's table has no scroll box around it: it scrolls in itself. */
 .compiletrace-report .compiletrace-startup-timeline > table.compiletrace { display: block;
   overflow-x: auto; }
+/* A job's processes: a command line wraps (at any character: a path has no spaces). */
+.compiletrace-report .ct-argv, .compiletrace-report .ct-idle, .compiletrace-report .ct-missing,
+.compiletrace-report .ct-process-facts { overflow-wrap: anywhere; }
+.compiletrace-report .ct-process { border-top: 1px solid #ddd; margin-top: 1em; }
+.compiletrace-report .ct-process h3 { font-size: 1.05em; margin: 0.6em 0 0.2em; overflow-wrap: anywhere; }
 /* The findings are sentences: their table wraps to the page's width (long paths too) and
    never scrolls. Too narrow for five columns, each finding is a block of its own, each
    cell labelled with its header (the header row stays for screen readers only). */
@@ -392,26 +398,6 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
     return "".join(parts)
 
 
-def _ticks(span_s: float) -> list[tuple[float, str]]:
-    """Round axis ticks from 0 to ``span_s`` seconds, 1, 2, 2.5 or 5 times a power of ten
-    apart, at most seven of them (their labels fit a phone's width): (seconds, label).
-
-    >>> [label for _, label in _ticks(13.5)]
-    ['0.0 s', '2.5 s', '5.0 s', '7.5 s', '10.0 s', '12.5 s']
-    >>> [label for _, label in _ticks(2.85)]
-    ['0.0 s', '0.5 s', '1.0 s', '1.5 s', '2.0 s', '2.5 s']
-    >>> [label for _, label in _ticks(120)]
-    ['0 s', '20 s', '40 s', '60 s', '80 s', '100 s', '120 s']
-    """
-    if span_s < 1e-6:
-        return [(0.0, "0 s")]
-    power = 10.0 ** math.floor(math.log10(span_s / 6))
-    m = next(m for m in (1, 2, 2.5, 5, 10) if span_s / (m * power) <= 6 + 1e-9)
-    step = m * power
-    digits = max(0, -math.floor(math.log10(step) + 1e-9)) + (m == 2.5)  # 2.5 needs one more
-    return [(k * step, f"{k * step:.{digits}f} s") for k in range(int(span_s / step + 1e-9) + 1)]
-
-
 def _timeline_bars(r: GraphRecord, x_of: Callable[[int], float]) -> list[tuple[str, str]]:
     """One graph's bars, as (phase, markup): its frame compile in Dynamo's colour with the
     backend's span over it, or unsplit when the Dynamo share is unknown; then its lazy
@@ -496,7 +482,7 @@ def graph_timeline_svg(records: Sequence[GraphRecord]) -> str:
         ),
         legend,
     ]
-    for tick, text in _ticks(span / NS_PER_S):  # seconds since the first compile began
+    for tick, text in axis_ticks(span / NS_PER_S):  # seconds since the first compile began
         x = 100 * tick * NS_PER_S / span
         anchor = "start" if x < 4 else "end" if x > 96 else "middle"  # the ends stay inside
         parts.append(
@@ -605,9 +591,18 @@ def _filter_control(records: Sequence[GraphRecord]) -> str:
 
 
 def _body(
-    run: RunOrRecords, *, title: str | None, interactive: bool, findings: Sequence[Finding] | None = None
+    run: RunOrRecords,
+    *,
+    title: str | None,
+    interactive: bool,
+    findings: Sequence[Finding] | None = None,
+    startup: str | None = None,
 ) -> str:
+    """The report's body; ``startup``, markup of the start-up (a job's), in place of the run's
+    own timeline."""
     records, warmup, meta, timeline = run_parts(run)
+    if startup is None:
+        startup = timeline_html(timeline, records) if timeline is not None else ""
     facts: list[tuple[str, str]] = []
     for key in ("model", "backend", "mode", "compilation_mode", "device", "created"):
         if meta.get(key) not in (None, ""):
@@ -624,7 +619,7 @@ def _body(
         f"<dl>{dl}</dl>"
         # Why, and what to change, before the where: most seconds at stake first.
         + (findings_html(findings) if findings is not None else "")
-        + (timeline_html(timeline, records) if timeline is not None else "")
+        + startup
         + "<h2>Compile time per component, by phase</h2>"
         f"{component_chart_svg(records)}"
         "<h2>Timeline of graphs</h2>"
@@ -694,7 +689,28 @@ def html_report(
     >>> page.count("<script>"), "src=" in page
     (1, False)
     """
-    body = _body(run, title=title, interactive=True, findings=findings)
+    return _page(title, _body(run, title=title, interactive=True, findings=findings))
+
+
+def job_html_report(
+    job: Job, *, title: str = "compiletrace job", findings: Sequence[Finding] | None = None
+) -> str:
+    """:func:`html_report` for a job (``compiletrace run``): every process's compiles in its
+    charts and tables, and in place of one run's start-up timeline the job's
+    (:func:`~compiletrace.reports._timeline.job_timeline_html`): a track per process on
+    the job's one wall-clock axis, then each process's own timeline.
+
+    >>> page = job_html_report(Job(("python", "x.py"), 0, ()))
+    >>> "Start-up timeline of every process" in page, page.count("<script>")
+    (True, 1)
+    """
+    body = _body(
+        list(job.records()), title=title, interactive=True, findings=findings, startup=job_timeline_html(job)
+    )
+    return _page(title, body)
+
+
+def _page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

@@ -10,15 +10,22 @@ each. The last row is the total: the process's wall time, phases and unattribute
 Where the process ran another program before exec'ing this one (a shell's ``cmd; exec
 python``), the timeline starts at the exec and a last line gives the time before it, not in
 the total; where that cannot be told, a last line says the start is the fork.
+
+A job (``compiletrace run``) has one timeline per process: :func:`job_timeline_html` lays
+them out as tracks on the job's one wall-clock axis (a track per process that compiled or
+recorded a phase, the others folded into one line), then each process's own timeline.
 """
 
 from __future__ import annotations
 
 import html
+import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from compiletrace._data.records import NS_PER_S, GraphRecord
+from compiletrace._data.job import Job, JobProcess, ProcessInfo
+from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals
 from compiletrace._data.timeline import (
     ORIGIN_EXEC,
     ORIGIN_FORK,
@@ -29,10 +36,17 @@ from compiletrace._data.timeline import (
     Timeline,
     TimelineEntry,
 )
-from compiletrace._io.text import printable
+from compiletrace._io.text import printable, shorten
 from compiletrace.reports._table import render_table, share
 
-__all__ = ["GAP_FLOOR_NS", "timeline_html", "timeline_lines", "timeline_text"]
+__all__ = [
+    "GAP_FLOOR_NS",
+    "axis_ticks",
+    "job_timeline_html",
+    "timeline_html",
+    "timeline_lines",
+    "timeline_text",
+]
 
 GAP_FLOOR_NS = 10_000_000  # unattributed stretches shorter than 10 ms are summed into one row
 
@@ -286,11 +300,14 @@ def _svg(timeline: Timeline, rows: Sequence[_Row], records: Sequence[GraphRecord
     return "".join(parts)
 
 
-def timeline_html(timeline: Timeline, records: Sequence[GraphRecord] = ()) -> str:
-    """The timeline as an HTML fragment for a report or a notebook: a heading, an inline
-    SVG (a row per entry on one time axis from the process's start, coloured by kind, the
-    compiles of ``records`` marked inside the entries they fell in) and the table
-    :func:`timeline_lines` prints. Self-contained: inline SVG, no script, no network.
+def timeline_html(
+    timeline: Timeline, records: Sequence[GraphRecord] = (), *, heading: str | None = "Start-up timeline"
+) -> str:
+    """The timeline as an HTML fragment for a report or a notebook: a heading (none when
+    ``heading`` is None: a job's report names the process above it), an inline SVG (a row
+    per entry on one time axis from the process's start, coloured by kind, the compiles of
+    ``records`` marked inside the entries they fell in) and the table :func:`timeline_lines`
+    prints. Self-contained: inline SVG, no script, no network.
 
     >>> from compiletrace._data.timeline import PhaseRecord, build_timeline
     >>> S = 1_000_000_000
@@ -319,9 +336,318 @@ def timeline_html(timeline: Timeline, records: Sequence[GraphRecord] = ()) -> st
     before = f'<p class="before-exec">{_esc(note)}</p>' if note else ""
     return (
         '<section class="compiletrace-startup-timeline">'
-        "<h2>Start-up timeline</h2>"
-        f"<p>{_esc(summary)}</p>{before}"
+        + (f"<h2>{_esc(heading)}</h2>" if heading is not None else "")
+        + f"<p>{_esc(summary)}</p>{before}"
         f"{_svg(timeline, rows, records)}"
         f'<table class="compiletrace"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table>'
         "</section>"
     )
+
+
+# -- a job's processes, on one axis ------------------------------------------------------------
+
+IDLE_COLOR = "#BBBBBB"  # light grey: the lifetimes of the processes folded into one line
+_NO_TIMELINE_COLOR = "#DDDDDD"  # a run saved before timelines: its compiles' extent only
+_LEGEND_COLUMNS, _LEGEND_COLUMN, _LEGEND_LINE = 3, 120, 18  # 3 entries of 120 px a line: a phone's width
+_TRACK_NAME_CHARS = 30  # a track's name, cut so that its pid and its seconds fit a phone's width
+_TRACK_HEIGHT = 40  # px: the name on a line, the process's entries under it, its compiles under them
+_IDLE_LISTED = 8  # the folded processes named in the line that folds them, as the text summary does
+
+
+def axis_ticks(span_s: float) -> list[tuple[float, str]]:
+    """Round axis ticks from 0 to ``span_s`` seconds, 1, 2, 2.5 or 5 times a power of ten
+    apart, at most seven of them (their labels fit a phone's width): (seconds, label).
+
+    >>> [label for _, label in axis_ticks(13.5)]
+    ['0.0 s', '2.5 s', '5.0 s', '7.5 s', '10.0 s', '12.5 s']
+    >>> [label for _, label in axis_ticks(2.85)]
+    ['0.0 s', '0.5 s', '1.0 s', '1.5 s', '2.0 s', '2.5 s']
+    >>> [label for _, label in axis_ticks(120)]
+    ['0 s', '20 s', '40 s', '60 s', '80 s', '100 s', '120 s']
+    """
+    if span_s < 1e-6:
+        return [(0.0, "0 s")]
+    power = 10.0 ** math.floor(math.log10(span_s / 6))
+    m = next(m for m in (1, 2, 2.5, 5, 10) if span_s / (m * power) <= 6 + 1e-9)
+    step = m * power
+    digits = max(0, -math.floor(math.log10(step) + 1e-9)) + (m == 2.5)  # 2.5 needs one more
+    return [(k * step, f"{k * step:.{digits}f} s") for k in range(int(span_s / step + 1e-9) + 1)]
+
+
+def _notable(process: JobProcess) -> bool:
+    """Whether a process gets a track of its own in the job's timeline: it compiled, or
+    recorded a phase beyond its own start and imports (an engine's, an instrumented
+    function). The others fold into one line, as the job's text summary folds those that
+    compiled nothing."""
+    timeline = process.run.timeline
+    return process.compiled or (timeline is not None and any(p.kind != PROCESS for p in timeline.phases))
+
+
+def _track_name(info: ProcessInfo) -> str:
+    """What a process is called in the job's timeline: its role (``main``, ``rank 0``,
+    ``EngineCore_DP0``), or its command line where the role is its pid alone.
+
+    >>> _track_name(ProcessInfo(41, 40, "pid 41", ("/srv/serve.py", "--port", "8000")))
+    'serve.py --port 8000'
+    >>> _track_name(ProcessInfo(42, 41, "rank 0", ("train.py",)))
+    'rank 0'
+    """
+    if info.role != f"pid {info.pid}" or not info.argv:
+        return info.role
+    return " ".join([os.path.basename(info.argv[0]), *info.argv[1:]])
+
+
+def _extent(process: JobProcess) -> tuple[int, int] | None:
+    """Where a process lies on the job's axis: its timeline's window, widened to its
+    compiles; its compiles alone in a run saved before timelines; None with neither."""
+    timeline = process.run.timeline
+    spans = _intervals(process.run.graph_records)
+    if timeline is not None:
+        spans.append((timeline.start_unix_ns, timeline.end_unix_ns))
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(e for _, e in spans)
+
+
+def _compile_ns(process: JobProcess) -> int:
+    return sum(r.total_ns for r in process.run.graph_records)
+
+
+def _graphs(n: int) -> str:
+    return f"{n} graph{'s' if n != 1 else ''}"
+
+
+def _processes(n: int, more: bool = False) -> str:
+    """``3 processes``, or ``3 more processes`` after others were named."""
+    return f"{n} {'more ' if more else ''}process{'es' if n != 1 else ''}"
+
+
+def _argv(info: ProcessInfo) -> str:
+    return " ".join(info.argv) or "?"
+
+
+def _job_legend(items: Sequence[tuple[str, str]]) -> tuple[str, int]:
+    """A swatch and a label per (colour, label), ``_LEGEND_COLUMNS`` of ``_LEGEND_COLUMN``
+    px a line; its markup and height. The inner SVG's viewBox is one line wide: the legend
+    keeps its size in a wide chart and shrinks only in one narrower than a line."""
+    line_w = _LEGEND_COLUMNS * _LEGEND_COLUMN
+    height = _LEGEND_LINE * -(-len(items) // _LEGEND_COLUMNS)
+    parts = [
+        f'<svg class="legend" width="100%" height="{height}" viewBox="0 0 {line_w} {height}" '
+        'preserveAspectRatio="xMinYMin meet" font-size="12">'
+    ]
+    for k, (color, label) in enumerate(items):
+        x, y = _LEGEND_COLUMN * (k % _LEGEND_COLUMNS), _LEGEND_LINE * (k // _LEGEND_COLUMNS)
+        parts.append(
+            f'<g class="legend-item"><rect x="{x}" y="{y + 2}" width="12" height="12" fill="{color}"/>'
+            f'<text x="{x + 17}" y="{y + 12.5}">{_esc(label)}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts), height
+
+
+def _job_svg(shown: Sequence[JobProcess], folded: Sequence[JobProcess], t0: int, span: int) -> str:
+    """A track per process of ``shown`` on one axis from ``t0`` (``span`` ns wide), and one
+    for every process of ``folded`` together."""
+
+    def x(t: int) -> float:
+        return 100 * (t - t0) / span
+
+    def rect(cls: str, start: int, end: int, y: int, height: int, fill: str, attrs: str, tip: str) -> str:
+        bx = x(start)
+        width = max(x(end) - bx, 0.2)  # a sliver stays visible
+        return (
+            f'<rect class="{cls}"{attrs} x="{_pct(bx)}" y="{y}" width="{_pct(width)}" height="{height}" '
+            f'fill="{fill}"><title>{_esc(tip)}</title></rect>'
+        )
+
+    kinds = {e.kind for p in shown if p.run.timeline is not None for e in p.run.timeline.top_level()}
+    legend_items = [(KIND_COLORS[k], _KIND_LABELS[k]) for k in KIND_COLORS if k in kinds]
+    if any(p.compiled for p in shown):
+        legend_items.append((COMPILE_COLOR, "compiling"))
+    if folded:
+        legend_items.append((IDLE_COLOR, "compiled nothing"))
+    legend, legend_h = _job_legend(legend_items)
+    axis_y = legend_h + 22  # tick labels' baseline
+    rows_top = axis_y + 12
+    height = rows_top + _TRACK_HEIGHT * (len(shown) + bool(folded)) + 4
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-job-timeline" role="img" '
+        f'width="100%" height="{height}" font-family="{_FONT}" font-size="12" fill="currentColor">'
+        f"<title>Start-up of {_processes(len(shown) + len(folded))} on one axis, "
+        f"{span / NS_PER_S:.2f} s</title>",
+        legend,
+    ]
+    for tick, text in axis_ticks(span / NS_PER_S):  # seconds since the first process started
+        tx = 100 * tick * NS_PER_S / span
+        anchor = "start" if tx < 4 else "end" if tx > 96 else "middle"  # the ends stay inside
+        parts.append(
+            f'<line x1="{_pct(tx)}" x2="{_pct(tx)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
+            f'<text x="{_pct(tx)}" y="{axis_y}" text-anchor="{anchor}">{text}</text>'
+        )
+    for i, process in enumerate(shown):
+        info, run = process.info, process.run
+        start, end = _extent(process) or (t0, t0)  # a tracked process compiled or has a timeline
+        compile_ns = _compile_ns(process)
+        tip = (
+            f"{info.label}: from {_s(start - t0)} s for {_s(end - start)} s; "
+            f"{_graphs(len(run.graph_records))}, {_s(compile_ns)} s compiling; {_argv(info)}"
+        )
+        parts.append(
+            f'<g class="track" data-pid="{info.pid}" data-role="{_esc(info.role)}" '
+            f'transform="translate(0,{rows_top + i * _TRACK_HEIGHT})"><title>{_esc(tip)}</title>'
+            f'<text class="track-name" x="0" y="12">'
+            f"{_esc(shorten(_track_name(info), _TRACK_NAME_CHARS))} (pid {info.pid})</text>"
+            '<text class="track-seconds" x="100%" y="12" text-anchor="end">'
+            f"{(end - start) / NS_PER_S:.2f} s</text>"
+        )
+        if run.timeline is None:
+            parts.append(
+                rect("lifetime", start, end, 16, 10, _NO_TIMELINE_COLOR, "", "no start-up timeline recorded")
+            )
+        else:
+            main = next(
+                (e.thread for e in run.timeline.entries if e.kind == PROCESS and e.thread), "MainThread"
+            )
+            for e in run.timeline.top_level():
+                if e.kind == UNATTRIBUTED and e.duration_ns < GAP_FLOOR_NS:
+                    continue  # a sliver would overstate it; the table sums such gaps
+                parts.append(
+                    rect(
+                        "entry",
+                        e.start_unix_ns,
+                        e.end_unix_ns,
+                        16,
+                        10,
+                        KIND_COLORS.get(e.kind, KIND_COLORS["phase"]),
+                        f' data-kind="{_esc(e.kind)}"',
+                        f"{_label(e, main)}: {_s(e.duration_ns)} s",
+                    )
+                )
+        for r in run.graph_records:
+            pieces = [(r.start_unix_ns, r.end_unix_ns, "")]
+            if r.backward_ns and r.backward_start_unix_ns is not None:
+                pieces.append(
+                    (r.backward_start_unix_ns, r.backward_start_unix_ns + r.backward_ns, " backward")
+                )
+            for cs, ce, what in pieces:
+                parts.append(
+                    rect(
+                        "compile",
+                        cs,
+                        ce,
+                        28,
+                        8,
+                        COMPILE_COLOR,
+                        f' data-compile-id="{_esc(r.compile_id)}" data-component="{_esc(r.component)}"',
+                        f"{r.compile_id} {r.component} ({r.code_name}){what}: {_s(ce - cs)} s",
+                    )
+                )
+        parts.append("</g>")
+    if folded:
+        parts.append(
+            f'<g class="idle" transform="translate(0,{rows_top + len(shown) * _TRACK_HEIGHT})">'
+            f"<title>{_esc(', '.join(p.info.label for p in folded))}</title>"
+            f'<text x="0" y="12">{_processes(len(folded), more=bool(shown))} compiled nothing</text>'
+        )
+        for process in folded:
+            extent = _extent(process)
+            if extent is not None:
+                parts.append(
+                    rect(
+                        "lifetime",
+                        *extent,
+                        16,
+                        6,
+                        IDLE_COLOR,
+                        f' data-pid="{process.info.pid}"',
+                        f"{process.info.label}: {_s(extent[1] - extent[0])} s; {_argv(process.info)}",
+                    )
+                )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _process_section(process: JobProcess, t0: int) -> str:
+    """A process's own start-up timeline, under its name and what it did."""
+    info, run = process.info, process.run
+    extent = _extent(process)
+    facts = [
+        f"started {_s(extent[0] - t0)} s after the first process" if extent else "",
+        f"parent pid {info.ppid}",
+    ]
+    records = run.graph_records
+    if records:
+        split = ", ".join(f"{name} {ns / NS_PER_S:.2f} s" for name, ns in component_totals(records).items())
+        facts.append(f"{_graphs(len(records))}, {_compile_ns(process) / NS_PER_S:.2f} s compiling ({split})")
+    else:
+        facts.append("compiled nothing")
+    timeline = (
+        timeline_html(run.timeline, records, heading=None)
+        if run.timeline is not None
+        else "<p>no start-up timeline recorded (a run saved before timelines were)</p>"
+    )
+    return (
+        f'<section class="ct-process" id="ct-process-{info.pid}" data-pid="{info.pid}">'
+        f"<h3>{_esc(_track_name(info))} (pid {info.pid})</h3>"
+        f'<p class="ct-process-facts">{_esc(" · ".join(f for f in facts if f))}</p>'
+        f'<p class="ct-argv">command: <code>{_esc(_argv(info))}</code></p>'
+        f"{timeline}</section>"
+    )
+
+
+def job_timeline_html(job: Job) -> str:
+    """A job's start-up as an HTML fragment: a heading, an inline SVG of every process on
+    the job's one wall-clock axis (from the first process's start; a track per process
+    that compiled or recorded a phase, named by its role or command line and its pid,
+    showing its start, imports and phases as :func:`timeline_html` colours them and its
+    compiles under them; the other processes folded into one track, and one line naming
+    them), the processes that left no run, then each tracked process's own timeline.
+    Everything read from the job (names, command lines) is escaped.
+
+    >>> from compiletrace._data.records import CompilationTimes
+    >>> from compiletrace._data.run import Run, WarmupResult
+    >>> from compiletrace._data.timeline import PhaseRecord, build_timeline
+    >>> S = 1_000_000_000
+    >>> tl = build_timeline([PhaseRecord("load <weights>", 0, 3 * S, phase_id=1)], [], 0, 4 * S)
+    >>> run = Run((), WarmupResult(False, 0.0, CompilationTimes()), {}, tl)
+    >>> job = Job(("serve",), 0, (JobProcess(ProcessInfo(41, 40, "main", ("serve",)), run),))
+    >>> page = job_timeline_html(job)
+    >>> page.count('<g class="track"'), 'id="ct-process-41"' in page, "load &lt;weights&gt;" in page
+    (1, True, True)
+    """
+    shown = [p for p in job.processes if _notable(p)]
+    folded = [p for p in job.processes if not _notable(p)]
+    extents = [e for e in map(_extent, job.processes) if e is not None]
+    parts = ['<section class="compiletrace-job-timeline">', "<h2>Start-up timeline of every process</h2>"]
+    if extents:
+        t0, t1 = min(s for s, _ in extents), max(e for _, e in extents)
+        span = max(t1 - t0, 1)
+        compiled = [p for p in job.processes if p.compiled]
+        graphs = sum(len(p.run.graph_records) for p in compiled)
+        summary = (
+            f"{_processes(len(job.processes))} on one wall-clock axis, {_s(t1 - t0)} s from the "
+            "first one's start to the last one's end"
+        )
+        if compiled:
+            summary += (
+                f"; {_processes(len(compiled))} compiled {_graphs(graphs)} in "
+                f"{sum(map(_compile_ns, compiled)) / NS_PER_S:.2f} s"
+            )
+        parts += [f"<p>{_esc(summary)}</p>", _job_svg(shown, folded, t0, span)]
+    else:
+        t0 = 0
+        parts.append("<p>no process of this command recorded a start-up</p>")
+    if folded:
+        names = ", ".join(p.info.label for p in folded[:_IDLE_LISTED]) + (
+            ", ..." if len(folded) > _IDLE_LISTED else ""
+        )
+        line = f"{_processes(len(folded), more=bool(shown))} compiled nothing and recorded no phase: {names}"
+        parts.append(f'<p class="ct-idle">{_esc(line)}</p>')
+    for info in job.missing:
+        line = f"{info.label} left no run (killed before it could write one?): {_argv(info)}"
+        parts.append(f'<p class="ct-missing">{_esc(line)}</p>')
+    parts += [_process_section(p, t0) for p in shown]
+    parts.append("</section>")
+    return "".join(parts)

@@ -418,3 +418,79 @@ def test_a_bad_otlp_endpoint_is_bad_input_before_the_command_runs(tmp_path: Path
     proc = ct_run("--otlp-endpoint", "not a url", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert "endpoint must be an http(s) URL" in proc.stderr
+
+
+@pytest.mark.slow
+def test_the_job_html_lays_every_process_on_one_axis_then_each_ones_timeline(tmp_path: Path) -> None:
+    import html
+    import re
+
+    job_json, page_path = tmp_path / "job.json", tmp_path / "job.html"
+    proc = ct_run(
+        "--json", str(job_json), "--html", str(page_path), "--",
+        sys.executable, str(PROGRAMS / "two_towers.py"), str(tmp_path / "oracle"), "0", "spawn",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(job_json)
+    assert isinstance(job, compiletrace.ProfileJob)
+    page = page_path.read_text()
+    tracks = re.findall(r'<g class="track" data-pid="(\d+)" data-role="([^"]*)"[^>]*>(.*?)</g>', page, re.S)
+    # A track per process, in the order they started, each with its role and pid.
+    assert [(int(pid), role) for pid, role, _ in tracks] == [(p.info.pid, p.info.role) for p in job.processes]
+    assert [role for _, role, _ in tracks] == ["main", "SpawnProcess-1"]
+    for pid, role, body in tracks:
+        assert f'<text class="track-name" x="0" y="12">{role} (pid {pid})</text>' in body
+
+    # Where the job's records say: the axis runs from the first process's start to the
+    # last one's end, and each compile bar lies in its own process's track.
+    timelines = [p.run.timeline for p in job.processes]
+    assert all(tl is not None for tl in timelines)
+    t0 = min(tl.start_unix_ns for tl in timelines if tl is not None)
+    t1 = max(
+        max([tl.end_unix_ns] + [r.end_unix_ns for r in p.run.graph_records])
+        for tl, p in zip(timelines, job.processes, strict=True)
+        if tl is not None
+    )
+
+    def x(t: int) -> str:
+        return f"{100 * (t - t0) / (t1 - t0):.2f}%"
+
+    for (_, _, body), process, tl in zip(tracks, job.processes, timelines, strict=True):
+        assert tl is not None
+        bars = re.findall(
+            r'<rect class="compile" data-compile-id="([^"]+)" data-component="([^"]+)" x="([^"]+)"', body
+        )
+        assert bars == [
+            (r.compile_id, html.escape(r.component), x(r.start_unix_ns)) for r in process.run.graph_records
+        ]
+        first = re.search(r'<rect class="entry" data-kind="process" x="([^"]+)"', body)
+        assert first and first.group(1) == x(tl.start_unix_ns)  # the process's own start
+    main_track, child_track = (body for _, _, body in tracks)
+    assert 'data-component="encoder"' in main_track and 'data-component="language_model"' in main_track
+    assert 'data-component="child.&lt;locals&gt;.postprocess"' in child_track
+
+    # Then each process's own timeline, after the tracks.
+    for process in job.processes:
+        section = re.search(
+            rf'<section class="ct-process" id="ct-process-{process.info.pid}".*?</section>', page, re.S
+        )
+        assert section
+        assert f"<h3>{process.info.role} (pid {process.info.pid})</h3>" in section.group()
+        assert '<section class="compiletrace-startup-timeline">' in section.group()
+        assert page.index("compiletrace-job-timeline") < section.start()
+
+    # compiletrace report --html on the job file writes the same view.
+    again = tmp_path / "again.html"
+    report = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "report", "--html", str(again), str(job_json)],
+        capture_output=True, text=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+
+    def job_view(text: str) -> str:
+        return text[
+            text.index('<section class="compiletrace-job-timeline">') : text.index("<h2>Compile time per")
+        ]
+
+    assert job_view(again.read_text()) == job_view(page)

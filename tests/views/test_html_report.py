@@ -17,8 +17,10 @@ import pytest
 from compiletrace import CacheOutcome, ProfileRun, __version__
 from compiletrace._app.doctor import diagnose_records
 from compiletrace._data.findings import Finding
+from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.records import GraphBreak, GraphRecord
-from compiletrace._data.timeline import PhaseRecord, build_timeline
+from compiletrace._data.run import Run
+from compiletrace._data.timeline import PROCESS, PhaseRecord, build_timeline
 from compiletrace.reports import (
     component_chart_svg,
     graph_timeline_svg,
@@ -27,8 +29,9 @@ from compiletrace.reports import (
     report_fragment,
     summary_line,
 )
-from compiletrace.reports._html import PHASE_COLORS
+from compiletrace.reports._html import PHASE_COLORS, job_html_report
 from compiletrace.reports._text import cache_line, cache_state
+from compiletrace.reports._timeline import timeline_html
 from tests.conftest import MS, S, make_record, run_of
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -301,6 +304,16 @@ function measure(doc) {
       return style.textAlign + " " + style.fontVariantNumeric;
     }),
     tables: tables(doc),
+    // A job's chart: the text of each of its rows, where it lies in the chart.
+    job: each(doc.querySelectorAll(".compiletrace-job-timeline g.track, .compiletrace-job-timeline g.idle"),
+      function (g) {
+        var chart = g.closest("svg").getBoundingClientRect();
+        return each(g.querySelectorAll("text"), function (t) {
+          var r = t.getBoundingClientRect();
+          return {cls: t.getAttribute("class"), height: r.height, left: r.left - chart.left,
+                  right: chart.right - r.right, start: r.left, end: r.right};
+        });
+      }),
   };
 }
 // Where a cell's text lies: its box and its text's own boxes (text that overflows its cell
@@ -529,3 +542,190 @@ def test_the_console_check_catches_errors(tmp_path: Path) -> None:
     page.write_text("<html><body><script>undefinedFn();</script></body></html>")
     _, console = open_in_chromium(page, tmp_path)
     assert any("undefinedFn is not defined" in line for line in console)
+
+
+# -- a job's report: every process's start-up on one axis ----------------------------------
+
+
+def _job() -> Job:
+    """Four processes on a 10 s axis (every x in the tracks is 10 % a second): ``main``
+    from 0 s, an engine core from 2 s, an idle child from 1 s and a server from 3 s named
+    by its command line (markup in its argv); and a rank that left no run."""
+
+    def process(
+        pid: int,
+        role: str,
+        argv: tuple[str, ...],
+        window: tuple[int, int],
+        phases: list[PhaseRecord],
+        records: list[GraphRecord],
+    ) -> JobProcess:
+        run = run_of(records, {"backend": "eager"})
+        timeline = build_timeline(phases, records, *window)
+        return JobProcess(
+            ProcessInfo(pid, 99, role, argv), Run(run.records(), run.warmup, run.meta, timeline)
+        )
+
+    main = process(
+        100,
+        "main",
+        ("train.py",),
+        (0, 10 * S),
+        [
+            PhaseRecord("interpreter start + earlier imports", 0, S, kind=PROCESS, phase_id=1),
+            PhaseRecord("load weights", 2 * S, 4 * S, phase_id=2),
+        ],
+        [
+            make_record(
+                "0/0",
+                "encoder",
+                start_unix_ns=4 * S,
+                frame_ns=2 * S,
+                backward_ns=S,
+                backward_start_unix_ns=8 * S,
+            )
+        ],
+    )
+    engine = process(
+        101,
+        "EngineCore_DP0",
+        ("train.py",),
+        (2 * S, 8 * S),
+        [
+            PhaseRecord("interpreter start + earlier imports", 2 * S, 3 * S, kind=PROCESS, phase_id=1),
+        ],
+        [make_record("0/0", "language_model", start_unix_ns=5 * S, frame_ns=S)],
+    )
+    idle = process(
+        102,
+        "pid 102",
+        ("/srv/<idle>.py",),
+        (S, 3 * S),
+        [
+            PhaseRecord("interpreter start + earlier imports", S, 2 * S, kind=PROCESS, phase_id=1),
+        ],
+        [],
+    )
+    server = process(
+        103,
+        "pid 103",
+        ("/srv/serve.py", "<b>bold</b>"),
+        (3 * S, 9 * S),
+        [
+            PhaseRecord("serve <first> request", 4 * S, 5 * S, phase_id=1),
+        ],
+        [],
+    )
+    missing = (ProcessInfo(104, 99, "rank 1", ("train.py", "<rank>")),)
+    return Job(("train.py",), 0, (main, idle, engine, server), missing)  # fmt: skip
+
+
+_TRACK = re.compile(
+    r'<g class="track" data-pid="(\d+)" data-role="([^"]*)" transform="([^"]*)">(.*?)</g>', re.S
+)
+
+
+def _tracks(page: str) -> dict[int, tuple[str, str]]:
+    """(role, markup) of each track of the job's timeline, by pid, in order."""
+    return {int(pid): (role, body) for pid, role, _, body in _TRACK.findall(page)}
+
+
+def _rects(markup: str, cls: str) -> list[tuple[str, str, str]]:
+    """(its data attributes, x, width) of each rect of class ``cls``."""
+    return re.findall(rf'<rect class="{cls}"([^>]*?) x="([\d.]+%)" y="\d+" width="([\d.]+%)"', markup)
+
+
+def test_a_job_report_has_a_track_per_process_on_one_axis() -> None:
+    page = job_html_report(_job(), title="compiletrace run: train.py")
+    tracks = _tracks(page)
+    # A track per process that compiled or recorded a phase, in start order; the idle one folds.
+    assert [(pid, role) for pid, (role, _) in tracks.items()] == [
+        (100, "main"), (101, "EngineCore_DP0"), (103, "pid 103"),
+    ]  # fmt: skip
+    names = {
+        pid: re.findall(r'<text class="track-name"[^>]*>([^<]*)</text>', body)
+        for pid, (_, body) in tracks.items()
+    }
+    assert names == {100: ["main (pid 100)"], 101: ["EngineCore_DP0 (pid 101)"],
+                     103: ["serve.py &lt;b&gt;bold&lt;/b&gt; (pid 103)"]}  # fmt: skip
+    # Each process's start, imports and phases where they happened on the job's axis ...
+    assert _rects(tracks[100][1], "entry") == [
+        (' data-kind="process"', "0.00%", "10.00%"), (' data-kind="unattributed"', "10.00%", "10.00%"),
+        (' data-kind="phase"', "20.00%", "20.00%"), (' data-kind="unattributed"', "40.00%", "60.00%"),
+    ]  # fmt: skip
+    assert _rects(tracks[101][1], "entry")[0] == (' data-kind="process"', "20.00%", "10.00%")
+    assert _rects(tracks[103][1], "entry")[1] == (' data-kind="phase"', "40.00%", "10.00%")
+    # ... and its compiles in its own track: two "0/0"s, one a process.
+    assert _rects(tracks[100][1], "compile") == [
+        (' data-compile-id="0/0" data-component="encoder"', "40.00%", "20.00%"),
+        (' data-compile-id="0/0" data-component="encoder"', "80.00%", "10.00%"),  # its backward
+    ]
+    assert _rects(tracks[101][1], "compile") == [
+        (' data-compile-id="0/0" data-component="language_model"', "50.00%", "10.00%")
+    ]
+    assert _rects(tracks[103][1], "compile") == []
+    # The rows stack, 40 px apart, and the folded processes share one row under them.
+    transforms = [float(t.split(",")[1].rstrip(")")) for _, _, t, _ in _TRACK.findall(page)]
+    assert [b - a for a, b in itertools.pairwise(transforms)] == [40, 40]
+    idle = re.search(r'<g class="idle"[^>]*>(.*?)</g>', page, re.S)
+    assert idle and ">1 more process compiled nothing</text>" in idle.group(1)
+    assert _rects(idle.group(1), "lifetime") == [(' data-pid="102"', "10.00%", "20.00%")]
+    assert (
+        '<p class="ct-idle">1 more process compiled nothing and recorded no phase: pid 102 (pid 102)</p>'
+        in page
+    )
+    assert "pid 104 (rank 1) left no run (killed before it could write one?): train.py &lt;rank&gt;" in page
+
+
+def test_a_job_report_shows_each_processs_own_timeline_after_the_tracks() -> None:
+    job = _job()
+    page = job_html_report(job)
+    sections = re.findall(
+        r'<section class="ct-process" id="ct-process-(\d+)" data-pid="\d+">(.*?)</section></section>',
+        page,
+        re.S,
+    )
+    assert [int(pid) for pid, _ in sections] == [100, 101, 103]  # the idle one has none
+    assert page.index("compiletrace-job-timeline") < page.index('id="ct-process-100"')
+    own = dict(sections)
+    # Each, as the process's own report shows it (its heading left to the process's name).
+    for process in (job.processes[0], job.processes[2], job.processes[3]):
+        assert process.run.timeline is not None
+        alone = timeline_html(process.run.timeline, process.run.graph_records, heading=None)
+        assert alone.removesuffix("</section>") in own[str(process.info.pid)]
+    assert "<h3>main (pid 100)</h3>" in own["100"]
+    assert "started 2.000 s after the first process · parent pid 99 · 1 graph, 1.00 s compiling" in own["101"]
+    assert "compiled nothing" in own["103"] and "serve &lt;first&gt; request" in own["103"]
+    assert '<p class="ct-argv">command: <code>/srv/serve.py &lt;b&gt;bold&lt;/b&gt;</code></p>' in own["103"]
+
+
+def test_a_job_report_escapes_what_the_processes_wrote_and_stays_offline() -> None:
+    page = job_html_report(_job())
+    for raw in ("<b>", "<idle>", "<rank>", "<first>"):
+        assert raw not in page
+    assert not re.search(r"(src|href)\s*=", page) and "url(" not in page
+    assert set(re.findall(r"https?://[^\"' ]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert page.count("<script>") == 1
+    # A job with no process, or every process idle: the folded line alone.
+    assert "no process of this command recorded a start-up" in job_html_report(Job(("true",), 0, ()))
+    idle = _job().processes[1]
+    page = job_html_report(Job(("x",), 0, (idle,)))
+    assert _tracks(page) == {} and "1 process compiled nothing and recorded no phase" in page
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", ["wide", "tablet", "phone"])
+def test_a_job_report_fits_a_laptop_and_a_phone(tmp_path: Path, width: str) -> None:
+    result, console = _measure_in_chromium(job_html_report(_job()), tmp_path)
+    assert console == []
+    seen = result[width]
+    assert seen["scroll"] <= seen["client"] <= seen["width"]  # no sideways scrolling of the page
+    assert _off_screen(seen) == []  # each process's table on-screen, or scrolling in its box
+    # The job's chart: each track's name and seconds readable, inside the chart, apart.
+    rows = seen["job"]
+    assert len(rows) == 4  # three tracks and the folded one
+    for texts in rows:
+        assert all(t["left"] >= -0.5 and t["right"] >= -0.5 and 12 <= t["height"] <= 20 for t in texts), texts
+        name = [t for t in texts if t["cls"] != "track-seconds"]
+        seconds = [t for t in texts if t["cls"] == "track-seconds"]
+        assert all(n["end"] < s["start"] for n in name for s in seconds), texts
