@@ -28,6 +28,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.passive import observe
@@ -143,6 +144,9 @@ class _Recording:
         reg = Registry()
         for record in records:
             reg.add(record)
+        for phase in self.registry.phase_records():  # the engines' phases (engine_phases)
+            if phase.start_unix_ns >= self.forked_at_ns:
+                reg.add_phase(phase)
         by_component = reg.by_component()
         warmup = WarmupResult(
             skipped=True,  # no warm-up was run by compiletrace: the program ran as it does
@@ -327,6 +331,10 @@ def start() -> None:
     recording = _Recording(job_dir, components, trace_cost, _apply_fixes(fixes))
     recording.begin()
     _RECORDING = recording
+    try:
+        install_engine_phases(recording.registry)  # vLLM's start-up phases, when it runs here
+    except Exception as exc:
+        _warn("engine start-up phases are off in this process", exc)
     atexit.register(_write_quietly)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     if threading.current_thread() is threading.main_thread():

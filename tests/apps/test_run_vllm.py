@@ -4,6 +4,7 @@ default). Runs where vLLM is installed (``.ci/run`` builds a venv for it)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -13,6 +14,9 @@ from pathlib import Path
 import pytest
 
 import compiletrace
+from compiletrace._app import engine_phases
+from compiletrace._data.job import JobProcess
+from compiletrace._data.timeline import TimelineEntry
 
 if os.environ.get("COMPILETRACE_REQUIRE_VLLM") == "1":
     import vllm  # noqa: F401  (CI's vLLM venv: a failing import is an error, never a skip)
@@ -36,6 +40,7 @@ def _serve(tmp_path: Path, in_process: bool) -> Served:
         "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"),
         "VLLM_CPU_KVCACHE_SPACE": "1",
     }
+    env.pop("VLLM_CPU_CI_ENV", None)  # it skips the CPU worker's warm-up, where the model compiles
     proc = subprocess.run(
         [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--",
          sys.executable, str(PROGRAM), str(tmp_path / "model"), str(oracle)],
@@ -48,8 +53,19 @@ def _serve(tmp_path: Path, in_process: bool) -> Served:
     return proc, job, oracle
 
 
-def test_in_process_the_language_model_matches_torchs_own_figure(tmp_path: Path) -> None:
-    _, job, oracle = _serve(tmp_path, in_process=True)
+# One job per mode for the whole module: each is a cold compile of a minute or more.
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory: pytest.TempPathFactory) -> Served:
+    return _serve(tmp_path_factory.mktemp("in-process"), in_process=True)
+
+
+@pytest.fixture(scope="module")
+def multi_process(tmp_path_factory: pytest.TempPathFactory) -> Served:
+    return _serve(tmp_path_factory.mktemp("multi-process"), in_process=False)
+
+
+def test_in_process_the_language_model_matches_torchs_own_figure(in_process: Served) -> None:
+    _, job, oracle = in_process
     (process,) = job.compiling()
     (record,) = process.run.graph_records
     # vLLM's default path: torch's aot_compile, no frame callbacks, a direct backend call.
@@ -62,8 +78,8 @@ def test_in_process_the_language_model_matches_torchs_own_figure(tmp_path: Path)
     assert job.compilation_times().language_model == pytest.approx(record.total_ns / 1e9)
 
 
-def test_multi_process_the_worker_that_compiles_is_found_and_named(tmp_path: Path) -> None:
-    proc, job, _ = _serve(tmp_path, in_process=False)
+def test_multi_process_the_worker_that_compiles_is_found_and_named(multi_process: Served) -> None:
+    proc, job, _ = multi_process
     # vLLM compiles in its worker (under its engine core), not in the process we started.
     (engine,) = job.compiling()
     assert engine.info.role.startswith(("VllmWorker", "EngineCore")), engine.info
@@ -71,3 +87,55 @@ def test_multi_process_the_worker_that_compiles_is_found_and_named(tmp_path: Pat
     (record,) = engine.run.graph_records
     assert record.compile_id.startswith("aot") and record.dynamo_ns and record.backend_ns
     assert f"pid {engine.info.pid} ({engine.info.role})" in proc.stderr
+
+
+def _vllm_phases(process: JobProcess) -> list[TimelineEntry]:
+    timeline = process.run.timeline
+    assert timeline is not None
+    return [e for e in timeline.entries if e.kind == "phase" and e.name.startswith("vLLM: ")]
+
+
+def _assert_vllm_start_up_on_the_timeline(process: JobProcess) -> None:
+    """The engine's phases in the order its engine core runs them, none overlapping the
+    next, with the model's compile inside the CPU worker's warm-up (which its memory
+    profiling runs). Structure and order only: never how long anything took."""
+    phases = _vllm_phases(process)
+    top = [e for e in phases if e.depth == 0]
+    assert [e.name for e in top] == [
+        engine_phases.VLLM_LOAD,
+        engine_phases.VLLM_PROFILE,
+        engine_phases.VLLM_KV_CACHE,
+        engine_phases.VLLM_WARM_UP,  # the worker's compile_or_warm_up_model (nothing left to do on CPU)
+        engine_phases.VLLM_FIRST_REQUEST,
+    ]
+    assert all(e.status == "ok" for e in phases)
+    for before, after in itertools.pairwise(top):
+        assert before.end_unix_ns <= after.start_unix_ns, (before, after)
+    # On CPU the model compiles in its warm-up, inside the memory profiling.
+    (nested,) = [e for e in phases if e.depth == 1]
+    profile = top[1]
+    assert nested.name == engine_phases.VLLM_WARM_UP
+    assert profile.start_unix_ns <= nested.start_unix_ns <= nested.end_unix_ns <= profile.end_unix_ns
+    warm_ups = [e for e in phases if e.name == engine_phases.VLLM_WARM_UP]
+    (record,) = process.run.graph_records
+    assert any(
+        w.start_unix_ns <= record.start_unix_ns <= record.end_unix_ns <= w.end_unix_ns for w in warm_ups
+    )
+    assert set(nested.compile_by_component) == {"model"}
+    assert [e.compile_ns for e in top if e is not profile] == [0, 0, 0, 0]
+
+
+def test_in_process_vllms_start_up_phases_are_on_the_timeline(in_process: Served) -> None:
+    _, job, _ = in_process
+    (process,) = job.compiling()
+    assert process.info.role == "main"  # the engine ran in the process we started
+    _assert_vllm_start_up_on_the_timeline(process)
+
+
+def test_multi_process_vllms_start_up_phases_are_in_the_worker_only(multi_process: Served) -> None:
+    _, job, _ = multi_process
+    (engine,) = job.compiling()
+    _assert_vllm_start_up_on_the_timeline(engine)
+    # The process we started and the engine core's, which ran no worker, show none.
+    others = [p for p in job.processes if p.info.pid != engine.info.pid]
+    assert others and all(_vllm_phases(p) == [] for p in others)
