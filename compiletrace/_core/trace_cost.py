@@ -3,15 +3,22 @@
 torch_compat times Dynamo's tracing of the frame's own function and of every user function
 Dynamo inlines, and tells the collector open on the compiling thread (``enter``/``leave``).
 The tracker subtracts the backend's time (``exclude``): it runs inside the frame's tracing,
-but ``dynamo_ns`` leaves it out. Plain data, free of torch.
+but ``dynamo_ns`` leaves it out. Python's garbage collections are taken out of the functions
+they interrupted too (``watch_gc``): a collection pauses whichever function happens to
+allocate, and on a process holding a few models one pause is tenths of a second, which made
+a healthy model's embedding look costly. They are a root of their own. Plain data, free of
+torch.
 """
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-from compiletrace._data.records import TRACE_OTHER, TraceNode
+from compiletrace._data.records import TRACE_GC, TRACE_OTHER, TraceNode
 
 __all__ = ["TraceCollector"]
 
@@ -46,6 +53,34 @@ class TraceCollector:
         # Open calls: (node, start, excluded time at start).
         self._stack: list[tuple[_Node, int, int]] = []
         self._excluded_ns = 0
+        self._gc_ns = 0  # collections on the tracing thread while a call was open
+        self._gc_started: int | None = None
+        self._thread = threading.get_ident()
+        self._watching = False
+
+    def watch_gc(self) -> None:
+        """Take Python's garbage collections on this thread out of the traced functions'
+        time (until :meth:`unwatch_gc`), into a root of their own."""
+        if not self._watching:
+            self._watching = True
+            gc.callbacks.append(self._on_gc)
+
+    def unwatch_gc(self) -> None:
+        if self._watching:
+            self._watching = False
+            if self._on_gc in gc.callbacks:
+                gc.callbacks.remove(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if threading.get_ident() != self._thread or not self._stack:
+            return  # another thread's collection, or none of this frame's calls is open
+        if phase == "start":
+            self._gc_started = self._clock()
+        elif self._gc_started is not None:
+            paused = self._clock() - self._gc_started
+            self._gc_started = None
+            self._gc_ns += paused
+            self._excluded_ns += paused
 
     def enter(self, name: str, filename: str, lineno: int) -> None:
         parent = self._stack[-1][0] if self._stack else self._top
@@ -70,6 +105,8 @@ class TraceCollector:
         """The roots (the frame's function, restarts merged), and an OTHER node for the rest of
         ``dynamo_ns`` (guards, bytecode transformation, bookkeeping)."""
         roots = [c.frozen() for c in self._top.children.values()]
+        if self._gc_ns:
+            roots.append(TraceNode(TRACE_GC, "", 0, self._gc_ns, 1))
         traced = sum(r.total_ns for r in roots)
         if dynamo_ns is not None and dynamo_ns > traced:
             roots.append(TraceNode(TRACE_OTHER, "", 0, dynamo_ns - traced, 1))

@@ -350,6 +350,7 @@ class Tracker:
             opened.breaks_mark = tc.graph_break_mark()
         if owner is not None and getattr(owner, "trace_cost", False):
             opened.trace = TraceCollector(self._clock)
+            opened.trace.watch_gc()
             tc.set_trace_collector(opened.trace)
         elif tc.trace_collector() is not None:
             tc.set_trace_collector(None)  # a stale one, from a frame whose end went unseen
@@ -903,8 +904,10 @@ class Tracker:
 
 
 def _stop_tracing_cost(frame: _OpenFrame) -> None:
-    if frame.trace is not None and tc.trace_collector() is frame.trace:
-        tc.set_trace_collector(None)
+    if frame.trace is not None:
+        frame.trace.unwatch_gc()
+        if tc.trace_collector() is frame.trace:
+            tc.set_trace_collector(None)
 
 
 def _rank_and_world_size() -> tuple[int, int]:

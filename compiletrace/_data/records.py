@@ -125,6 +125,8 @@ class CacheLookup(NamedTuple):
 
 # The root beside a frame's function in its tracing-cost tree: Dynamo time not spent tracing.
 TRACE_OTHER = "(other: guards, bytecode, bookkeeping)"
+# ... and Python's garbage collections while Dynamo traced: a pause in whichever function ran.
+TRACE_GC = "(garbage collection)"
 
 
 class TraceNode(NamedTuple):

@@ -15,7 +15,14 @@ from typing import Any
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
-from compiletrace._data.records import NS_PER_S, TRACE_OTHER, GraphRecord, TraceNode, component_totals
+from compiletrace._data.records import (
+    NS_PER_S,
+    TRACE_GC,
+    TRACE_OTHER,
+    GraphRecord,
+    TraceNode,
+    component_totals,
+)
 from compiletrace._data.run import RunOrRecords, run_parts
 from compiletrace._io.text import shorten
 from compiletrace._version import __version__
@@ -538,7 +545,7 @@ def _icicle(component: str, roots: Sequence[TraceNode]) -> str:
             f"{node.self_ns / NS_PER_S:.3f} s self, {node.calls} call(s)"
         )
         label = f"{node.name} {node.total_ns / NS_PER_S:.3f} s"
-        fill = "#bbb" if node.name == TRACE_OTHER else "#e8a33d"
+        fill = "#bbb" if node.name in (TRACE_OTHER, TRACE_GC) else "#e8a33d"
         boxes.append(
             f'<g><title>{_esc(tip)}</title><rect x="{x:.3f}%" y="{y}" width="{width:.3f}%" '
             f'height="{ICICLE_ROW - 1}" fill="{fill}" stroke="#fff"/>'

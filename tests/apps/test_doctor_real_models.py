@@ -182,3 +182,62 @@ def test_t5_generate_a_cache_flag_that_flips_once_is_not_told_to_be_a_tensor() -
     (static,) = _generate(_t5(), cache_implementation="static")
     assert static.title.startswith("T5ForConditionalGeneration.forward recompiled 1 time")
     assert "a flag of the cache flips once" in static.fix and "static cache" not in static.fix
+
+
+# -- a healthy run of each real model: no finding above 5% of its compile time -------------
+
+
+def _healthy_llama() -> tuple[Any, Any]:
+    model = _llama()
+    return torch.compile(model, backend="eager"), lambda m: m(_ids(6), use_cache=False)
+
+
+def _healthy_llama_by_layer() -> tuple[Any, Any]:
+    model = _llama(layers=3)
+    for i, layer in enumerate(model.model.layers):  # regional compilation, as torchtitan does
+        model.model.layers[i] = torch.compile(layer, backend="eager")
+    return model, lambda m: m(_ids(6), use_cache=False)
+
+
+def _healthy_bert() -> tuple[Any, Any]:
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=128, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+    )
+    model = transformers.BertForSequenceClassification(config).eval()
+    return torch.compile(model, backend="eager"), lambda m: m(input_ids=_ids(8))
+
+
+def _healthy_vit() -> tuple[Any, Any]:
+    backbone = Classifier().eval().backbone  # transformers' ViT, its forward behind its decorators
+    return torch.compile(backbone, backend="eager"), lambda m: m(pixel_values=torch.randn(1, 3, 32, 32))
+
+
+def _healthy_t5() -> tuple[Any, Any]:
+    model = _t5()
+    return torch.compile(model, backend="eager"), lambda m: m(
+        input_ids=_ids(5), decoder_input_ids=_ids(3), use_cache=False
+    )
+
+
+@pytest.mark.parametrize(
+    "build",
+    [_healthy_llama, _healthy_llama_by_layer, _healthy_bert, _healthy_vit, _healthy_t5],
+    ids=["llama", "llama-by-layer", "bert", "vit-trace-cost", "t5"],
+)
+def test_a_healthy_run_of_each_real_model_has_no_finding_above_5_percent(build: Any) -> None:
+    """The same shapes on every call, one compile per frame: whatever the doctor says then
+    is noise, and it must say nothing that costs more than 5% of the compile time."""
+    torch._dynamo.reset()
+    reg = Registry()
+    with compiletrace.observe(registry=reg, trace_cost=True):
+        model, call = build()
+        with torch.no_grad():
+            for _ in range(3):
+                call(model)
+    records = reg.records()
+    compile_s = sum(r.total_s for r in records)
+    assert records and compile_s > 0
+    findings = diagnose_records(records)
+    loud = [(f.kind.value, f.title, f.seconds) for f in findings if f.seconds > 0.05 * compile_s]
+    assert loud == [], loud
