@@ -16,6 +16,10 @@
    of the compile time the records hold;
 4. Passive recording on a compiled model's steady-state call: the same model, compiled
    once, called in blocks with recording on and off, interleaved; the median ratio.
+5. Timing the imports a compile makes (the one-time set-up, ``_core/compile_imports``): the
+   cost per import of a fresh module with the timer on, against none (batches of fresh
+   modules, interleaved), and how many modules a process's first compile imports (counted in
+   a fresh process per backend), their product as a share of that first compile's time.
 
     python benchmarks/bench_run.py [--repeats 21] [--backends eager,aot_eager]
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import statistics
 import subprocess
@@ -38,6 +43,7 @@ import torch
 import compiletrace
 from compiletrace._app.job import child_environment, compiled_bootstrap
 from compiletrace._core import torch_compat as tc
+from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.passive import PassiveRecording
 from compiletrace._core.tracker import get_tracker
 from compiletrace.models import DemoConfig, build_demo
@@ -200,12 +206,82 @@ def _observed_block_s(demo: Any) -> float:
     return elapsed
 
 
+MODULES_PER_BATCH = 200
+
+
+def _import_batch_s(folder: str, tag: str, timer: ImportTimer | None) -> float:
+    names = [f"ct_bench_{tag}_{i}" for i in range(MODULES_PER_BATCH)]
+    for name in names:
+        with open(os.path.join(folder, f"{name}.py"), "w") as out:
+            out.write("X = 1\n")
+    importlib.invalidate_caches()
+    if timer is not None:
+        timer.install()
+    try:
+        start = time.perf_counter()
+        for name in names:
+            importlib.import_module(name)
+        return (time.perf_counter() - start) / MODULES_PER_BATCH
+    finally:
+        if timer is not None:
+            timer.uninstall()
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def import_timer_cost(repeats: int) -> float:
+    """Median extra seconds per import of a fresh module with the timer on."""
+    with tempfile.TemporaryDirectory() as folder:
+        sys.path.insert(0, folder)
+        try:
+            timer = ImportTimer(time.perf_counter_ns, active=lambda: True)
+            pairs = _paired(
+                lambda: _import_batch_s(folder, f"off{len(os.listdir(folder))}", None),
+                lambda: _import_batch_s(folder, f"on{len(os.listdir(folder))}", timer),
+                repeats,
+            )
+        finally:
+            sys.path.remove(folder)
+    return statistics.median(on - off for off, on in pairs)
+
+
+FIRST_COMPILE = """
+import sys, time, torch, torch._dynamo
+from compiletrace.models import DemoConfig, build_demo
+demo = build_demo(config=DemoConfig(vision_layers=2, text_layers=4))
+model = torch.compile(demo.model, backend=sys.argv[1])
+before = len(sys.modules)
+start = time.perf_counter()
+with torch.no_grad():
+    model(*demo.example_inputs)
+print(len(sys.modules) - before, time.perf_counter() - start)
+"""
+
+
+def first_compile_imports(backend: str) -> tuple[int, float]:
+    """(modules a fresh process's first compile imports, that compile's seconds)."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        out = subprocess.run(
+            [sys.executable, "-c", FIRST_COMPILE, backend],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+    count, seconds = out.stdout.split()[-2:]
+    return int(count), float(seconds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--backends", default="eager,aot_eager")
+    parser.add_argument("--imports-only", action="store_true", help="section 5 alone")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, {args.repeats} repeats, medians")
+    if args.imports_only:
+        return _imports_section(args)
     print("\n1. the bootstrap in a process that never compiles (wall time)")
     for label, (base, extra) in bootstrap_cost(args.repeats).items():
         print(f"  {label:26} {base * 1000:8.1f} ms, with the bootstrap {extra * 1000:+6.2f} ms")
@@ -220,6 +296,18 @@ def main() -> None:
     per_call, ratio = steady_ratio(args.repeats)
     print("\n4. passive recording on a compiled model's steady-state call (eager backend)")
     print(f"  {per_call * 1e6:7.1f} us a call without, ratio {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
+    _imports_section(args)
+
+
+def _imports_section(args: argparse.Namespace) -> None:
+    per_import = import_timer_cost(args.repeats)
+    print("\n5. timing a compile's imports (the one-time set-up)")
+    print(f"  {per_import * 1e6:+.1f} us per fresh import with the timer on")
+    for backend in [*args.backends.split(","), "inductor"]:
+        count, seconds = first_compile_imports(backend)
+        share = count * max(per_import, 0.0) / seconds
+        print(f"  {backend:10} first compile imports {count} modules in {seconds:.2f} s:", end=" ")
+        print(f"{share * 100:.3f}% of it")
 
 
 if __name__ == "__main__":
