@@ -5,7 +5,8 @@ warm-up, and its first request.
 Each :class:`EntryPoint` names a method of an engine's class; :func:`install` wraps it, from
 the outside, in a phase recorded into the job process's registry: now if its module is
 imported already, else once it is, by a meta-path finder that answers no other import (one
-set lookup each) and leaves when every watched module has been seen. A wrapper keeps the
+set lookup each) and leaves when every watched module has been seen (a process that never
+imports one of them, vLLM's CPU worker on a GPU, keeps it: one lookup per import). A wrapper keeps the
 method's return value, exceptions and signature (``functools.wraps``); a method is never
 wrapped twice; one that this engine version lacks is skipped, with at most one warning per
 process. The phases are compiletrace's own (:class:`~compiletrace._app.timeline.OwnPhase`):
@@ -227,12 +228,14 @@ class _WatchModules:
 
     def __init__(self, installed: Installed) -> None:
         self._installed = installed
+        self._busy = threading.local()  # asking the other finders: never answer our own question
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname not in self._installed.pending:
+        if fullname not in self._installed.pending or getattr(self._busy, "on", False):
             return None
+        self._busy.on = True
         try:
             for finder in list(sys.meta_path):
                 find = getattr(finder, "find_spec", None)
@@ -245,6 +248,8 @@ class _WatchModules:
                     return spec  # type: ignore[no-any-return]
         except Exception:  # importlib asks the finders itself, and raises what they raise
             return None
+        finally:
+            self._busy.on = False
         return None
 
 

@@ -276,8 +276,11 @@ def _announce(model: torch.nn.Module, name: str, on_compile: Callable[[str], Non
         handle.remove()
 
 
-def _median_call_s(run_fn: Callable[[], Any], calls: int, device: str, clock: Callable[[], float]) -> float:
-    """The median seconds of ``calls`` calls (the device's queue drained after each)."""
+def _call_times_s(
+    run_fn: Callable[[], Any], calls: int, device: str, clock: Callable[[], float]
+) -> tuple[float, float]:
+    """The median seconds of ``calls`` calls (the device's queue drained after each), and
+    their spread (the interquartile range; 0 for fewer than 2 calls)."""
     sync = torch.cuda.synchronize if device.startswith("cuda") and torch.cuda.is_available() else None
     seconds = []
     for _ in range(calls):
@@ -286,7 +289,10 @@ def _median_call_s(run_fn: Callable[[], Any], calls: int, device: str, clock: Ca
         if sync is not None:
             sync()
         seconds.append(clock() - start)
-    return statistics.median(seconds)
+    if len(seconds) < 2:
+        return seconds[0], 0.0
+    q1, _, q3 = statistics.quantiles(seconds, n=4)
+    return statistics.median(seconds), q3 - q1
 
 
 def profile(
@@ -319,7 +325,8 @@ def profile(
     (``GraphRecord.trace_cost``; shown by ``summary()``, exported by
     ``compiletrace.reports.write_speedscope``).
     ``steady_calls=N`` times N more calls of the request path after the warm-up, on
-    ``clock`` (seconds), and keeps the median seconds per call as ``meta["steady_call_s"]``:
+    ``clock`` (seconds), and keeps the median seconds per call as ``meta["steady_call_s"]``
+    (their interquartile range as ``meta["steady_call_spread_s"]``):
     the compiled model's steady-state speed, which a fix to its compile may change
     (``doctor --verify`` compares it).
     Raises :class:`UsageError` for bad input, before anything compiles.
@@ -405,7 +412,7 @@ def profile(
     steady_call_s = None
     if steady_calls:
         with OwnPhase(STEADY_PHASE, registry=reg):
-            steady_call_s = _median_call_s(run_fn, steady_calls, device, clock)
+            steady_call_s, steady_spread_s = _call_times_s(run_fn, steady_calls, device, clock)
 
     meta = {
         "model": spec,
@@ -425,5 +432,6 @@ def profile(
         meta["eager_run_s"] = eager_run_s
     if steady_call_s is not None:
         meta["steady_call_s"] = steady_call_s
+        meta["steady_call_spread_s"] = steady_spread_s
         meta["steady_calls"] = steady_calls
     return ProfileRun(reg.records(), result, meta, startup_timeline(reg))

@@ -21,8 +21,9 @@ A run of ``compiletrace profile`` (a MODEL spec, no command) is verified the sam
 MODEL and options become the command ``python -m compiletrace profile ...``, run in the
 current directory, with ``--steady-calls`` added, so each trial also measures the compiled
 model's steady-state call time (a fix such as dynamic shapes can make the compiled code
-slower: the verdict then says so). A job's command has no call to time: its steady state is
-its own to measure.
+slower: a line under the table then says so, when the median grew by 10% or more and by
+more than either trial's spread; the verdict itself rests on counts). A job's command has no
+call to time: its steady state is its own to measure.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class Trial:
     job: ProfileJob
     wall_s: float
     steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
+    steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
 
     @property
     def frame_compiles(self) -> int:
@@ -126,6 +128,16 @@ def slowdown(before: Trial, after: Trial) -> float | None:
     return after.steady_call_s / before.steady_call_s - 1
 
 
+def slowed_beyond_noise(before: Trial, after: Trial) -> bool:
+    """The fix made the steady-state call slower by :data:`SLOWER` or more, and by more than
+    either trial's spread (medians of sub-millisecond calls in two processes move)."""
+    slower = slowdown(before, after)
+    if slower is None or slower < SLOWER:
+        return False
+    assert before.steady_call_s is not None and after.steady_call_s is not None
+    return after.steady_call_s - before.steady_call_s > max(before.steady_spread_s, after.steady_spread_s)
+
+
 def _run_once(
     command: Sequence[str], fix: str | None, cwd: str | None, clock: Callable[[], float], profiled: bool
 ) -> Trial:
@@ -139,16 +151,21 @@ def _run_once(
         # the doctor's, --json - included.
         outcome = run_command(command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2)
         wall = clock() - start
-        steady = _steady_call_s(run_file) if profiled else None
-    return Trial(fix, outcome.job, wall, steady)
+        steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
+    return Trial(fix, outcome.job, wall, steady, spread)
 
 
-def _steady_call_s(run_file: str) -> float | None:
+def _steady_call_s(run_file: str) -> tuple[float | None, float]:
     if not os.path.exists(run_file):
-        return None  # the profile failed: its exit status says so
+        return None, 0.0  # the profile failed: its exit status says so
     run = read(run_file, accept={FileKind.RUN}, command="compiletrace doctor --verify")
-    seconds = getattr(run, "meta", {}).get("steady_call_s")
-    return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
+    meta = getattr(run, "meta", {})
+
+    def seconds(key: str) -> float | None:
+        value = meta.get(key)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return seconds("steady_call_s"), seconds("steady_call_spread_s") or 0.0
 
 
 def verify_command(
@@ -228,6 +245,10 @@ def profile_command(meta: Mapping[str, Any], python: str = sys.executable) -> li
     ):
         raise UsageError("the run's 'components' is not a mapping of submodule paths to names")
     for path, name in components.items():
+        if not path or not name or "=" in path or path.startswith("-"):
+            raise UsageError(
+                f"the run's component {printable(repr(path))} is not a submodule path profile wrote"
+            )
         command += ["--component", f"{path}={name}"]
     return [*command, "--steady-calls", str(STEADY_CALLS)]
 
@@ -288,8 +309,8 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
                 else _ms(v.before.steady_call_s)
             )
             slower = slowdown(v.before, after) if after is not None else None
-            if slower is not None and slower >= SLOWER and v.fix not in slowed:
-                slowed[v.fix] = slower
+            if after is not None and slower is not None and slowed_beyond_noise(v.before, after):
+                slowed.setdefault(v.fix, slower)
         rows.append([*row, v.verdict])
     header = ["finding", "fix (run --apply)", "frame compiles", "compile s", "wall s"]
     if steady:

@@ -16,10 +16,11 @@ timing wrapper is an attribute of the loader instance for the one call, removed 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,22 @@ class ImportTimer:
     def __exit__(self, *exc: object) -> None:
         self.uninstall()
 
+    @contextlib.contextmanager
+    def timed_block(self) -> Iterator[None]:
+        """Time a block of one-time set-up that is no import (torch's CPU probe) as if it
+        were one: the imports inside it are inside its interval, never counted twice."""
+        state = self._thread
+        if state.depth:
+            yield  # inside an import already: its time is counted there
+            return
+        state.depth += 1
+        start = self._clock()
+        try:
+            yield
+        finally:
+            state.depth -= 1
+            state.total_ns += self._clock() - start
+
     def thread_total_ns(self) -> int:
         """Nanoseconds of timed imports on the calling thread so far (a running total: a
         compile's share is the difference between its end and its start)."""
@@ -94,10 +111,9 @@ class ImportTimer:
         state = self._thread
         if state.finding:
             return None
-        loaded = self._watched.pop(fullname, None)
-        timed = not state.depth and self._safely_active()  # nested: in the outermost one's time
-        if not timed and loaded is None:
-            return None
+        watched = fullname in self._watched  # handed over once it has run (a probe runs nothing)
+        if not watched and (state.depth or not self._safely_active()):
+            return None  # nested: inside the outermost import's time already
         state.finding = True
         try:
             spec = importlib.util.find_spec(fullname)
@@ -109,7 +125,7 @@ class ImportTimer:
         own = getattr(loader, "__dict__", None)
         if loader is None or isinstance(loader, type) or own is None or "exec_module" in own:
             return spec  # a namespace package, a class or slotted loader, or already timed
-        self._wrap_exec(loader, timed, loaded)
+        self._wrap_exec(loader)
         return spec
 
     def _safely_active(self) -> bool:
@@ -120,7 +136,7 @@ class ImportTimer:
             self._active = _never
             return False
 
-    def _wrap_exec(self, loader: Any, timed: bool, loaded: Callable[[ModuleType], None] | None) -> None:
+    def _wrap_exec(self, loader: Any) -> None:
         real = loader.exec_module
         state = self._thread
         clock = self._clock
@@ -128,7 +144,10 @@ class ImportTimer:
         def exec_module(module: ModuleType) -> None:
             # Back to the class's own method at once: a loader shared by several modules
             # (one object answering many imports) is timed once per import, never wrapped twice.
+            # What to do is decided now, for the module running now: a probe (find_spec with
+            # no import) may have left this wrapper on a shared loader for another module.
             loader.__dict__.pop("exec_module", None)
+            timed = not state.depth and self._safely_active()
             state.depth += timed
             start = clock() if timed else 0
             try:
@@ -137,6 +156,7 @@ class ImportTimer:
                 if timed:
                     state.depth -= 1
                     state.total_ns += clock() - start
+            loaded = self._watched.pop(module.__name__, None)
             if loaded is not None:
                 try:
                     loaded(module)

@@ -57,6 +57,7 @@ class TraceCollector:
         self._gc_started: int | None = None
         self._thread = threading.get_ident()
         self._watching = False
+        self._in_backend = False
 
     def watch_gc(self) -> None:
         """Take Python's garbage collections on this thread out of the traced functions'
@@ -72,8 +73,8 @@ class TraceCollector:
                 gc.callbacks.remove(self._on_gc)
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
-        if threading.get_ident() != self._thread or not self._stack:
-            return  # another thread's collection, or none of this frame's calls is open
+        if threading.get_ident() != self._thread or not self._stack or self._in_backend:
+            return  # another thread's, none of this frame's calls open, or the backend's
         if phase == "start":
             self._gc_started = self._clock()
         elif self._gc_started is not None:
@@ -97,8 +98,15 @@ class TraceCollector:
         node, start, excluded = self._stack.pop()
         node.total_ns += max(self._clock() - start - (self._excluded_ns - excluded), 0)
 
+    def backend_started(self) -> None:
+        """A backend call begins: its collections are inside the time :meth:`exclude` takes
+        out when it ends, so they are not counted as collections while Dynamo traced."""
+        self._in_backend = True
+        self._gc_started = None
+
     def exclude(self, ns: int) -> None:
         """Time spent inside the open calls that is not Dynamo's (a backend call)."""
+        self._in_backend = False
         self._excluded_ns += ns
 
     def tree(self, dynamo_ns: int | None) -> tuple[TraceNode, ...]:

@@ -284,12 +284,6 @@ class Tracker:
     def _compiling_here(self) -> bool:
         return bool(self._state.frames)
 
-    def add_setup(self, ns: int) -> None:
-        """One-time set-up measured inside the compile open on this thread (none: dropped)."""
-        frames = self._state.frames
-        if frames:
-            frames[-1].setup_ns += ns
-
     def time_one_time_setup(self) -> None:
         """Time the imports of every compile, and torch's one-time functions (now, where
         their module is loaded; else once it is)."""
@@ -297,12 +291,12 @@ class Tracker:
         for module_name, _ in tc.ONE_TIME_FUNCTIONS:
             module = sys.modules.get(module_name)
             if module is not None:
-                tc.time_one_time_functions(module, self._clock, self.add_setup)
+                tc.time_one_time_functions(module, self.import_timer.timed_block)
             else:
                 self.import_timer.watch(module_name, self._time_one_time_functions)
 
     def _time_one_time_functions(self, module: ModuleType) -> None:
-        tc.time_one_time_functions(module, self._clock, self.add_setup)
+        tc.time_one_time_functions(module, self.import_timer.timed_block)
 
     def now_ns(self) -> int:
         return self._clock()
@@ -567,6 +561,8 @@ class Tracker:
         )
         with collector as regions, lookup_collector as lookups:
             wall_start = time.time_ns()
+            if frame.trace is not None:
+                frame.trace.backend_started()  # its collections are the backend's, not Dynamo's
             start = self._clock()
             restarted = False
             try:

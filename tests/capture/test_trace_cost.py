@@ -105,6 +105,29 @@ def test_a_garbage_collection_is_no_traced_functions_time(fake_clock: FakeClock)
     assert (other.name, other.total_ns) == (TRACE_OTHER, 30)
 
 
+def test_a_collection_inside_the_backend_call_is_the_backends_time(fake_clock: FakeClock) -> None:
+    c = TraceCollector(fake_clock)
+    c.watch_gc()
+    gc.callbacks.append(lambda phase, info: fake_clock.advance(40) if phase == "start" else None)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        c.enter("forward", "m.py", 1)
+        fake_clock.advance(30)
+        c.backend_started()
+        fake_clock.advance(60)
+        gc.collect()  # 40 of the backend's 100
+        c.exclude(100)
+        c.leave()
+    finally:
+        c.unwatch_gc()
+        gc.callbacks.pop()
+        if was_enabled:
+            gc.enable()
+    (forward,) = c.tree(dynamo_ns=30)
+    assert (forward.name, forward.total_ns) == ("forward", 30)  # no collection root, nothing lost twice
+
+
 def test_the_tree_round_trips_through_the_run_json_and_is_checked() -> None:
     tree = (
         TraceNode("f", "m.py", 1, 10, 1, (TraceNode("g", "m.py", 5, 8, 4),)),

@@ -14,6 +14,7 @@ import functools
 import importlib.util
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any
 
@@ -38,12 +39,10 @@ def one_time_functions_available() -> bool:
     return True
 
 
-def time_one_time_functions(
-    module: ModuleType, clock: Callable[[], int], report: Callable[[int], None]
-) -> int:
-    """Wrap the listed functions of ``module`` so that their first call reports its
-    duration (``report(ns)``, on the compiling thread) and puts the function back; the
-    number wrapped. A function missing from this torch is left alone."""
+def time_one_time_functions(module: ModuleType, timed: Callable[[], AbstractContextManager[object]]) -> int:
+    """Wrap the listed functions of ``module`` so that their first call runs inside
+    ``timed()`` (the tracker's timer of one-time set-up, on the calling thread) and puts the
+    function back; the number wrapped. A function missing from this torch is left alone."""
     wrapped = 0
     for module_name, name in ONE_TIME_FUNCTIONS:
         real = getattr(module, name, None) if module.__name__ == module_name else None
@@ -52,11 +51,8 @@ def time_one_time_functions(
 
         def first_call(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
             setattr(module, _name, _real)  # every later call is the cached one, unwrapped
-            start = clock()
-            try:
+            with timed():
                 return _real(*args, **kwargs)
-            finally:
-                report(clock() - start)
 
         functools.update_wrapper(first_call, real)
         for method in ("cache_clear", "cache_info"):  # what callers of a cached function use
