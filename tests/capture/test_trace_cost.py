@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import inspect
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,26 +80,34 @@ def test_the_collector_merges_calls_and_leaves_the_backend_out(fake_clock: FakeC
     assert (other.name, other.total_ns) == (TRACE_OTHER, 30)
 
 
-def test_a_garbage_collection_is_no_traced_functions_time(fake_clock: FakeClock) -> None:
-    """A collection pauses whichever function allocates: it is a root of its own."""
+@contextlib.contextmanager
+def _collections_take(fake_clock: FakeClock, pause: int) -> Iterator[TraceCollector]:
+    """A collector watching collections, each of which takes ``pause`` on the fake clock;
+    only the collections the block makes (the interpreter's own are off meanwhile)."""
     c = TraceCollector(fake_clock)
     c.watch_gc()
-    # Called after the collector's own callback: the collection takes 40 on the fake clock.
-    gc.callbacks.append(lambda phase, info: fake_clock.advance(40) if phase == "start" else None)
+    # Called after the collector's own callback: the pause falls between its start and stop.
+    gc.callbacks.append(lambda phase, info: fake_clock.advance(pause) if phase == "start" else None)
     was_enabled = gc.isenabled()
-    gc.disable()  # only the collection below, none of the interpreter's own
+    gc.disable()
     try:
-        c.enter("forward", "m.py", 1)
-        fake_clock.advance(25)
-        gc.collect()
-        fake_clock.advance(5)
-        c.leave()
+        yield c
     finally:
         c.unwatch_gc()
         gc.callbacks.pop()
         if was_enabled:
             gc.enable()
     assert c._on_gc not in gc.callbacks
+
+
+def test_a_garbage_collection_is_no_traced_functions_time(fake_clock: FakeClock) -> None:
+    """A collection pauses whichever function allocates: it is a root of its own."""
+    with _collections_take(fake_clock, 40) as c:
+        c.enter("forward", "m.py", 1)
+        fake_clock.advance(25)
+        gc.collect()
+        fake_clock.advance(5)
+        c.leave()
     forward, collected = c.tree(dynamo_ns=70)
     assert (forward.name, forward.total_ns) == ("forward", 30)
     assert (collected.name, collected.total_ns) == (TRACE_GC, 40)
@@ -106,12 +116,7 @@ def test_a_garbage_collection_is_no_traced_functions_time(fake_clock: FakeClock)
 
 
 def test_a_collection_inside_the_backend_call_is_the_backends_time(fake_clock: FakeClock) -> None:
-    c = TraceCollector(fake_clock)
-    c.watch_gc()
-    gc.callbacks.append(lambda phase, info: fake_clock.advance(40) if phase == "start" else None)
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with _collections_take(fake_clock, 40) as c:
         c.enter("forward", "m.py", 1)
         fake_clock.advance(30)
         c.backend_started()
@@ -119,11 +124,6 @@ def test_a_collection_inside_the_backend_call_is_the_backends_time(fake_clock: F
         gc.collect()  # 40 of the backend's 100
         c.exclude(100)
         c.leave()
-    finally:
-        c.unwatch_gc()
-        gc.callbacks.pop()
-        if was_enabled:
-            gc.enable()
     (forward,) = c.tree(dynamo_ns=30)
     assert (forward.name, forward.total_ns) == ("forward", 30)  # no collection root, nothing lost twice
 
