@@ -40,7 +40,7 @@ from compiletrace.reports._table import (
     setup_line,
 )
 from compiletrace.reports._text import cache_line, cache_state, summary_line
-from compiletrace.reports._timeline import axis_ticks, job_timeline_html, timeline_html
+from compiletrace.reports._timeline import axis_grid, job_timeline_html, timeline_html
 
 __all__ = [
     "PHASE_COLORS",
@@ -489,13 +489,7 @@ def graph_timeline_svg(records: Sequence[GraphRecord]) -> str:
         ),
         legend,
     ]
-    for tick, text in axis_ticks(span / NS_PER_S):  # seconds since the first compile began
-        x = 100 * tick * NS_PER_S / span
-        anchor = "start" if x < 4 else "end" if x > 96 else "middle"  # the ends stay inside
-        parts.append(
-            f'<line x1="{_pct(x)}" x2="{_pct(x)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
-            f'<text x="{_pct(x)}" y="{axis_y}" text-anchor="{anchor}" font-size="12">{text}</text>'
-        )
+    parts += axis_grid(span, axis_y, ' font-size="12"')  # seconds since the first compile began
     for i, r in enumerate(rows):
         label = f"{r.compile_id} {r.component} · {r.code_name}" + (" · recompile" if r.is_recompile else "")
         parts.append(

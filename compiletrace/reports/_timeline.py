@@ -41,6 +41,7 @@ from compiletrace.reports._table import render_table, share
 
 __all__ = [
     "GAP_FLOOR_NS",
+    "axis_grid",
     "axis_ticks",
     "job_timeline_html",
     "timeline_html",
@@ -354,6 +355,20 @@ _TRACK_HEIGHT = 40  # px: the name on a line, the process's entries under it, it
 _IDLE_LISTED = 8  # the folded processes named in the line that folds them, as the text summary does
 
 
+def axis_grid(span_ns: int, axis_y: float, text_attrs: str = "") -> list[str]:
+    """An SVG axis across its container: a grid line and a label per tick of ``span_ns``
+    (labels at the ends anchored inside)."""
+    parts = []
+    for tick, text in axis_ticks(span_ns / NS_PER_S):
+        x = 100 * tick * NS_PER_S / span_ns
+        anchor = "start" if x < 4 else "end" if x > 96 else "middle"
+        parts.append(
+            f'<line x1="{_pct(x)}" x2="{_pct(x)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
+            f'<text x="{_pct(x)}" y="{axis_y}" text-anchor="{anchor}"{text_attrs}>{text}</text>'
+        )
+    return parts
+
+
 def axis_ticks(span_s: float) -> list[tuple[float, str]]:
     """Round axis ticks from 0 to ``span_s`` seconds, 1, 2, 2.5 or 5 times a power of ten
     apart, at most seven of them (their labels fit a phone's width): (seconds, label).
@@ -478,13 +493,7 @@ def _job_svg(shown: Sequence[JobProcess], folded: Sequence[JobProcess], t0: int,
         f"{span / NS_PER_S:.2f} s</title>",
         legend,
     ]
-    for tick, text in axis_ticks(span / NS_PER_S):  # seconds since the first process started
-        tx = 100 * tick * NS_PER_S / span
-        anchor = "start" if tx < 4 else "end" if tx > 96 else "middle"  # the ends stay inside
-        parts.append(
-            f'<line x1="{_pct(tx)}" x2="{_pct(tx)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
-            f'<text x="{_pct(tx)}" y="{axis_y}" text-anchor="{anchor}">{text}</text>'
-        )
+    parts += axis_grid(span, axis_y)  # seconds since the first process started
     for i, process in enumerate(shown):
         info, run = process.info, process.run
         start, end = _extent(process) or (t0, t0)  # a tracked process compiled or has a timeline
