@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiletrace._app.job import COMMAND_NOT_FOUND_STATUS, CommandNotFound, ProfileJob
+from compiletrace._app.job import COMMAND_NOT_FOUND_STATUS, CommandNotFound, ProfileJob, fix_names
 from compiletrace._app.profile import DEFAULT_MODEL, ProfileRun, load_factory, parse_component
 from compiletrace._core.startup import unix_now_ns
-from compiletrace._core.torch_compat import CONFIG_FIXES
 from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline
 from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
@@ -47,7 +46,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 # When the command began, for its wall time where the process start cannot be read from /proc.
 _LOADED_UNIX_S = time.time()
 
-_FIX_NAMES = sorted(CONFIG_FIXES)  # run --apply: the fixes that apply with no edit
+_FIX_NAMES = fix_names()  # run --apply: the fixes that apply with no edit
 
 
 def _formatter(prog: str) -> argparse.HelpFormatter:
@@ -957,7 +956,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace.reports._findings import findings_text
 
     def progress(line: str) -> None:
-        print(f"{PROG}: running the {line}", file=sys.stderr)
+        print(f"{PROG}: running {line}", file=sys.stderr)
 
     profiled = isinstance(job, ProfileRun) and "source" not in job.meta and "model" in job.meta
     if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiletrace._app.analysis import compile_ns, find_expensive_hits
+from compiletrace._app.program_fixes import STATIC_CACHE, regional_compile_fix
 from compiletrace._data.findings import DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, Finding, FindingKind, doctor_dict
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.phases import KERNEL_COMPILE, OTHER
@@ -244,8 +245,12 @@ def _cache_state_fix(text: str) -> str:
 
 def _guard_auto_fix(reason: str | None) -> str | None:
     """The fix for a failed guard that applies from outside the program, by name: dynamic
-    shapes for a size that changes (not one torch specialises: 0 or 1)."""
-    if classify_guard(reason) is not GuardKind.SHAPE:
+    shapes for a size that changes (not one torch specialises: 0 or 1); a static cache for
+    a generation cache's growing tensors or state (not a flag that flips once as it fills)."""
+    kind = classify_guard(reason)
+    if kind is GuardKind.CACHE_STATE:
+        return None if _CACHE_FLAG.search(guard_text(reason)) else STATIC_CACHE
+    if kind is not GuardKind.SHAPE:
         return None
     size = _SIZE_GUARD.search(guard_text(reason))
     if size is not None and {size[3], size[4]} & {"0", "1"}:
@@ -279,6 +284,12 @@ def _kind_fix(kind: GuardKind, reasons: Sequence[str]) -> str:
             cause = "dynamic" if _guard_auto_fix(reason) else fix
         by_cause.setdefault(cause, fix)
     return "; ".join(list(by_cause.values())[:MAX_FIXES_PER_KIND])
+
+
+def _by_commonest_kind(records: Sequence[GraphRecord]) -> list[GraphRecord]:
+    """``records`` with the commonest kind of failed guard first (ties: first seen)."""
+    counts = Counter(classify_guard(r.recompile_reason) for r in records)
+    return sorted(records, key=lambda r: -counts[classify_guard(r.recompile_reason)])
 
 
 def _guards(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]:
@@ -423,7 +434,10 @@ def _recompiles(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[
     recompiled = _by_owner(records, found, lambda r: r.is_recompile and not r.recompile_limit_hit)
     for owner, group in recompiled.items():
         guards, fix = _guards(group)
-        auto_fix = _guard_auto_fix(group[0].recompile_reason) if len(guards) == 1 else None
+        # The commonest cause's fix that applies from outside, when one does.
+        auto_fix = next(
+            (name for r in _by_commonest_kind(group) if (name := _guard_auto_fix(r.recompile_reason))), None
+        )
         kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
         findings.append(
             Finding(
@@ -653,7 +667,7 @@ def _repeated_graphs(records: Sequence[GraphRecord], found: Sequence[Owner]) -> 
                     "compile_ids": _ids(group),
                     "frames": frames[:MAX_EXAMPLES],
                     "modules": _modules(group),
-                    **({"block": block} if block else {}),
+                    **({"block": block, "auto_fix": regional_compile_fix(block)} if block else {}),
                     "estimated_saving_s": _s(repeats),
                 },
             )
@@ -893,6 +907,15 @@ def _costly_trace_fix(calls: int) -> str:
     )
 
 
+def _block_of(function: str, calls: int) -> str | None:
+    """The block class whose forward Dynamo traced once per call (``Block.forward`` traced
+    ``calls`` times): what compiling regionally compiles on its own."""
+    owner, _, method = function.rpartition(".")
+    if calls < REPEATED_CALLS or method != "forward" or not owner.isidentifier():
+        return None
+    return owner
+
+
 def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
     findings = []
     components = dict.fromkeys(r.component for r in records if r.trace_cost)
@@ -924,6 +947,7 @@ def _costly_traces(records: Sequence[GraphRecord]) -> list[Finding]:
                     "calls": calls,
                     "share": round(share, 4),
                     "compile_ids": _ids(group),
+                    **({"auto_fix": regional_compile_fix(b)} if (b := _block_of(name, calls)) else {}),
                 },
             )
         )

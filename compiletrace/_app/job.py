@@ -32,10 +32,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from compiletrace._app import program_fixes
 from compiletrace._app.job_process import (
     JOB_DIR_ENV,
     LAUNCHER_PID_ENV,
     OPTIONS_ENV,
+    PROGRAM_FIXES_ENV,
     RUN_SUFFIX,
     STARTED_KIND,
     STARTED_SUFFIX,
@@ -161,11 +163,29 @@ def compiled_bootstrap(directory: str) -> str:
 
 
 def check_fix_names(fixes: Sequence[str]) -> None:
-    """A fix name not in the table is bad input, before anything runs."""
-    if fixes:  # the table lives beside torch's internals: torch is imported only when asked
-        from compiletrace._core import torch_compat as tc
+    """A fix name in neither table (torch's settings, the program fixes) is bad input,
+    before anything runs."""
+    if not fixes:  # the tables live beside torch's internals: torch is imported only when asked
+        return
+    from compiletrace._core import torch_compat as tc
 
-        tc.check_config_fix_names(fixes)
+    for name in fixes:
+        if program_fixes.is_program_fix(name):
+            program_fixes.check_program_fix(name)
+            continue
+        try:
+            tc.check_config_fix_names([name])
+        except UsageError:
+            known = ", ".join(fix_names())
+            raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}") from None
+
+
+def fix_names() -> list[str]:
+    """Every fix ``run --apply`` takes, as a user writes it (``regional-compile=CLASS``)."""
+    from compiletrace._core import torch_compat as tc
+
+    names = [*tc.CONFIG_FIXES, *program_fixes.PROGRAM_FIXES]
+    return sorted(f"{n}=CLASS" if n == program_fixes.REGIONAL_COMPILE else n for n in names)
 
 
 def _resolve(command: Sequence[str], cwd: str | None = None) -> str:
@@ -208,6 +228,10 @@ def child_environment(
         options["otlp_endpoint"] = otlp_endpoint
     env[OPTIONS_ENV] = json.dumps(options)
     env[LAUNCHER_PID_ENV] = str(os.getpid())
+    if any(program_fixes.is_program_fix(name) for name in fixes):
+        env[PROGRAM_FIXES_ENV] = "1"  # the bootstrap installs them once torch is imported
+    else:
+        env.pop(PROGRAM_FIXES_ENV, None)
     return env
 
 

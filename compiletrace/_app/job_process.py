@@ -28,6 +28,7 @@ import time
 from types import FrameType
 from typing import Any
 
+from compiletrace._app import program_fixes
 from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import torch_compat as tc
@@ -44,6 +45,7 @@ __all__ = [
     "JOB_DIR_ENV",
     "LAUNCHER_PID_ENV",
     "OPTIONS_ENV",
+    "PROGRAM_FIXES_ENV",
     "RUN_SUFFIX",
     "STARTED_SUFFIX",
     "process_role",
@@ -53,6 +55,7 @@ __all__ = [
 JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
 OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
 LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
+PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # "1": the bootstrap calls install_program_fixes
 STARTED_SUFFIX = ".started.json"
 RUN_SUFFIX = ".run.json"
 STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the launcher only)
@@ -294,15 +297,37 @@ def _in_multiprocessing_child(recording: _Recording) -> None:
 
 
 def _apply_fixes(names: list[str]) -> list[str]:
-    """Make each fix's setting now, before this process's first compile; the names applied."""
+    """Make each fix's setting now, before this process's first compile (a program fix:
+    installed already, once torch was imported, or now); the names applied."""
+    installed = program_fixes.applied()
+    program_fixes.install(name for name in names if name not in installed)
+    installed = program_fixes.applied()
     applied = []
     for name in names:
+        if program_fixes.is_program_fix(name):
+            if name in installed:
+                applied.append(name)
+            continue  # install() warned
         try:
             tc.apply_config_fix(name)
             applied.append(name)
         except Exception as exc:  # a torch without the setting: the program runs unfixed
             _warn(f"the fix {name!r} could not be applied in this process", exc)
     return applied
+
+
+def _fixes_option() -> list[str]:
+    raw = os.environ.get(OPTIONS_ENV)
+    return [str(f) for f in json.loads(raw).get("fixes", [])] if raw else []
+
+
+def install_program_fixes() -> None:
+    """Install the job's program fixes (``program_fixes``) in this process: called by the
+    bootstrap once ``torch`` is imported, before the program can call ``torch.compile``."""
+    try:
+        program_fixes.install(_fixes_option())
+    except Exception as exc:
+        _warn("the fixes to the program are off in this process", exc)
 
 
 def start() -> None:

@@ -8,7 +8,11 @@ private, empty compile cache of its own. Each finding then gets a verdict from w
 runs recorded:
 
 - ``verified``: the finding is gone and the program compiled fewer frames (for a function
-  past torch's recompile limit: none is left running eagerly);
+  past torch's recompile limit: none is left running eagerly; for regional compilation,
+  which compiles the block's one frame in place of the model's: fewer graph nodes, the
+  block's code traced once instead of once per block);
+- ``helped in part``: a recompile finding still there, with fewer recompiles, and fewer
+  frames compiled (a static cache removes the growing cache's recompile, not a flag's);
 - ``did not help``: it is still there, or nothing compiled less;
 - ``broke the program``: the command ended otherwise with the fix than without it;
 - ``cannot be applied automatically``: the fix needs an edit (the finding says which).
@@ -37,6 +41,7 @@ from typing import Any
 
 from compiletrace._app.doctor import automatic_fix
 from compiletrace._app.job import ProfileJob, run_command
+from compiletrace._app.program_fixes import REGIONAL_COMPILE
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
@@ -60,6 +65,7 @@ __all__ = [
 
 VERIFIED = "verified"
 DID_NOT_HELP = "did not help"
+PARTLY = "helped in part"
 BROKE = "broke the program"
 MANUAL = "cannot be applied automatically"
 # Where torch's compile caches live: each run gets its own, empty, so no run warms another.
@@ -82,6 +88,11 @@ class Trial:
     @property
     def frame_compiles(self) -> int:
         return len(self.job.records())
+
+    @property
+    def graph_nodes(self) -> int:
+        """Nodes of every graph compiled: what Dynamo traced, as a count."""
+        return sum(r.graph_node_count for r in self.job.records())
 
     @property
     def compile_s(self) -> float:
@@ -111,13 +122,24 @@ def judge(finding: Finding, before: Trial, after: Trial) -> str:
     """The verdict on one finding from the runs without and with its fix."""
     if after.job.exit_status != before.job.exit_status:
         return BROKE  # a crash compiles less too: never a fix
-    still = any(_identity(f) == _identity(finding) for f in after.findings)
+    still = [f for f in after.findings if _identity(f) == _identity(finding)]
     if still:
+        fewer = _recompiles_of(still[0]) < _recompiles_of(finding)
+        if finding.kind is FindingKind.RECOMPILES and fewer and after.frame_compiles < before.frame_compiles:
+            return PARTLY
         return DID_NOT_HELP
     if finding.kind is FindingKind.RECOMPILE_LIMIT:
         # Raising the limit compiles every variant: more frames, none left running eagerly.
         return VERIFIED if not any(r.recompile_limit_hit for r in after.job.records()) else DID_NOT_HELP
-    return VERIFIED if after.frame_compiles < before.frame_compiles else DID_NOT_HELP
+    if after.frame_compiles < before.frame_compiles:
+        return VERIFIED
+    regional = (automatic_fix(finding) or "").startswith(f"{REGIONAL_COMPILE}=")
+    return VERIFIED if regional and after.graph_nodes < before.graph_nodes else DID_NOT_HELP
+
+
+def _recompiles_of(finding: Finding) -> int:
+    ids = finding.evidence.get("compile_ids")
+    return len(ids) if isinstance(ids, list) else 0
 
 
 def slowdown(before: Trial, after: Trial) -> float | None:
@@ -180,7 +202,7 @@ def verify_command(
     and judge each finding (see the module docstring). ``profiled``: the command is a
     ``compiletrace profile`` that measures its steady state (``--json PATH`` is added)."""
     say = progress or (lambda line: None)
-    say(f"baseline: {printable(' '.join(command))}")
+    say(f"the baseline: {printable(' '.join(command))}")
     before = _run_once(command, None, cwd, clock, profiled)
     findings = before.findings
     trials: dict[str, Trial] = {}
@@ -270,6 +292,7 @@ def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
         if v.after is not None:
             measured.update(
                 frame_compiles=[v.before.frame_compiles, v.after.frame_compiles],
+                graph_nodes=[v.before.graph_nodes, v.after.graph_nodes],
                 compile_s=[round(v.before.compile_s, 4), round(v.after.compile_s, 4)],
                 wall_s=[round(v.before.wall_s, 3), round(v.after.wall_s, 3)],
                 exit_status=[v.before.job.exit_status, v.after.job.exit_status],
@@ -299,6 +322,7 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
             f"{v.finding.kind.value} ({v.finding.component})",
             v.fix or "-",
             f"{v.before.frame_compiles} -> {after.frame_compiles}" if after else f"{v.before.frame_compiles}",
+            f"{v.before.graph_nodes} -> {after.graph_nodes}" if after else f"{v.before.graph_nodes}",
             f"{v.before.compile_s:.2f} -> {after.compile_s:.2f}" if after else f"{v.before.compile_s:.2f}",
             f"{v.before.wall_s:.1f} -> {after.wall_s:.1f}" if after else f"{v.before.wall_s:.1f}",
         ]
@@ -312,7 +336,7 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
             if after is not None and slower is not None and slowed_beyond_noise(v.before, after):
                 slowed.setdefault(v.fix, slower)
         rows.append([*row, v.verdict])
-    header = ["finding", "fix (run --apply)", "frame compiles", "compile s", "wall s"]
+    header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile s", "wall s"]
     if steady:
         header.append("call ms")
     lines = list(render_table([*header, "verdict"], rows))

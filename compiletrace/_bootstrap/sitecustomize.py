@@ -5,7 +5,10 @@ imports it at start-up, as Python imports any ``sitecustomize``.
 It costs next to nothing where torch is never compiled: it runs the ``sitecustomize`` it
 shadows (the user's own, if any), then waits for ``torch._dynamo`` to be imported (which
 ``torch.compile`` does before its first compile) and only then imports compiletrace and
-starts recording (``compiletrace._app.job_process.start``). The standard library only, and
+starts recording (``compiletrace._app.job_process.start``). A job whose fixes change how
+the program calls torch (``run --apply regional-compile=CLASS``) also waits for ``torch``
+itself, and installs them as soon as it is imported, before the program can call
+``torch.compile`` (``compiletrace._app.program_fixes``). The standard library only, and
 never an exception: a failure is one line on stderr, and the program runs on.
 """
 
@@ -23,7 +26,9 @@ if TYPE_CHECKING:
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _WATCHED = "torch._dynamo"
+_TORCH = "torch"
 _JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # as compiletrace._app.job_process names it
+_PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # set by compiletrace._app.job, "1" when asked
 
 
 def _say(what: str, exc: BaseException) -> None:
@@ -76,27 +81,44 @@ def _start_recording() -> None:
         _say(f"recording is off in this process (pid {os.getpid()})", exc)
 
 
-class _Loader:
-    """The loader of ``torch._dynamo``, which starts recording once the module has run
-    (a loader by its methods, as importlib takes one)."""
+def _install_program_fixes() -> None:
+    try:
+        from compiletrace._app.job_process import install_program_fixes
 
-    def __init__(self, loader: Loader) -> None:
+        install_program_fixes()
+    except Exception as exc:
+        _say(f"the fixes to the program are off in this process (pid {os.getpid()})", exc)
+
+
+# module name -> what runs once it has run; emptied as each is seen
+_PENDING: dict[str, object] = {}
+
+
+class _Loader:
+    """The loader of a watched module (``torch._dynamo``, or ``torch``), which runs its hook
+    once the module has run (a loader by its methods, as importlib takes one)."""
+
+    def __init__(self, loader: Loader, fullname: str) -> None:
         self._loader = loader
+        self._fullname = fullname
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        _stop_watching()
-        _start_recording()
+        hook = _PENDING.pop(self._fullname, None)
+        if not _PENDING:
+            _stop_watching()
+        if hook is not None:
+            hook()  # type: ignore[operator]
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._loader, name)
 
 
 class _WatchDynamo:
-    """A meta-path finder that asks nothing of any import but ``torch._dynamo``'s."""
+    """A meta-path finder that asks nothing of any import but the watched modules'."""
 
     _busy = False  # finding the real spec: this finder must not answer its own question
 
@@ -105,7 +127,7 @@ class _WatchDynamo:
     ) -> ModuleSpec | None:
         # Removed once the module has run (not here: a find_spec probe, as importlib.util's,
         # must not disarm it before the real import).
-        if fullname != _WATCHED or self._busy:
+        if fullname not in _PENDING or self._busy:
             return None
         self._busy = True
         try:
@@ -118,7 +140,7 @@ class _WatchDynamo:
         finally:
             self._busy = False
         if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
+            spec.loader = _Loader(spec.loader, fullname)  # type: ignore[assignment]
         return spec
 
 
@@ -133,9 +155,16 @@ def _install() -> None:
     except Exception as exc:
         _say("could not run the shadowed sitecustomize", exc)
     if os.environ.get(_JOB_DIR_ENV):
+        if os.environ.get(_PROGRAM_FIXES_ENV) == "1":
+            if _TORCH in sys.modules:
+                _install_program_fixes()
+            else:
+                _PENDING[_TORCH] = _install_program_fixes
         if _WATCHED in sys.modules:
             _start_recording()
         else:
+            _PENDING[_WATCHED] = _start_recording
+        if _PENDING:
             sys.meta_path.insert(0, _WatchDynamo())  # type: ignore[arg-type]
 
 

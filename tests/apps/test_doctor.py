@@ -365,6 +365,7 @@ def test_identical_blocks_compiled_in_separate_frames_are_a_regional_compile_can
     assert finding.evidence["estimated_saving_s"] == pytest.approx(finding.seconds)
     assert "4 structurally identical graphs" in finding.title and "torch.compile(block" in finding.fix
     assert "(each a call of Block)" in finding.title and finding.evidence["block"] == "Block"
+    assert finding.evidence["auto_fix"] == "regional-compile=Block"  # run --apply, doctor --verify
     assert {r.graph_block for r in reg.records()} == {"Block"}
 
     # The fix: the block compiled on its own, once, with one backend object.

@@ -163,6 +163,9 @@ def test_llama_generate_the_size_torch_specialises_and_the_cache_that_grows() ->
     # The cache's keys grow every step: a static cache keeps one shape.
     assert "grows by a step every call (a dynamic cache): generate with a static cache" in dynamic.fix
     assert "hold it in a tensor" not in dynamic.fix
+    # What applies from outside: the static cache (run --apply static-cache); the size torch
+    # specialises has no such fix.
+    assert dynamic.evidence["auto_fix"] == "static-cache"
 
     # The fix applied: the cache's recompile is gone, one recompile is left (the calls'
     # keyword arguments differ between generate's first step and the rest).
@@ -182,6 +185,7 @@ def test_t5_generate_a_cache_flag_that_flips_once_is_not_told_to_be_a_tensor() -
     (static,) = _generate(_t5(), cache_implementation="static")
     assert static.title.startswith("T5ForConditionalGeneration.forward recompiled 1 time")
     assert "a flag of the cache flips once" in static.fix and "static cache" not in static.fix
+    assert dynamic.evidence["auto_fix"] == "static-cache" and "auto_fix" not in static.evidence
 
 
 # -- a healthy run of each real model: no finding above 5% of its compile time -------------

@@ -18,6 +18,7 @@ from compiletrace._app.job import ProfileJob
 from compiletrace._app.verify import (
     BROKE,
     DID_NOT_HELP,
+    PARTLY,
     VERIFIED,
     Trial,
     Verdict,
@@ -63,7 +64,10 @@ def test_a_verdict_rests_on_counts_and_findings() -> None:
     assert (finding.kind, finding.location) == ("recompiles", "m.py:3")
     assert judge(finding, before, _trial(2)) == VERIFIED
     assert judge(finding, before, _trial(4)) == DID_NOT_HELP  # nothing compiled less
-    assert judge(finding, before, _trial(3, recompiles=1)) == DID_NOT_HELP  # the finding is still there
+    # Still there, with fewer recompiles and fewer frames: in part; fewer recompiles of the
+    # same frames is no help.
+    assert judge(finding, before, _trial(3, recompiles=1)) == PARTLY
+    assert judge(finding, before, _trial(4, recompiles=1)) == DID_NOT_HELP
     # A run that ends otherwise than the baseline proves nothing, whichever way.
     assert judge(finding, before, _trial(2, exit_status=1)) == BROKE
     assert judge(finding, _trial(4, 1, recompiles=2), _trial(0)) == BROKE
@@ -76,6 +80,26 @@ def test_a_raised_recompile_limit_is_verified_by_what_no_longer_runs_eagerly() -
     limit = Finding("recompile_limit", "lm", 1.0, "t", "f", "elsewhere.py:1")
     assert judge(limit, before, _trial(12, recompiles=11)) == VERIFIED  # more frames, none refused
     assert judge(limit, before, _trial(12, recompiles=11, refused=1)) == DID_NOT_HELP
+
+
+def test_regional_compilation_is_verified_by_fewer_graph_nodes_when_frames_stay() -> None:
+    """A model compiled whole traces its block once per block in one frame; compiled
+    regionally, the block's own frame traces it once: the same frame count, fewer nodes."""
+
+    def trial(nodes: int) -> Trial:
+        run = Run(
+            (make_record("0/0", "lm", graph_node_count=nodes),),
+            WarmupResult(True, 0.0, CompilationTimes()),
+            {},
+        )
+        job = ProfileJob(("python", "x.py"), 0, (JobProcess(ProcessInfo(1, 0, "main", ()), run),))
+        return Trial(None, job, wall_s=1.0)
+
+    costly = Finding("costly_trace", "lm", 1.0, "t", "f", "m.py:3", {"auto_fix": "regional-compile=Block"})
+    assert judge(costly, trial(400), trial(50)) == VERIFIED
+    assert judge(costly, trial(400), trial(400)) == DID_NOT_HELP
+    other = Finding("costly_trace", "lm", 1.0, "t", "f", "m.py:3")  # no regional fix: frames decide
+    assert judge(other, trial(400), trial(50)) == DID_NOT_HELP
 
 
 def test_a_fix_reaches_every_thread_of_the_process() -> None:
@@ -104,8 +128,9 @@ def test_a_fix_reaches_every_thread_of_the_process() -> None:
 
 
 def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the table's rows whole
     job = tmp_path / "job.json"
     assert cli.main(["run", "--json", str(job), "--", sys.executable, PROGRAM]) == 0
     capsys.readouterr()
@@ -125,7 +150,7 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert verified["recompiles"]["fix"] == "dynamic-shapes"
     assert verified["recompiles"]["frame_compiles"] == [4, 2]
     assert verified["recompiles"]["verdict"] == VERIFIED
-    assert "running the with --apply reorderable-print" in printed.err
+    assert "running with --apply reorderable-print" in printed.err
 
     assert cli.main(["doctor", "--verify", "--trust", str(job)]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("recompiles (Model)")]
@@ -206,6 +231,56 @@ def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
     )
 
 
+@pytest.mark.real_model
+def test_a_repeated_llama_layer_is_verified_fixed_by_regional_compilation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four transformers decoder layers, a print between each, compiled whole by the
+    program: the layer's graph compiled in four frames. Regional compilation, applied from
+    outside (the program calls torch.compile on the whole model), compiles it once."""
+    pytest.importorskip("transformers")
+    job = tmp_path / "job.json"
+    program = str(Path(PROGRAM).with_name("unrolled_llama.py"))
+    assert cli.main(["run", "--json", str(job), "--", sys.executable, program]) == 0
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    found = {f.kind.value: f for f in findings_from_dict(json.loads(out.read_text()))}
+    repeated = found["repeated_graph"]
+    assert repeated.evidence["block"] == "LlamaDecoderLayer"
+    measured = repeated.evidence["verify"]
+    assert measured["fix"] == "regional-compile=LlamaDecoderLayer" and measured["verdict"] == VERIFIED
+    assert measured["frame_compiles"] == [4, 1]
+    before_nodes, after_nodes = measured["graph_nodes"]
+    assert after_nodes * 4 < before_nodes  # one layer's graph, not four and the rest
+    assert measured["exit_status"] == [0, 0]
+    # The prints: moved out of the graph, one graph for the whole forward.
+    assert found["graph_break"].evidence["verify"]["frame_compiles"] == [4, 1]
+
+
+@pytest.mark.real_model
+def test_a_growing_generation_cache_is_verified_helped_by_a_static_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Llama generate with its forward compiled: the dynamic cache grows every step. A static
+    cache, passed to generate from outside, removes that recompile; generate's first step
+    still differs from the rest (size 1, its keywords), so one is left: helped in part."""
+    pytest.importorskip("transformers")
+    job = tmp_path / "job.json"
+    program = str(Path(PROGRAM).with_name("hf_llama.py"))
+    oracle = str(tmp_path / "oracle.json")
+    assert cli.main(["run", "--json", str(job), "--", sys.executable, program, "generate", oracle]) == 0
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    (finding,) = findings_from_dict(json.loads(out.read_text()))
+    assert finding.kind.value == "recompiles" and "cache_implementation='static'" in finding.fix
+    measured = finding.evidence["verify"]
+    assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
+        "static-cache",
+        [3, 2],
+        PARTLY,
+    )
+
+
 FACTORY = """
 import torch
 from compiletrace.models import Demo
@@ -278,7 +353,10 @@ def test_a_run_whose_options_profile_did_not_write_is_refused_before_anything_ru
         assert message in capsys.readouterr().err
 
 
-def test_a_fix_that_slows_the_compiled_model_says_so_and_a_small_change_does_not() -> None:
+def test_a_fix_that_slows_the_compiled_model_says_so_and_a_small_change_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the table's rows whole
     before = replace(_trial(4, recompiles=2), steady_call_s=0.010)
     (finding,) = before.findings
     # 30% slower beyond the calls' spread; 5% slower; 30% slower within a spread of 4 ms.

@@ -1,0 +1,252 @@
+"""The fixes ``compiletrace run --apply`` makes to how a program calls a public API, with no
+edit to the program (the others are torch settings: ``torch_compat.CONFIG_FIXES``):
+
+- ``regional-compile=CLASS``: ``torch.compile(model)`` (and ``model.compile()``) compiles
+  each ``CLASS`` block inside ``model`` on its own, with the same options, and leaves the
+  model around the blocks as it is, in place: what diffusers' ``compile_repeated_blocks``
+  does. Dynamo traces the block's code once and its one compiled graph serves every block.
+  A model with no ``CLASS`` inside, and a ``CLASS`` block compiled itself, compile as they
+  would.
+- ``static-cache``: transformers' ``generate`` gets ``cache_implementation="static"`` when
+  the call sets no cache of its own (no ``past_key_values``, ``cache_implementation`` or
+  ``use_cache=False``, here or in its generation config): the cache's tensors keep one
+  shape, so the compiled forward stops recompiling as a dynamic cache grows.
+
+Each is installed in a job's process before the program can call what it changes: the
+bootstrap calls :func:`install` once ``torch`` is imported. Nothing here may break the
+program: a fix that cannot be made is one warning, and the program runs unfixed.
+
+>>> parse_fix("regional-compile=LlamaDecoderLayer")
+('regional-compile', 'LlamaDecoderLayer')
+>>> parse_fix("static-cache")
+('static-cache', None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from compiletrace._app.engine_phases import EntryPoint, Installed
+from compiletrace._app.engine_phases import install as install_wrappers
+from compiletrace._data.registry import Registry
+from compiletrace._io.errors import UsageError
+from compiletrace._io.state import warn_once
+
+__all__ = [
+    "PROGRAM_FIXES",
+    "REGIONAL_COMPILE",
+    "STATIC_CACHE",
+    "applied",
+    "check_program_fix",
+    "install",
+    "is_program_fix",
+    "parse_fix",
+    "regional_compile_fix",
+    "regional_targets",
+]
+
+REGIONAL_COMPILE = "regional-compile"
+STATIC_CACHE = "static-cache"
+# What each does, as the user would write it in their own code to keep the fix.
+PROGRAM_FIXES: dict[str, str] = {
+    REGIONAL_COMPILE: "torch.compile each CLASS block on its own (block.compile(...)) instead of the model",
+    STATIC_CACHE: "model.generate(..., cache_implementation='static')",
+}
+_MARK = "__compiletrace_fix__"  # set on a wrapper this module made: never wrapped twice
+_lock = threading.Lock()
+_applied: list[str] = []  # in this process, in the order installed
+_wrappers: list[Installed] = []
+
+
+def regional_compile_fix(block_class: str) -> str:
+    """The fix's name for compiling ``block_class`` regionally.
+
+    >>> regional_compile_fix("LlamaDecoderLayer")
+    'regional-compile=LlamaDecoderLayer'
+    """
+    return f"{REGIONAL_COMPILE}={block_class}"
+
+
+def parse_fix(name: str) -> tuple[str, str | None]:
+    """A fix's name and its argument (``regional-compile=CLASS``: the class)."""
+    base, sep, argument = name.partition("=")
+    return base, argument if sep else None
+
+
+def is_program_fix(name: str) -> bool:
+    """Whether ``name`` is one of this module's fixes (well formed or not)."""
+    return parse_fix(name)[0] in PROGRAM_FIXES
+
+
+def check_program_fix(name: str) -> None:
+    """Raise :class:`~compiletrace.UsageError` for a malformed fix of this module's."""
+    base, argument = parse_fix(name)
+    if base == REGIONAL_COMPILE:
+        if not argument or not all(part.isidentifier() for part in argument.split(".")):
+            raise UsageError(
+                f"{name!r}: regional-compile needs the block's class name, e.g. "
+                "regional-compile=LlamaDecoderLayer (the class the repeated_graph finding names)"
+            )
+    elif argument is not None:
+        raise UsageError(f"{name!r}: the fix {base!r} takes no '=' argument")
+
+
+def applied() -> list[str]:
+    """The fixes installed in this process."""
+    with _lock:
+        return list(_applied)
+
+
+def install(names: Iterable[str]) -> list[str]:
+    """Install each of this module's fixes among ``names`` (others are skipped), once per
+    process; the names installed now. A fix that cannot be made warns and is left out."""
+    done = []
+    for name in names:
+        if not is_program_fix(name):
+            continue
+        with _lock:
+            if name in _applied:
+                continue
+        try:
+            check_program_fix(name)
+            base, argument = parse_fix(name)
+            if base == REGIONAL_COMPILE:
+                assert argument is not None
+                _install_regional(argument)
+            else:
+                _install_static_cache()
+        except Exception as exc:  # never into the program
+            with contextlib.suppress(Exception):
+                warn_once(f"the fix {name!r} is not applied in this process ({type(exc).__name__}: {exc})")
+            continue
+        with _lock:
+            _applied.append(name)
+        done.append(name)
+    return done
+
+
+# -- regional compilation -------------------------------------------------------------------
+
+
+def _class_matches(module: object, block_class: str) -> bool:
+    kind = type(module)
+    return block_class in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}")
+
+
+def regional_targets(model: Any, block_class: str) -> list[Any]:
+    """The outermost ``block_class`` blocks inside ``model`` (an ``nn.Module``), in module
+    order, not counting ``model`` itself; blocks inside a block are the block's.
+
+    >>> import torch.nn as nn
+    >>> model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2)), nn.ReLU())
+    >>> [type(b).__name__ for b in regional_targets(model, "Linear")]
+    ['Linear', 'Linear']
+    """
+    found: list[Any] = []
+    inside: set[str] = set()
+    for path, module in model.named_modules():
+        if not path or any(path.startswith(prefix) for prefix in inside):
+            continue
+        if _class_matches(module, block_class):
+            found.append(module)
+            inside.add(path + ".")
+    return found
+
+
+def _module_of(target: Any) -> Any:
+    """The module a ``torch.compile`` target is, or whose method it is; else None."""
+    import torch.nn as nn
+
+    if isinstance(target, nn.Module):
+        return target
+    owner = getattr(target, "__self__", None) if inspect.ismethod(target) else None
+    return owner if isinstance(owner, nn.Module) else None
+
+
+def _install_regional(block_class: str) -> None:
+    import torch
+
+    real = torch.compile
+    if getattr(real, _MARK, None) is not None:
+        raise UsageError(f"torch.compile already compiles {getattr(real, _MARK)} regionally in this process")
+
+    @functools.wraps(real)
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        target = args[0] if args else kwargs.get("model")
+        module = _module_of(target) if target is not None else None
+        if module is None or _class_matches(module, block_class):
+            return real(*args, **kwargs)  # a function, a decorator's options, or a block itself
+        blocks = regional_targets(module, block_class)
+        if not blocks:
+            with contextlib.suppress(Exception):
+                warn_once(
+                    f"regional-compile: {type(module).__name__} holds no {block_class}; compiled as it is",
+                    key=f"{_MARK}{block_class}",
+                )
+            return real(*args, **kwargs)
+        options = {k: v for k, v in kwargs.items() if k != "model"}
+        for block in blocks:
+            if getattr(block, "_compiled_call_impl", None) is None:
+                block.compile(*args[1:], **options)  # torch.compile(block._call_impl, ...): the real one
+        return target  # the model runs as it is around its compiled blocks
+
+    setattr(compile, _MARK, block_class)
+    torch.compile = compile
+
+
+# -- transformers' generation cache ---------------------------------------------------------
+
+
+def _sets_its_own_cache(model: Any, kwargs: dict[str, Any]) -> bool:
+    if kwargs.get("past_key_values") is not None or kwargs.get("cache_implementation") is not None:
+        return True
+    if kwargs.get("use_cache") is False:
+        return True
+    config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
+    if getattr(config, "cache_implementation", None) is not None:
+        return True
+    return getattr(config, "use_cache", True) is False
+
+
+def _static_generate(generate: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(generate)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not _sets_its_own_cache(self, kwargs):
+            kwargs["cache_implementation"] = "static"
+        return generate(self, *args, **kwargs)
+
+    return wrapper
+
+
+_GENERATE = EntryPoint(
+    "transformers.generation.utils", "GenerationMixin.generate", STATIC_CACHE, wrapper=_static_generate
+)
+
+
+def _install_static_cache() -> None:
+    # Wrapped now if transformers' generation module is imported, else once it is.
+    _wrappers.append(install_wrappers(Registry(), entry_points=(_GENERATE,)))
+
+
+@contextlib.contextmanager
+def installed_for_test(names: Iterable[str]) -> Iterator[list[str]]:
+    """:func:`install`, undone after (tests only: a process keeps its fixes)."""
+    import torch
+
+    real = torch.compile
+    done = install(names)
+    try:
+        yield done
+    finally:
+        torch.compile = real
+        with _lock:
+            for name in done:
+                _applied.remove(name)
+            wrappers, _wrappers[:] = list(_wrappers), []
+        for wrapper in wrappers:
+            wrapper.remove()

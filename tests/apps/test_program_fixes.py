@@ -1,0 +1,184 @@
+"""The fixes ``run --apply`` makes to how a program calls a public API: regional compilation
+of a repeated block, and transformers' static generation cache. Each is tested in this
+process (installed, then undone) on real compiles; ``tests/apps/test_verify.py`` proves them
+on unmodified programs through ``doctor --verify``."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import compiletrace
+from compiletrace import cli
+from compiletrace._app.job import check_fix_names, fix_names
+from compiletrace._app.program_fixes import installed_for_test, regional_targets
+from compiletrace._io.errors import UsageError
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).relu() + x
+
+
+class Tower(nn.Module):
+    """Four blocks in a loop, and a head that is not one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(Block() for _ in range(4))
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def _compiled(fix: str | None, compile_it: object) -> tuple[list[compiletrace.GraphRecord], torch.Tensor]:
+    """Compile a fresh Tower through ``compile_it(model, backend)`` with ``fix`` installed,
+    call it once; the graphs compiled and the output."""
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    be = compiletrace.backend(backend="eager", registry=reg)
+    model = Tower().eval()
+    with installed_for_test([fix] if fix else []) as done:
+        assert done == ([fix] if fix else [])
+        compiled = compile_it(model, be)  # type: ignore[operator]
+        with torch.no_grad():
+            out = compiled(torch.ones(2, 8))
+    return reg.records(), out
+
+
+def test_regional_compile_compiles_the_block_once_and_leaves_the_model_around_it_eager() -> None:
+    whole, expected = _compiled(None, lambda m, be: torch.compile(m, backend=be))
+    regional, out = _compiled("regional-compile=Block", lambda m, be: torch.compile(m, backend=be))
+    torch.testing.assert_close(out, expected)
+    # Whole: one graph of the four blocks and the head. Regional: the block's code, traced
+    # once, its one graph serving all four blocks; the head runs eagerly.
+    assert len(whole) == 1 and len(regional) == 1
+    (block_graph,) = regional
+    assert block_graph.code_name == "forward" and block_graph.graph_node_count < whole[0].graph_node_count
+    assert block_graph.module_class == "Block"
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param(lambda m, be: (m.compile(backend=be), m)[1], id="model.compile()"),
+        pytest.param(lambda m, be: torch.compile(m.forward, backend=be), id="torch.compile(model.forward)"),
+        pytest.param(lambda m, be: torch.compile(backend=be)(m), id="torch.compile(backend=...)(model)"),
+        pytest.param(lambda m, be: torch.compile(model=m, backend=be), id="torch.compile(model=model)"),
+    ],
+)
+def test_regional_compile_reaches_every_way_a_program_compiles_a_module(how: object) -> None:
+    _, expected = _compiled(None, lambda m, be: m)
+    records, out = _compiled("regional-compile=Block", how)
+    torch.testing.assert_close(out, expected)
+    assert [r.module_class for r in records] == ["Block"]
+
+
+def test_a_model_without_the_block_or_a_block_itself_compiles_as_it_would() -> None:
+    with pytest.warns(RuntimeWarning, match="Tower holds no Missing; compiled as it is"):
+        records, _ = _compiled("regional-compile=Missing", lambda m, be: torch.compile(m, backend=be))
+    assert [r.module_class for r in records] == ["Tower"]
+    records, _ = _compiled("regional-compile=Tower", lambda m, be: torch.compile(m, backend=be))
+    assert [r.module_class for r in records] == ["Tower"]
+    # A plain function is never a module's: torch.compile as it is.
+    torch._dynamo.reset()
+    with installed_for_test(["regional-compile=Block"]):
+        reg = compiletrace.Registry()
+        double = torch.compile(lambda x: x * 2, backend=compiletrace.backend(backend="eager", registry=reg))
+        assert double(torch.ones(2)).tolist() == [2.0, 2.0] and len(reg.records()) == 1
+
+
+def test_blocks_inside_a_block_are_the_outer_blocks_own() -> None:
+    inner = nn.Sequential(nn.Linear(2, 2))
+    model = nn.Sequential(nn.Sequential(inner), nn.Linear(2, 2), nn.Sequential())
+    assert regional_targets(model, "Sequential") == [model[0], model[2]]
+    assert regional_targets(model, "torch.nn.modules.linear.Linear") == [inner[0], model[1]]
+
+
+def test_undone_after_the_test_and_never_installed_twice() -> None:
+    real = torch.compile
+    with installed_for_test(["regional-compile=Block"]) as done:
+        assert done == ["regional-compile=Block"] and torch.compile is not real
+        with installed_for_test(["regional-compile=Block"]) as again:
+            assert again == []  # installed already in this process
+    assert torch.compile is real
+
+
+@pytest.mark.real_model
+def test_static_cache_sets_generates_cache_unless_the_call_sets_its_own() -> None:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (1, 5))
+
+    def cache_of(**options: object) -> str:
+        with torch.no_grad():
+            out = model.generate(
+                ids, max_new_tokens=2, do_sample=False, return_dict_in_generate=True, **options
+            )
+        return type(out.past_key_values).__name__
+
+    assert cache_of() == "DynamicCache"
+    with installed_for_test(["static-cache"]):
+        assert cache_of() == "StaticCache"
+        assert cache_of(cache_implementation="dynamic") == "DynamicCache"  # the call's own choice
+        assert cache_of(use_cache=False) == "NoneType"
+    assert cache_of() == "DynamicCache"  # undone
+
+
+def test_a_malformed_or_unknown_fix_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for bad, message in [
+        ("regional-compile", "regional-compile needs the block's class name"),
+        ("regional-compile=not a class", "regional-compile needs the block's class name"),
+        ("static-cache=yes", "the fix 'static-cache' takes no '=' argument"),
+        ("faster", "unknown fix 'faster'; the fixes that apply with no edit: capture-scalar-outputs"),
+    ]:
+        with pytest.raises(UsageError, match=message):
+            check_fix_names([bad])
+        marker = tmp_path / "ran"
+        command = ["run", "--apply", bad, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+        assert cli.main(command) == 2
+        assert message in capsys.readouterr().err and not marker.exists()
+    assert "regional-compile=CLASS" in fix_names() and "static-cache" in fix_names()
+
+
+def test_a_job_with_a_program_fix_that_never_imports_torch_runs_as_it_is(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code = cli.main(
+            [
+                "run",
+                "--apply",
+                "regional-compile=Block",
+                "--",
+                sys.executable,
+                "-c",
+                f"import sys; open({str(out)!r}, 'w').write(str('torch' in sys.modules))",
+            ]
+        )
+    assert code == 0 and out.read_text() == "False"
