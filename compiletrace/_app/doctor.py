@@ -41,6 +41,7 @@ from compiletrace._data.records import (
     RESUME_PREFIX,
     TRACE_OTHER,
     CacheOutcome,
+    CompileStatus,
     GraphRecord,
     TraceNode,
     root_code_name,
@@ -67,6 +68,7 @@ __all__ = [
     "diagnose_run",
     "doctor_dict",
     "guard_fix",
+    "library_break_fix",
     "owners",
     "root_code_name",
 ]
@@ -110,6 +112,10 @@ _SOURCE_COMMENT = re.compile(r"\s+#.*$")  # torch pads a guard with the source l
 _SIZE_GUARD = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
 _VALUE_GUARD = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")
 _STRING = re.compile(r"^(['\"]).*\1$")
+# A value on the stack of a resume function: what the code before a graph break computed in
+# Python (a .item(), a .tolist()) and handed to the graph after it.
+_BREAK_VALUE = re.compile(r"^(?:L\[['\"])?___stack\d+")
+_NUMBER = re.compile(r"^-?[\d.]+(?:e-?\d+)?$")
 # How torch names an argument in a guard: L['x'], kwargs['input_ids'], L['kwargs']['mask'].
 _ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 
@@ -184,6 +190,13 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 "one compile per set"
             )
         value = _VALUE_GUARD.match(text)
+        if value is not None and _BREAK_VALUE.match(value[1]) and _NUMBER.match(value[2].strip()):
+            return (
+                "a number computed before a graph break (a .item()) is handed to the graph after it, "
+                "which torch compiles for that one value: capture scalar outputs "
+                "(torch._dynamo.config.capture_scalar_outputs = True), so the .item() stays in the "
+                "graph and no value is baked in, or keep the value a tensor"
+            )
         if value is not None and _STRING.match(value[2].strip()):
             return (
                 f"{_argument(value[1])} is a string, and torch compiles one graph per string it sees: "
@@ -250,6 +263,10 @@ def _guard_auto_fix(reason: str | None) -> str | None:
     kind = classify_guard(reason)
     if kind is GuardKind.CACHE_STATE:
         return None if _CACHE_FLAG.search(guard_text(reason)) else STATIC_CACHE
+    if kind is GuardKind.VALUE:
+        value = _VALUE_GUARD.match(guard_text(reason))
+        number = value is not None and _BREAK_VALUE.match(value[1]) and _NUMBER.match(value[2].strip())
+        return "capture-scalar-outputs" if number else None
     if kind is not GuardKind.SHAPE:
         return None
     size = _SIZE_GUARD.search(guard_text(reason))
@@ -524,6 +541,30 @@ _BREAK_FIXES: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     ),
 )
 _HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
+# Breaks a library's own code makes once, whatever the break's reason: matched on the file of
+# the break or of the frame it is in.
+_LIBRARY_BREAKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        # transformers (5.x) installs its output-capturing hooks on a model's first call,
+        # under a threading lock, setting attributes on classes: Dynamo traces none of it.
+        re.compile(r"transformers[/\\]utils[/\\]output_capturing\.py"),
+        "transformers installs its output-capturing hooks on the model's first call (under a lock, "
+        "setting attributes Dynamo cannot trace): call the model once before compiling it, so the "
+        "hooks are in place and the compiled code never installs them",
+    ),
+)
+
+
+def library_break_fix(*files: str) -> str | None:
+    """The fix for a break a library's own one-time code makes, by the file it is in.
+
+    >>> library_break_fix("/venv/site-packages/transformers/utils/output_capturing.py:239")[:38]
+    'transformers installs its output-captu'
+    """
+    for pattern, fix in _LIBRARY_BREAKS:
+        if any(pattern.search(f) for f in files):
+            return fix
+    return None
 
 
 def break_fix(reason: str) -> str:
@@ -570,24 +611,34 @@ def break_summary(reason: str) -> str:
 def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
     frames = _by_owner(records, found, lambda r: True)
     breaks: dict[Owner, dict[tuple[str, str], dict[str, Any]]] = {}
+    library_made: set[int] = set()  # the breaks a library's one-time code made (by id)
     for r, owner in zip(records, found, strict=True):
         for b in r.graph_breaks:
             where = b.location or r.code_location
             seen = breaks.setdefault(owner, {}).setdefault((where, b.reason), {})
             if not seen:
+                library = library_break_fix(where, r.code_location)
                 seen.update(
                     location=where,
                     reason=break_summary(b.reason),
                     frame_skipped=b.frame_skipped,
-                    fix=break_fix(b.reason),
+                    fix=library or break_fix(b.reason),
                     seen_in=[],
                 )
+                if library is not None:
+                    library_made.add(id(seen))
             seen["seen_in"].append(r.compile_id)
     findings = []
+    # Frames whose every break is a library's one-time code: one finding per component and
+    # cause, not one per internal function of the library's.
+    by_library: dict[tuple[str, str], list[tuple[Owner, list[dict[str, Any]]]]] = {}
     for key, by_place in breaks.items():
+        items = list(by_place.values())
+        if all(id(item) in library_made for item in items):
+            by_library.setdefault((key[0], items[0]["fix"]), []).append((key, items))
+            continue
         component, _, root, _ = key
         frame = frames[key]
-        items = list(by_place.values())
         first = items[0]
         auto_fixes = [name for _, reason in by_place if (name := break_auto_fix(reason))]
         graphs = sum(1 for g in frame if g.graph_node_count > 0)
@@ -595,7 +646,18 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
         fixes = list(dict.fromkeys(item["fix"].rstrip(". ") for item in items))
         n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
         root = f"{root}{_at(frame)}"
-        if any(item["frame_skipped"] for item in items):
+        failed = [g for g in frame if g.status is CompileStatus.ERROR]
+        if failed:
+            # The break raised (fullgraph=True, or error_on_graph_break): the user saw torch's
+            # exception, and nothing of the frame compiled.
+            error = (failed[0].error_type or "an error").rpartition(".")[2]
+            where = first["location"] or "?"
+            title = f"{root} failed to compile: torch raised {error} at the break at {where}"
+            fixes.append(
+                "with fullgraph=True (or torch._dynamo.config.error_on_graph_break) a graph break is an "
+                "error: remove the break, or compile without fullgraph=True so Dynamo splits the graph there"
+            )
+        elif any(item["frame_skipped"] for item in items):
             title = f"{root} runs eagerly: Dynamo gave up on the whole frame at {first['location'] or '?'}"
             fixes.append(
                 "a break inside a loop or a context manager skips the whole frame: move the call out of "
@@ -605,8 +667,10 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             compiled = f" ({graphs} compiled, recompiles included)" if graphs != pieces else ""
             if pieces == 0:
                 title = f"{n} left {root} with no graph{compiled}"
+            elif pieces == 1:  # nothing compiled past the break: it cut, not split
+                title = f"{n} in {root} left it one graph, none past the break{compiled}"
             else:
-                title = f"{n} split {root} into {pieces} graph{'s' if pieces != 1 else ''}{compiled}"
+                title = f"{n} split {root} into {pieces} graphs{compiled}"
         findings.append(
             Finding(
                 FindingKind.GRAPH_BREAK,
@@ -622,6 +686,29 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
                     "graphs": graphs,
                     "frame_compile_ids": _ids(frame),
                     **({"auto_fix": auto_fixes[0]} if auto_fixes else {}),
+                },
+            )
+        )
+    for (component, fix), owned in by_library.items():
+        frame = [r for key, _ in owned for r in frames[key]]
+        items = [item for _, found_items in owned for item in found_items]
+        roots = list(dict.fromkeys(f"{key[2]}{_at(frames[key])}" for key, _ in owned))
+        n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
+        findings.append(
+            Finding(
+                FindingKind.GRAPH_BREAK,
+                component,
+                _s(frame),
+                f"{n} in a library's one-time code, in {len(roots)} frame{'s' if len(roots) != 1 else ''} "
+                f"({', '.join(roots[:MAX_EXAMPLES])}): {items[0]['reason']}",
+                fix,
+                items[0]["location"],
+                {
+                    "breaks": items,
+                    "frames": roots[: MAX_EXAMPLES * 4],
+                    "modules": _modules(frame),
+                    "graphs": sum(1 for g in frame if g.graph_node_count > 0),
+                    "frame_compile_ids": _ids(frame),
                 },
             )
         )

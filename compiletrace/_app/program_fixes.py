@@ -191,8 +191,7 @@ def _install_regional(block_class: str) -> None:
             return real(*args, **kwargs)
         options = {k: v for k, v in kwargs.items() if k != "model"}
         for block in blocks:
-            if getattr(block, "_compiled_call_impl", None) is None:
-                block.compile(*args[1:], **options)  # torch.compile(block._call_impl, ...): the real one
+            block.compile(*args[1:], **options)  # torch.compile(block's call, ...): the real one
         return target  # the model runs as it is around its compiled blocks
 
     setattr(compile, _MARK, block_class)

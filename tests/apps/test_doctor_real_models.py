@@ -129,6 +129,38 @@ def test_a_graph_break_in_the_users_forward_is_one_component_named_by_the_users_
     assert "reorderable_logging_functions" in finding.fix
 
 
+class ScaledClassifier(Classifier):
+    """The same head, scaling its features by a value it reads out with ``.item()``."""
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self.backbone(pixel_values=pixels).pooler_output
+        scale = features.abs().max().item()
+        return self.head(features / (scale + 1.0))
+
+
+def test_a_value_read_with_item_is_a_break_and_a_recompile_that_capturing_scalars_fixes() -> None:
+    torch._dynamo.reset()
+    reg = Registry()
+    model = ScaledClassifier().eval()
+    with compiletrace.observe(registry=reg):
+        compiled = torch.compile(model, backend="eager")
+        with torch.no_grad():
+            for seed in range(2):
+                compiled(torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(seed)))
+    findings = diagnose_records(reg.records())
+    broken = _only(findings, FindingKind.GRAPH_BREAK)
+    assert broken.evidence["auto_fix"] == "capture-scalar-outputs"
+    # The value the break hands on is baked into the graph after it: a recompile per value,
+    # whose cause is the .item(), not a constant to "hold in a tensor" (out of the user's reach:
+    # the name is a stack slot of torch's resume function).
+    recompiled = _only(findings, FindingKind.RECOMPILES)
+    assert "___stack0 ==" in recompiled.evidence["guards"]["Python value or constant"]["reasons"][0]
+    assert "a number computed before a graph break (a .item())" in recompiled.fix
+    assert "hold it in a tensor" not in recompiled.fix
+    assert recompiled.evidence["auto_fix"] == "capture-scalar-outputs"
+    assert recompiled.evidence["modules"] == ["ScaledClassifier"]
+
+
 # -- generate: the guards a generation cache makes, and the fixes that apply to them ----------
 
 
@@ -188,6 +220,58 @@ def test_t5_generate_a_cache_flag_that_flips_once_is_not_told_to_be_a_tensor() -
     assert dynamic.evidence["auto_fix"] == "static-cache" and "auto_fix" not in static.evidence
 
 
+# -- LLaVA: a vision tower beside a Llama, and transformers' one-time hooks -----------------
+
+
+def _llava() -> Any:
+    from tests.programs.hf_cases import llava_model  # the program's own model: one definition
+
+    return llava_model()
+
+
+def _llava_call(model: Any) -> Any:
+    """One call: four image tokens (the 16x16 image's 2x2 patches), then text."""
+    from tests.programs.hf_cases import IMAGE_TOKEN
+
+    ids = torch.cat([torch.full((1, 4), IMAGE_TOKEN), _ids(5)], dim=1)
+    pixels = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    return model(input_ids=ids, pixel_values=pixels, use_cache=False)
+
+
+def _llava_findings(warm_first: bool) -> list[Finding]:
+    torch._dynamo.reset()
+    reg = Registry()
+    model = _llava()
+    with torch.no_grad():
+        if warm_first:
+            _llava_call(model)  # eagerly: transformers installs its hooks now
+        with compiletrace.observe(registry=reg):
+            compiled = torch.compile(model, backend="eager")
+            for _ in range(2):
+                _llava_call(compiled)
+    return diagnose_records(reg.records())
+
+
+def test_llava_transformers_one_time_hooks_are_named_and_the_model_call_that_avoids_them() -> None:
+    """Compiled before its first call, LLaVA makes Dynamo trace transformers' installation of
+    its output-capturing hooks (a lock, class attributes): breaks in a dozen of the library's
+    functions. They are one finding per component, whose fix is a call before compiling."""
+    cold = _llava_findings(warm_first=False)
+    hooks = [f for f in cold if "a library's one-time code" in f.title]
+    assert hooks and all("call the model once before compiling it" in f.fix for f in hooks)
+    assert any("CLIPVisionModel at model.vision_tower" in f.evidence["modules"] for f in hooks)
+    assert all("hold it in a tensor" not in f.fix for f in cold)
+
+    # Called once first: the hooks are gone from the compile; what is left is LLaVA's own
+    # check of the image tokens (a .item()), which capturing scalar outputs applies to.
+    warm = _llava_findings(warm_first=True)
+    assert not [f for f in warm if "one-time code" in f.title or "output_capturing" in f.location]
+    breaks = [f for f in warm if f.kind == FindingKind.GRAPH_BREAK]
+    assert breaks and breaks[0].evidence["auto_fix"] == "capture-scalar-outputs"
+    assert "Tensor.item()" in breaks[0].title
+    assert any("LlavaModel at model" in f.evidence["modules"] for f in breaks)
+
+
 # -- a healthy run of each real model: no finding above 5% of its compile time -------------
 
 
@@ -217,6 +301,20 @@ def _healthy_vit() -> tuple[Any, Any]:
     return torch.compile(backbone, backend="eager"), lambda m: m(pixel_values=torch.randn(1, 3, 32, 32))
 
 
+def _healthy_llava() -> tuple[Any, Any]:
+    """LLaVA called once before it is compiled (transformers' hooks in place) and compiled with
+    scalar outputs captured (its image-token check): one graph."""
+    model = _llava()
+    with torch.no_grad():
+        _llava_call(model)
+
+    def call(m: Any) -> None:
+        with torch._dynamo.config.patch(capture_scalar_outputs=True):
+            _llava_call(m)
+
+    return torch.compile(model, backend="eager"), call
+
+
 def _healthy_t5() -> tuple[Any, Any]:
     model = _t5()
     return torch.compile(model, backend="eager"), lambda m: m(
@@ -226,8 +324,8 @@ def _healthy_t5() -> tuple[Any, Any]:
 
 @pytest.mark.parametrize(
     "build",
-    [_healthy_llama, _healthy_llama_by_layer, _healthy_bert, _healthy_vit, _healthy_t5],
-    ids=["llama", "llama-by-layer", "bert", "vit-trace-cost", "t5"],
+    [_healthy_llama, _healthy_llama_by_layer, _healthy_bert, _healthy_vit, _healthy_t5, _healthy_llava],
+    ids=["llama", "llama-by-layer", "bert", "vit-trace-cost", "t5", "llava"],
 )
 def test_a_healthy_run_of_each_real_model_has_no_finding_above_5_percent(build: Any) -> None:
     """The same shapes on every call, one compile per frame: whatever the doctor says then

@@ -119,19 +119,11 @@ def test_undone_after_the_test_and_never_installed_twice() -> None:
 
 @pytest.mark.real_model
 def test_static_cache_sets_generates_cache_unless_the_call_sets_its_own() -> None:
-    transformers = pytest.importorskip("transformers")
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 64, (1, 5))
+    pytest.importorskip("transformers")
+    from tests.capture.test_real_models import llama
+
+    model = llama()
+    ids = torch.randint(3, 128, (1, 5))
 
     def cache_of(**options: object) -> str:
         with torch.no_grad():

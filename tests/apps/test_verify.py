@@ -209,17 +209,23 @@ def test_bad_input_is_refused_before_anything_runs(
         assert not marker.exists()
 
 
+def _run_then_verify(tmp_path: Path, program: str, *args: str) -> list[Finding]:
+    """``compiletrace run`` a program of tests/programs, then ``doctor --verify`` its job:
+    the findings, each with what was measured (``evidence["verify"]``)."""
+    pytest.importorskip("transformers")
+    job = tmp_path / "job.json"
+    command = [sys.executable, str(Path(PROGRAM).with_name(program)), *args]
+    assert cli.main(["run", "--json", str(job), "--", *command]) == 0
+    out = tmp_path / "verified.json"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    return findings_from_dict(json.loads(out.read_text()))
+
+
 @pytest.mark.real_model
 def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("transformers")
-    job = tmp_path / "job.json"
-    program = str(Path(PROGRAM).with_name("hf_bert.py"))
-    assert cli.main(["run", "--json", str(job), "--", sys.executable, program]) == 0
-    out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
-    (finding,) = findings_from_dict(json.loads(out.read_text()))
+    (finding,) = _run_then_verify(tmp_path, "hf_bert.py")
     # torch's automatic dynamic shapes recompiled once, on the second length.
     assert finding.title.startswith("BertForSequenceClassification.forward recompiled 1 time")
     assert "torch._dynamo.mark_dynamic(input_ids, 1)" in finding.fix
@@ -238,13 +244,7 @@ def test_a_repeated_llama_layer_is_verified_fixed_by_regional_compilation(
     """Four transformers decoder layers, a print between each, compiled whole by the
     program: the layer's graph compiled in four frames. Regional compilation, applied from
     outside (the program calls torch.compile on the whole model), compiles it once."""
-    pytest.importorskip("transformers")
-    job = tmp_path / "job.json"
-    program = str(Path(PROGRAM).with_name("unrolled_llama.py"))
-    assert cli.main(["run", "--json", str(job), "--", sys.executable, program]) == 0
-    out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
-    found = {f.kind.value: f for f in findings_from_dict(json.loads(out.read_text()))}
+    found = {f.kind.value: f for f in _run_then_verify(tmp_path, "unrolled_llama.py")}
     repeated = found["repeated_graph"]
     assert repeated.evidence["block"] == "LlamaDecoderLayer"
     measured = repeated.evidence["verify"]
@@ -264,14 +264,7 @@ def test_a_growing_generation_cache_is_verified_helped_by_a_static_cache(
     """Llama generate with its forward compiled: the dynamic cache grows every step. A static
     cache, passed to generate from outside, removes that recompile; generate's first step
     still differs from the rest (size 1, its keywords), so one is left: helped in part."""
-    pytest.importorskip("transformers")
-    job = tmp_path / "job.json"
-    program = str(Path(PROGRAM).with_name("hf_llama.py"))
-    oracle = str(tmp_path / "oracle.json")
-    assert cli.main(["run", "--json", str(job), "--", sys.executable, program, "generate", oracle]) == 0
-    out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
-    (finding,) = findings_from_dict(json.loads(out.read_text()))
+    (finding,) = _run_then_verify(tmp_path, "hf_llama.py", "generate", str(tmp_path / "oracle.json"))
     assert finding.kind.value == "recompiles" and "cache_implementation='static'" in finding.fix
     measured = finding.evidence["verify"]
     assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (

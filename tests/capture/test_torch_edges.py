@@ -216,6 +216,10 @@ def test_a_fullgraph_compile_that_breaks_is_an_error_as_torch_says() -> None:
     assert record.error_type == "torch._dynamo.exc.Unsupported"
     (reason,) = record.graph_breaks
     assert reason.lineno == prints.__code__.co_firstlineno + 2 and reason.frame_skipped
+    # The doctor says the compile failed (not that the frame runs eagerly), and why.
+    (finding,) = compiletrace.diagnose(reg)
+    assert "prints failed to compile: torch raised Unsupported at the break" in finding.title
+    assert "runs eagerly" not in finding.title and "compile without fullgraph=True" in finding.fix
     # Without fullgraph the same break is no error: the frame is split and runs.
     plain = compiletrace.Registry()
     compiletrace.compile(prints, backend="eager", registry=plain)(torch.ones(2))

@@ -1,0 +1,132 @@
+"""Unmodified transformers programs, one per case the doctor is measured on
+(docs/doctor-real-models.md): tiny random configurations, no download, each compiled by the
+user's own torch.compile. Nothing in them knows of compiletrace.
+
+    python hf_cases.py CASE
+
+- ``t5-generate``: T5's forward compiled, then generate (a cache flag flips once, its
+  self-attention cache grows);
+- ``llava``: LLaVA compiled before its first call (transformers installs its hooks inside
+  the compile), called twice; ``llava-warm``: called once eagerly first (its image-token
+  check's ``.item()`` is left);
+- ``item``: a classifier on a ViT that reads a tensor's value with ``.item()``;
+- ``disable``: a classifier on a ViT whose forward calls a ``torch.compiler.disable``
+  function;
+- ``fullgraph``: the ``disable`` classifier compiled with ``fullgraph=True``, which fails
+  (the program catches torch's error and says so).
+"""
+
+import sys
+
+import torch
+import transformers
+from torch import nn
+
+
+def ids(length: int) -> torch.Tensor:
+    return torch.randint(3, 100, (1, length), generator=torch.Generator().manual_seed(length))
+
+
+def t5() -> None:
+    config = transformers.T5Config(
+        vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2,
+        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+    )  # fmt: skip
+    model = transformers.T5ForConditionalGeneration(config).eval()
+    model.forward = torch.compile(model.forward, backend="aot_eager")
+    with torch.no_grad():
+        model.generate(ids(5), max_new_tokens=4, min_new_tokens=4, do_sample=False)
+
+
+IMAGE_TOKEN = 127
+
+
+def llava_model() -> transformers.LlavaForConditionalGeneration:
+    """A tiny LLaVA: a CLIP vision tower (a 16x16 image, four 8x8 patches) and a Llama."""
+    torch.manual_seed(0)
+    vision = transformers.CLIPVisionConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+        image_size=16, patch_size=8, projection_dim=32,
+    )  # fmt: skip
+    text = transformers.LlamaConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0,
+    )  # fmt: skip
+    config = transformers.LlavaConfig(
+        vision_config=vision, text_config=text, image_token_index=IMAGE_TOKEN,
+        vision_feature_select_strategy="default", image_seq_length=4,
+    )  # fmt: skip
+    return transformers.LlavaForConditionalGeneration(config).eval()
+
+
+def llava(warm: bool) -> None:
+    model = llava_model()
+    inputs = {
+        "input_ids": torch.cat([torch.full((1, 4), IMAGE_TOKEN), ids(5)], dim=1),
+        "pixel_values": torch.randn(1, 3, 16, 16),
+        "use_cache": False,
+    }
+    with torch.no_grad():
+        if warm:
+            model(**inputs)
+        compiled = torch.compile(model, backend="aot_eager")
+        for _ in range(2):
+            compiled(**inputs)
+
+
+@torch.compiler.disable
+def log_norm(x: torch.Tensor) -> None:
+    sys.stderr.write(f"norm {float(x.norm()):.3f}\n")
+
+
+class Classifier(nn.Module):
+    """A head on transformers' ViT that logs a value it reads from a tensor."""
+
+    def __init__(self, read: str) -> None:
+        super().__init__()
+        config = transformers.ViTConfig(
+            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+            image_size=32, patch_size=8,
+        )  # fmt: skip
+        self.backbone = transformers.ViTModel(config)
+        self.head = nn.Linear(32, 4)
+        self.read = read
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        features = self.backbone(pixel_values=pixels).pooler_output
+        if self.read == "item":
+            scale = features.abs().max().item()  # a Python float: a graph break
+            features = features / (scale + 1.0)
+        else:
+            log_norm(features)  # a disabled function: a graph break on each side
+        return self.head(features)
+
+
+def classify(read: str, fullgraph: bool = False) -> None:
+    model = torch.compile(Classifier(read).eval(), backend="aot_eager", fullgraph=fullgraph)
+    with torch.no_grad():
+        for _ in range(2):
+            try:
+                model(torch.randn(1, 3, 32, 32))
+            except Exception as exc:  # torch's error for fullgraph=True: the program says so
+                print(f"compile failed: {type(exc).__name__}")
+                return
+
+
+def main(case: str) -> None:
+    torch.manual_seed(0)
+    if case == "t5-generate":
+        t5()
+    elif case in ("llava", "llava-warm"):
+        llava(warm=case == "llava-warm")
+    elif case in ("item", "disable"):
+        classify(case)
+    elif case == "fullgraph":
+        classify("disable", fullgraph=True)
+    else:
+        sys.exit(f"unknown case {case!r}")
+    print("done", case)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
