@@ -36,7 +36,9 @@ def _verify(case: str, argv: list[str], tmp: str) -> list[dict[str, object]]:
     program = [sys.executable, str(PROGRAMS / argv[0]), *(a.format(tmp=tmp) for a in argv[1:])]
     ct = [sys.executable, "-m", "compiletrace"]
     subprocess.run([*ct, "run", "--json", job, "--", *program], check=True, capture_output=True)
-    subprocess.run([*ct, "doctor", "--verify", "--trust", job, "--json", out], capture_output=True)
+    verified = subprocess.run([*ct, "doctor", "--verify", "--trust", job, "--json", out], capture_output=True)
+    if verified.returncode not in (0, 1):  # 1: a --fail-on kind was found (none is asked for)
+        raise SystemExit(f"{case}: doctor --verify failed: {verified.stderr.decode()[-2000:]}")
     rows = []
     for finding in json.loads(Path(out).read_text())["findings"]:
         measured = finding["evidence"].get("verify", {})

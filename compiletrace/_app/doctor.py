@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiletrace._app.analysis import compile_ns, find_expensive_hits
 from compiletrace._app.program_fixes import STATIC_CACHE, regional_compile_fix
@@ -115,7 +115,7 @@ _STRING = re.compile(r"^(['\"]).*\1$")
 # A value on the stack of a resume function: what the code before a graph break computed in
 # Python (a .item(), a .tolist()) and handed to the graph after it.
 _BREAK_VALUE = re.compile(r"^(?:L\[['\"])?___stack\d+")
-_NUMBER = re.compile(r"^-?[\d.]+(?:e-?\d+)?$")
+_NUMBER = re.compile(r"^-?(?:[\d.]+(?:e[-+]?\d+)?|inf|nan)$")
 # How torch names an argument in a guard: L['x'], kwargs['input_ids'], L['kwargs']['mask'].
 _ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 
@@ -262,7 +262,10 @@ def _guard_auto_fix(reason: str | None) -> str | None:
     a generation cache's growing tensors or state (not a flag that flips once as it fills)."""
     kind = classify_guard(reason)
     if kind is GuardKind.CACHE_STATE:
-        return None if _CACHE_FLAG.search(guard_text(reason)) else STATIC_CACHE
+        # A cache that grows: a static one keeps one shape. A flag, or the cache's other
+        # state, is no static cache's to change.
+        text = guard_text(reason)
+        return STATIC_CACHE if _SIZE_GUARD.search(text) and not _CACHE_FLAG.search(text) else None
     if kind is GuardKind.VALUE:
         value = _VALUE_GUARD.match(guard_text(reason))
         number = value is not None and _BREAK_VALUE.match(value[1]) and _NUMBER.match(value[2].strip())
@@ -541,13 +544,25 @@ _BREAK_FIXES: tuple[tuple[re.Pattern[str], str, str | None], ...] = (
     ),
 )
 _HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
-# Breaks a library's own code makes once, whatever the break's reason: matched on the file of
-# the break or of the frame it is in.
-_LIBRARY_BREAKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        # transformers (5.x) installs its output-capturing hooks on a model's first call,
-        # under a threading lock, setting attributes on classes: Dynamo traces none of it.
+
+
+# Breaks a library's own code makes once, on a model's first call: the library's file, and
+# either the break's reason there or the name of the library's function the frame is.
+class _LibraryBreak(NamedTuple):
+    file: re.Pattern[str]
+    reason: re.Pattern[str]  # a break at a line of the file, for this reason
+    function: re.Pattern[str]  # or any break in a frame of the file's functions so named
+    fix: str
+
+
+_LIBRARY_BREAKS: tuple[_LibraryBreak, ...] = (
+    # transformers (5.x) installs its output-capturing hooks on a model's first call, under a
+    # threading lock, setting attributes on classes: Dynamo traces none of it. Its per-call
+    # code in the same file (reading a context variable) is not this.
+    _LibraryBreak(
         re.compile(r"transformers[/\\]utils[/\\]output_capturing\.py"),
+        re.compile(r"context manager"),
+        re.compile(r"install"),
         "transformers installs its output-capturing hooks on the model's first call (under a lock, "
         "setting attributes Dynamo cannot trace): call the model once before compiling it, so the "
         "hooks are in place and the compiled code never installs them",
@@ -555,15 +570,23 @@ _LIBRARY_BREAKS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def library_break_fix(*files: str) -> str | None:
-    """The fix for a break a library's own one-time code makes, by the file it is in.
+def library_break_fix(
+    location: str, reason: str, frame_location: str = "", frame_name: str = ""
+) -> str | None:
+    """The fix for a break a library's own one-time code makes: by the break's file and
+    reason, or the library's function the frame is.
 
-    >>> library_break_fix("/venv/site-packages/transformers/utils/output_capturing.py:239")[:38]
+    >>> where = "/venv/site-packages/transformers/utils/output_capturing.py:239"
+    >>> library_break_fix(where, "Unsupported context manager: ... a `lock` context manager")[:38]
     'transformers installs its output-captu'
+    >>> library_break_fix(where, "Unsupported Tensor.item() call") is None  # the user's own break
+    True
     """
-    for pattern, fix in _LIBRARY_BREAKS:
-        if any(pattern.search(f) for f in files):
-            return fix
+    for rule in _LIBRARY_BREAKS:
+        at_line = rule.file.search(location) and rule.reason.search(reason)
+        in_function = rule.file.search(frame_location) and rule.function.search(frame_name)
+        if at_line or in_function:
+            return rule.fix
     return None
 
 
@@ -608,6 +631,10 @@ def break_summary(reason: str) -> str:
     return f"{lines[0]}: {explanation.removeprefix('Explanation:').strip()}"
 
 
+def _unsupported(error_type: str | None) -> bool:
+    return (error_type or "").rpartition(".")[2] == "Unsupported"
+
+
 def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> list[Finding]:
     frames = _by_owner(records, found, lambda r: True)
     breaks: dict[Owner, dict[tuple[str, str], dict[str, Any]]] = {}
@@ -617,7 +644,7 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             where = b.location or r.code_location
             seen = breaks.setdefault(owner, {}).setdefault((where, b.reason), {})
             if not seen:
-                library = library_break_fix(where, r.code_location)
+                library = library_break_fix(where, b.reason, r.code_location, r.code_name)
                 seen.update(
                     location=where,
                     reason=break_summary(b.reason),
@@ -646,7 +673,9 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
         fixes = list(dict.fromkeys(item["fix"].rstrip(". ") for item in items))
         n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
         root = f"{root}{_at(frame)}"
-        failed = [g for g in frame if g.status is CompileStatus.ERROR]
+        # Dynamo's own Unsupported, raised at the break: what fullgraph=True makes of a break
+        # (a backend's error is no break's doing).
+        failed = [g for g in frame if g.status is CompileStatus.ERROR and _unsupported(g.error_type)]
         if failed:
             # The break raised (fullgraph=True, or error_on_graph_break): the user saw torch's
             # exception, and nothing of the frame compiled.
@@ -667,8 +696,10 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
             compiled = f" ({graphs} compiled, recompiles included)" if graphs != pieces else ""
             if pieces == 0:
                 title = f"{n} left {root} with no graph{compiled}"
-            elif pieces == 1:  # nothing compiled past the break: it cut, not split
-                title = f"{n} in {root} left it one graph, none past the break{compiled}"
+            elif pieces == 1:  # one side of the break compiled, the other nothing: a cut
+                only = next(g.code_name for g in frame if g.graph_node_count > 0)
+                side = "before" if only.startswith(RESUME_PREFIX) else "past"
+                title = f"{n} in {root} left it one graph, none {side} the break{compiled}"
             else:
                 title = f"{n} split {root} into {pieces} graphs{compiled}"
         findings.append(

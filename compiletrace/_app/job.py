@@ -169,9 +169,9 @@ def check_fix_names(fixes: Sequence[str]) -> None:
         return
     from compiletrace._core import torch_compat as tc
 
+    program_fixes.check_program_fixes(fixes)
     for name in fixes:
         if program_fixes.is_program_fix(name):
-            program_fixes.check_program_fix(name)
             continue
         try:
             tc.check_config_fix_names([name])

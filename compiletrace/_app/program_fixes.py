@@ -28,7 +28,7 @@ import contextlib
 import functools
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from compiletrace._app.engine_phases import EntryPoint, Installed
@@ -43,6 +43,7 @@ __all__ = [
     "STATIC_CACHE",
     "applied",
     "check_program_fix",
+    "check_program_fixes",
     "install",
     "is_program_fix",
     "parse_fix",
@@ -96,6 +97,17 @@ def check_program_fix(name: str) -> None:
         raise UsageError(f"{name!r}: the fix {base!r} takes no '=' argument")
 
 
+def check_program_fixes(names: Iterable[str]) -> None:
+    """:func:`check_program_fix` on each of this module's fixes among ``names``, and at most
+    one ``regional-compile`` (torch.compile is replaced once)."""
+    regional = [name for name in names if parse_fix(name)[0] == REGIONAL_COMPILE]
+    for name in names:
+        if is_program_fix(name):
+            check_program_fix(name)
+    if len(set(regional)) > 1:
+        raise UsageError(f"one regional-compile at a time: {', '.join(sorted(set(regional)))}")
+
+
 def applied() -> list[str]:
     """The fixes installed in this process."""
     with _lock:
@@ -134,8 +146,12 @@ def install(names: Iterable[str]) -> list[str]:
 
 
 def _class_matches(module: object, block_class: str) -> bool:
-    kind = type(module)
-    return block_class in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}")
+    """Whether ``module`` is a ``block_class``, by name, its base classes included (the
+    doctor names the class that defines the forward it saw, which a subclass inherits)."""
+    return any(
+        block_class in (kind.__name__, kind.__qualname__, f"{kind.__module__}.{kind.__qualname__}")
+        for kind in type(module).__mro__
+    )
 
 
 def regional_targets(model: Any, block_class: str) -> list[Any]:
@@ -201,21 +217,31 @@ def _install_regional(block_class: str) -> None:
 # -- transformers' generation cache ---------------------------------------------------------
 
 
-def _sets_its_own_cache(model: Any, kwargs: dict[str, Any]) -> bool:
-    if kwargs.get("past_key_values") is not None or kwargs.get("cache_implementation") is not None:
+# The keywords by which a generate call brings a cache of its own (transformers 5 renamed
+# past_key_values to cache; state-space models take cache_params).
+_OWN_CACHE = ("past_key_values", "cache", "cache_params", "cache_implementation")
+
+
+def _sets_its_own_cache(model: Any, arguments: Mapping[str, Any]) -> bool:
+    if any(arguments.get(name) is not None for name in _OWN_CACHE) or arguments.get("use_cache") is False:
         return True
-    if kwargs.get("use_cache") is False:
-        return True
-    config = kwargs.get("generation_config") or getattr(model, "generation_config", None)
+    config = arguments.get("generation_config") or getattr(model, "generation_config", None)
     if getattr(config, "cache_implementation", None) is not None:
         return True
     return getattr(config, "use_cache", True) is False
 
 
 def _static_generate(generate: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(generate)
+
     @functools.wraps(generate)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _sets_its_own_cache(self, kwargs):
+        try:  # the call's own arguments by name, a generation_config passed by position included
+            bound = signature.bind_partial(self, *args, **kwargs).arguments
+        except TypeError:
+            bound = kwargs  # generate itself will say what is wrong with the call
+        named = {**bound.get("kwargs", {}), **bound} if isinstance(bound.get("kwargs"), dict) else bound
+        if not _sets_its_own_cache(self, named):
             kwargs["cache_implementation"] = "static"
         return generate(self, *args, **kwargs)
 

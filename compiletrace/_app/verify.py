@@ -9,8 +9,9 @@ runs recorded:
 
 - ``verified``: the finding is gone and the program compiled fewer frames (for a function
   past torch's recompile limit: none is left running eagerly; for regional compilation,
-  which compiles the block's one frame in place of the model's: fewer graph nodes, the
-  block's code traced once instead of once per block);
+  which compiles the block's one frame in place of the model's: fewer graph nodes in no
+  more frames, the block's code traced once instead of once per block), and no code hit
+  torch's recompile limit that did not before;
 - ``helped in part``: a recompile finding still there, with fewer recompiles, and fewer
   frames compiled (a static cache removes the growing cache's recompile, not a flag's);
 - ``did not help``: it is still there, or nothing compiled less;
@@ -128,13 +129,17 @@ def judge(finding: Finding, before: Trial, after: Trial) -> str:
         if finding.kind is FindingKind.RECOMPILES and fewer and after.frame_compiles < before.frame_compiles:
             return PARTLY
         return DID_NOT_HELP
+    limited = any(r.recompile_limit_hit for r in after.job.records())
     if finding.kind is FindingKind.RECOMPILE_LIMIT:
         # Raising the limit compiles every variant: more frames, none left running eagerly.
-        return VERIFIED if not any(r.recompile_limit_hit for r in after.job.records()) else DID_NOT_HELP
+        return VERIFIED if not limited else DID_NOT_HELP
+    if limited and not any(r.recompile_limit_hit for r in before.job.records()):
+        return DID_NOT_HELP  # the fix left code running eagerly that compiled before
     if after.frame_compiles < before.frame_compiles:
         return VERIFIED
     regional = (automatic_fix(finding) or "").startswith(f"{REGIONAL_COMPILE}=")
-    return VERIFIED if regional and after.graph_nodes < before.graph_nodes else DID_NOT_HELP
+    fewer_nodes = after.graph_nodes < before.graph_nodes and after.frame_compiles <= before.frame_compiles
+    return VERIFIED if regional and fewer_nodes else DID_NOT_HELP
 
 
 def _recompiles_of(finding: Finding) -> int:

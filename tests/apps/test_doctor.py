@@ -401,6 +401,38 @@ def test_two_halves_of_one_forward_cut_by_a_break_are_no_regional_compile_candid
     assert FindingKind.GRAPH_BREAK.value in kinds and FindingKind.REPEATED_GRAPH.value not in kinds
 
 
+def test_a_break_that_leaves_one_graph_says_on_which_side_of_it() -> None:
+    def breaks_first(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x.sin().cos() + 1
+
+    reg = Registry()
+    compiletrace.compile(breaks_first, backend="eager", registry=reg)(torch.ones(3))
+    assert [r.graph_node_count > 0 for r in reg.records()] == [False, True]  # the resume's graph
+    (finding,) = compiletrace.diagnose(reg)
+    assert "left it one graph, none before the break" in finding.title
+
+
+def test_a_backends_error_after_a_break_is_no_fullgraph_failure() -> None:
+    def prints(x: torch.Tensor) -> torch.Tensor:
+        x = x.sin() * 2
+        print("halfway")
+        return x.cos() + 1
+
+    def fails_on_cos(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]) -> Any:
+        if "cos" in str(gm.graph):
+            raise RuntimeError("a backend's own error")
+        return gm.forward
+
+    reg = Registry()
+    with pytest.raises(Exception, match="a backend's own error"):
+        compiletrace.compile(prints, backend=fails_on_cos, registry=reg)(torch.ones(3))
+    assert [r.status for r in reg.records()][-1] is compiletrace.CompileStatus.ERROR
+    (finding,) = [f for f in compiletrace.diagnose(reg) if f.kind == FindingKind.GRAPH_BREAK.value]
+    assert "failed to compile" not in finding.title and "fullgraph" not in finding.fix
+    assert "split prints into 2 graphs" in finding.title
+
+
 # -- compiles after warm-up ------------------------------------------------------------------
 
 

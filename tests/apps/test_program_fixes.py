@@ -107,6 +107,12 @@ def test_blocks_inside_a_block_are_the_outer_blocks_own() -> None:
     assert regional_targets(model, "Sequential") == [model[0], model[2]]
     assert regional_targets(model, "torch.nn.modules.linear.Linear") == [inner[0], model[1]]
 
+    class Scaled(Block):  # inherits Block.forward: the doctor names Block
+        pass
+
+    tower = nn.ModuleList([Scaled(), Block()])
+    assert regional_targets(tower, "Block") == [tower[0], tower[1]]
+
 
 def test_undone_after_the_test_and_never_installed_twice() -> None:
     real = torch.compile
@@ -119,7 +125,7 @@ def test_undone_after_the_test_and_never_installed_twice() -> None:
 
 @pytest.mark.real_model
 def test_static_cache_sets_generates_cache_unless_the_call_sets_its_own() -> None:
-    pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers")
     from tests.capture.test_real_models import llama
 
     model = llama()
@@ -137,22 +143,35 @@ def test_static_cache_sets_generates_cache_unless_the_call_sets_its_own() -> Non
         assert cache_of() == "StaticCache"
         assert cache_of(cache_implementation="dynamic") == "DynamicCache"  # the call's own choice
         assert cache_of(use_cache=False) == "NoneType"
+        # A cache of the call's own, by transformers' new name, is the call's; so is a
+        # generation config passed by position.
+        assert cache_of(cache=transformers.DynamicCache(config=model.config)) == "DynamicCache"
+        config = transformers.GenerationConfig(
+            cache_implementation="dynamic", max_new_tokens=2, do_sample=False
+        )
+        with torch.no_grad():
+            out = model.generate(ids, config, return_dict_in_generate=True)
+        assert type(out.past_key_values).__name__ == "DynamicCache"
     assert cache_of() == "DynamicCache"  # undone
 
 
 def test_a_malformed_or_unknown_fix_is_refused_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for bad, message in [
+    cases: list[tuple[str | list[str], str]] = [
         ("regional-compile", "regional-compile needs the block's class name"),
         ("regional-compile=not a class", "regional-compile needs the block's class name"),
         ("static-cache=yes", "the fix 'static-cache' takes no '=' argument"),
+        (["regional-compile=A", "regional-compile=B"], "one regional-compile at a time: regional-compile=A"),
         ("faster", "unknown fix 'faster'; the fixes that apply with no edit: capture-scalar-outputs"),
-    ]:
+    ]
+    for bad, message in cases:
+        names = bad if isinstance(bad, list) else [bad]
         with pytest.raises(UsageError, match=message):
-            check_fix_names([bad])
+            check_fix_names(names)
         marker = tmp_path / "ran"
-        command = ["run", "--apply", bad, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+        applied = [arg for name in names for arg in ("--apply", name)]
+        command = ["run", *applied, "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
         assert cli.main(command) == 2
         assert message in capsys.readouterr().err and not marker.exists()
     assert "regional-compile=CLASS" in fix_names() and "static-cache" in fix_names()

@@ -86,18 +86,24 @@ def test_regional_compilation_is_verified_by_fewer_graph_nodes_when_frames_stay(
     """A model compiled whole traces its block once per block in one frame; compiled
     regionally, the block's own frame traces it once: the same frame count, fewer nodes."""
 
-    def trial(nodes: int) -> Trial:
-        run = Run(
-            (make_record("0/0", "lm", graph_node_count=nodes),),
-            WarmupResult(True, 0.0, CompilationTimes()),
-            {},
+    def trial(nodes: int, frames: int = 1, limit_hit: bool = False) -> Trial:
+        records = tuple(
+            make_record(
+                f"0/{i}", "lm", graph_node_count=nodes // frames, recompile_limit_hit=limit_hit and i > 0
+            )
+            for i in range(frames)
         )
+        run = Run(records, WarmupResult(True, 0.0, CompilationTimes()), {})
         job = ProfileJob(("python", "x.py"), 0, (JobProcess(ProcessInfo(1, 0, "main", ()), run),))
         return Trial(None, job, wall_s=1.0)
 
     costly = Finding("costly_trace", "lm", 1.0, "t", "f", "m.py:3", {"auto_fix": "regional-compile=Block"})
     assert judge(costly, trial(400), trial(50)) == VERIFIED
     assert judge(costly, trial(400), trial(400)) == DID_NOT_HELP
+    # Blocks that each recompile (a per-block attribute in the guards): fewer nodes, but
+    # more frames and code past torch's recompile limit, running eagerly. No help.
+    assert judge(costly, trial(400), trial(300, frames=9)) == DID_NOT_HELP
+    assert judge(costly, trial(400, frames=2), trial(50, frames=2, limit_hit=True)) == DID_NOT_HELP
     other = Finding("costly_trace", "lm", 1.0, "t", "f", "m.py:3")  # no regional fix: frames decide
     assert judge(other, trial(400), trial(50)) == DID_NOT_HELP
 
