@@ -394,6 +394,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_trace_components(doctor)
     doctor.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
     doctor.add_argument(
+        "--html",
+        metavar="OUT",
+        help="write the findings (and, with --verify, the before/after table) as a self-contained\nHTML page",
+    )
+    doctor.add_argument(
         "--verify",
         action="store_true",
         help="prove the advice: re-run the job's command (or a profile run's MODEL, with its steady-\n"
@@ -910,7 +915,7 @@ def _write_job_outputs(
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from compiletrace._app.doctor import FindingKind, doctor_dict
+    from compiletrace._app.doctor import FindingKind
     from compiletrace._data.kinds import FileKind
     from compiletrace._load import load
     from compiletrace.reports._findings import findings_text
@@ -920,7 +925,7 @@ def _doctor(args: argparse.Namespace) -> int:
     if (args.fail_on is not None and not fail_on) or fail_on - set(known):
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
-    _outputs([(args.json, "--json")], inputs=[args.run])
+    _outputs([(args.json, "--json"), (args.html, "--html")], inputs=[args.run])
     if args.trust and not args.verify:
         raise UsageError("--trust is for --verify, which runs the job's command")
     job = load(
@@ -935,15 +940,27 @@ def _doctor(args: argparse.Namespace) -> int:
     findings = job.diagnose()
     if args.json != "-":
         print(findings_text(findings))
+    _write_findings(args, findings)
+    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+
+
+def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:
+    """The doctor's --json and --html outputs (``verify``: the before/after table)."""
+    from compiletrace._app.doctor import doctor_dict
+    from compiletrace.reports._html import doctor_html_report
+
     if args.json:
         write_json(args.json, doctor_dict(findings))
         if args.json != "-":
             print(f"wrote findings to {args.json}")
-    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+    if args.html:
+        table = None if verify is None else (verify.header, verify.rows, verify.notes)
+        write_text(args.html, doctor_html_report(findings, verify=table))
+        if args.json != "-":
+            print(f"wrote the HTML page to {args.html}")
 
 
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
-    from compiletrace._app.doctor import doctor_dict
     from compiletrace._app.profile import ProfileRun
     from compiletrace._app.verify import (
         profile_command,
@@ -951,6 +968,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
         verify_job,
         verify_lines,
         verify_profile_run,
+        verify_table,
     )
     from compiletrace._data.job import Job
     from compiletrace.reports._findings import findings_text
@@ -985,10 +1003,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
         print(findings_text(findings))
         print()
         print("\n".join(verify_lines(verdicts)))
-    if args.json:
-        write_json(args.json, doctor_dict(findings))
-        if args.json != "-":
-            print(f"wrote findings to {args.json}")
+    _write_findings(args, findings, verify_table(verdicts) if verdicts else None)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
 
 

@@ -54,6 +54,7 @@ from compiletrace._io.text import printable
 __all__ = [
     "Trial",
     "Verdict",
+    "VerifyTable",
     "judge",
     "profile_command",
     "slowdown",
@@ -62,6 +63,7 @@ __all__ = [
     "verify_job",
     "verify_lines",
     "verify_profile_run",
+    "verify_table",
 ]
 
 VERIFIED = "verified"
@@ -311,13 +313,20 @@ def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
     return found
 
 
-def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
-    """The before/after table, one row per finding."""
-    from compiletrace.reports._table import render_table
+@dataclass(frozen=True)
+class VerifyTable:
+    """The before/after table, one row per finding, and the lines under it (for text and
+    HTML alike)."""
 
+    header: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+
+
+def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
+    """The before/after table of ``verdicts``: finding, fix, frame compiles, graph nodes,
+    compile and wall seconds (and call ms, for a profile run), verdict."""
     verdicts = list(verdicts)
-    if not verdicts:
-        return ["No findings: nothing to verify."]
     steady = any(v.before.steady_call_s is not None for v in verdicts)
     slowed: dict[str | None, float] = {}
     rows = []
@@ -340,15 +349,14 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
             slower = slowdown(v.before, after) if after is not None else None
             if after is not None and slower is not None and slowed_beyond_noise(v.before, after):
                 slowed.setdefault(v.fix, slower)
-        rows.append([*row, v.verdict])
+        rows.append([printable(cell) for cell in [*row, v.verdict]])
     header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile s", "wall s"]
     if steady:
         header.append("call ms")
-    lines = list(render_table([*header, "verdict"], rows))
-    lines += [
+    notes = [
         f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
     ]
-    lines.append(
+    notes.append(
         "Each run: fresh processes, an empty compile cache of its own. The verdict rests on frame "
         "compiles and findings (counts); seconds are as measured"
         + (
@@ -357,7 +365,18 @@ def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
             else "; a command's steady-state speed is not."
         )
     )
-    return [printable(line) for line in lines]
+    return VerifyTable([*header, "verdict"], rows, [printable(line) for line in notes])
+
+
+def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
+    """The before/after table as text, one row per finding."""
+    from compiletrace.reports._table import render_table
+
+    verdicts = list(verdicts)
+    if not verdicts:
+        return ["No findings: nothing to verify."]
+    table = verify_table(verdicts)
+    return [printable(line) for line in render_table(table.header, table.rows)] + table.notes
 
 
 def _ms(seconds: float | None) -> str:

@@ -45,6 +45,7 @@ from compiletrace.reports._timeline import axis_grid, job_timeline_html, timelin
 __all__ = [
     "PHASE_COLORS",
     "component_chart_svg",
+    "doctor_html_report",
     "graph_timeline_svg",
     "html_report",
     "job_html_report",
@@ -52,11 +53,11 @@ __all__ = [
     "report_fragment",
 ]
 
-# One palette for every chart: Okabe & Ito's colour-blind-safe set (Wong, Nature Methods
-# 8:441, 2011), its black softened to a dark grey, and a light grey for a frame not split at
-# all. A colour always means a phase; components are named on their rows and never coloured,
-# so no component can be read as a phase. The set's mid grey is not used: for deuteranopes it
-# is the reddish purple beside it (tests/views/test_html_report.py simulates the three dichromacies).
+# One palette for every chart: a standard eight-colour colour-blind-safe set, its black
+# softened to a dark grey, and a light grey for a frame not split at all. A colour always
+# means a phase; components are named on their rows and never coloured, so no component can
+# be read as a phase. The set's mid grey is not used: for deuteranopes it is the reddish
+# purple beside it (tests/views/test_html_report.py simulates the three dichromacies).
 PHASE_COLORS = {
     "dynamo": "#0072B2",  # blue
     "backend": "#E69F00",  # orange: backend time not split into phases
@@ -708,6 +709,31 @@ def job_html_report(
     body = _body(
         list(job.records()), title=title, interactive=True, findings=findings, startup=job_timeline_html(job)
     )
+    return _page(title, body)
+
+
+def doctor_html_report(
+    findings: Sequence[Finding],
+    *,
+    title: str = "compiletrace doctor",
+    verify: tuple[Sequence[str], Sequence[Sequence[str]], Sequence[str]] | None = None,
+) -> str:
+    """A self-contained HTML page of the doctor's findings (their evidence in each row) and,
+    from ``doctor --verify``, the before/after table: its header, rows and the notes under it.
+
+    >>> page = doctor_html_report([], verify=(["finding", "verdict"], [["recompiles (lm)", "verified"]], []))
+    >>> "No findings" in page and 'data-table="verify"' in page and "<td>verified</td>" in page
+    True
+    """
+    body = f"<h1>{_esc(title)}</h1>{findings_html(findings)}"
+    if verify is not None:
+        header, rows, notes = verify
+        body += (
+            '<section class="ct-verify"><h2>Each fix, applied and measured</h2>'
+            + _table(header, rows, name="verify")
+            + "".join(f"<p>{_esc(note)}</p>" for note in notes)
+            + "</section>"
+        )
     return _page(title, body)
 
 

@@ -209,7 +209,7 @@ def timeline_text(timeline: Timeline) -> str:
 
 # -- HTML ---------------------------------------------------------------------------------
 
-# Okabe & Ito's colour-blind-safe set, as the report's charts use it: a colour means a kind
+# The report's colour-blind-safe set, as its charts use it: a colour means a kind
 # of entry here; "compiling" marks where graphs compiled, inside the entries.
 KIND_COLORS = {
     PROCESS: "#56B4E9",  # sky blue: interpreter start, imports

@@ -158,9 +158,18 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert verified["recompiles"]["verdict"] == VERIFIED
     assert "running with --apply reorderable-print" in printed.err
 
-    assert cli.main(["doctor", "--verify", "--trust", str(job)]) == 0
+    page = tmp_path / "verified.html"
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--html", str(page)]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("recompiles (Model)")]
     assert "dynamic-shapes" in row and "4 -> 2" in row and row.endswith("verified")
+    # The same table in the HTML page, under the findings (each with what was measured).
+    html = page.read_text()
+    assert 'data-table="verify"' in html and "<td>recompiles (Model)</td><td>dynamic-shapes</td>" in html
+    assert "<td>verified</td>" in html and "verdict: verified" in html
+    # Without --verify: the findings alone.
+    plain = tmp_path / "findings.html"
+    assert cli.main(["doctor", str(job), "--html", str(plain)]) == 0
+    assert "ct-findings" in plain.read_text() and 'data-table="verify"' not in plain.read_text()
 
 
 def test_run_apply_makes_the_setting_in_every_process(
