@@ -116,6 +116,14 @@ _STRING = re.compile(r"^(['\"]).*\1$")
 # Python (a .item(), a .tolist()) and handed to the graph after it.
 _BREAK_VALUE = re.compile(r"^(?:L\[['\"])?___stack\d+")
 _NUMBER = re.compile(r"^-?(?:[\d.]+(?:e[-+]?\d+)?|inf|nan)$")
+
+
+def _break_number(text: str) -> bool:
+    """Whether a guard's text compares a resume function's stack value with a number."""
+    value = _VALUE_GUARD.match(text)
+    return value is not None and bool(_BREAK_VALUE.match(value[1])) and bool(_NUMBER.match(value[2].strip()))
+
+
 # How torch names an argument in a guard: L['x'], kwargs['input_ids'], L['kwargs']['mask'].
 _ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 
@@ -189,14 +197,14 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 "where a library makes the calls (generate's first step and the later ones), expect "
                 "one compile per set"
             )
-        value = _VALUE_GUARD.match(text)
-        if value is not None and _BREAK_VALUE.match(value[1]) and _NUMBER.match(value[2].strip()):
+        if _break_number(text):
             return (
                 "a number computed before a graph break (a .item()) is handed to the graph after it, "
                 "which torch compiles for that one value: capture scalar outputs "
                 "(torch._dynamo.config.capture_scalar_outputs = True), so the .item() stays in the "
                 "graph and no value is baked in, or keep the value a tensor"
             )
+        value = _VALUE_GUARD.match(text)
         if value is not None and _STRING.match(value[2].strip()):
             return (
                 f"{_argument(value[1])} is a string, and torch compiles one graph per string it sees: "
@@ -267,9 +275,7 @@ def _guard_auto_fix(reason: str | None) -> str | None:
         text = guard_text(reason)
         return STATIC_CACHE if _SIZE_GUARD.search(text) and not _CACHE_FLAG.search(text) else None
     if kind is GuardKind.VALUE:
-        value = _VALUE_GUARD.match(guard_text(reason))
-        number = value is not None and _BREAK_VALUE.match(value[1]) and _NUMBER.match(value[2].strip())
-        return "capture-scalar-outputs" if number else None
+        return "capture-scalar-outputs" if _break_number(guard_text(reason)) else None
     if kind is not GuardKind.SHAPE:
         return None
     size = _SIZE_GUARD.search(guard_text(reason))
@@ -679,9 +685,8 @@ def _graph_breaks(records: Sequence[GraphRecord], found: Sequence[Owner]) -> lis
         if failed:
             # The break raised (fullgraph=True, or error_on_graph_break): the user saw torch's
             # exception, and nothing of the frame compiled.
-            error = (failed[0].error_type or "an error").rpartition(".")[2]
             where = first["location"] or "?"
-            title = f"{root} failed to compile: torch raised {error} at the break at {where}"
+            title = f"{root} failed to compile: torch raised Unsupported at the break at {where}"
             fixes.append(
                 "with fullgraph=True (or torch._dynamo.config.error_on_graph_break) a graph break is an "
                 "error: remove the break, or compile without fullgraph=True so Dynamo splits the graph there"

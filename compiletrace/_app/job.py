@@ -171,13 +171,9 @@ def check_fix_names(fixes: Sequence[str]) -> None:
 
     program_fixes.check_program_fixes(fixes)
     for name in fixes:
-        if program_fixes.is_program_fix(name):
-            continue
-        try:
-            tc.check_config_fix_names([name])
-        except UsageError:
+        if not program_fixes.is_program_fix(name) and name not in tc.CONFIG_FIXES:
             known = ", ".join(fix_names())
-            raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}") from None
+            raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}")
 
 
 def fix_names() -> list[str]:

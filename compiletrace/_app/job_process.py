@@ -299,8 +299,7 @@ def _in_multiprocessing_child(recording: _Recording) -> None:
 def _apply_fixes(names: list[str]) -> list[str]:
     """Make each fix's setting now, before this process's first compile (a program fix:
     installed already, once torch was imported, or now); the names applied."""
-    installed = program_fixes.applied()
-    program_fixes.install(name for name in names if name not in installed)
+    program_fixes.install(names)  # each once per process: those installed already are skipped
     installed = program_fixes.applied()
     applied = []
     for name in names:

@@ -240,7 +240,8 @@ def _static_generate(generate: Callable[..., Any]) -> Callable[..., Any]:
             bound = signature.bind_partial(self, *args, **kwargs).arguments
         except TypeError:
             bound = kwargs  # generate itself will say what is wrong with the call
-        named = {**bound.get("kwargs", {}), **bound} if isinstance(bound.get("kwargs"), dict) else bound
+        extra = bound.get("kwargs")  # generate's **kwargs, where the cache keywords arrive
+        named = {**bound, **extra} if isinstance(extra, dict) else bound
         if not _sets_its_own_cache(self, named):
             kwargs["cache_implementation"] = "static"
         return generate(self, *args, **kwargs)

@@ -19,7 +19,7 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: importing typing alone costs every process milliseconds
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
     from types import ModuleType
@@ -91,7 +91,7 @@ def _install_program_fixes() -> None:
 
 
 # module name -> what runs once it has run; emptied as each is seen
-_PENDING: dict[str, object] = {}
+_PENDING: dict[str, Callable[[], None]] = {}
 
 
 class _Loader:
@@ -111,7 +111,7 @@ class _Loader:
         if not _PENDING:
             _stop_watching()
         if hook is not None:
-            hook()  # type: ignore[operator]
+            hook()
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._loader, name)
