@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from compiletrace._io.errors import RunFileError
 
-__all__ = ["Fields", "envelope", "read_json_file"]
+__all__ = ["Fields", "envelope", "parse_json", "read_json_file"]
 
 _E = TypeVar("_E", bound=enum.Enum)
 _MISSING: Any = object()
@@ -52,13 +52,27 @@ def read_json_file(path: str | os.PathLike[str]) -> Any:
             raise RunFileError(f"{name} is a directory; give a file written by compiletrace")
         if p.stat().st_size > MAX_FILE_BYTES:
             raise RunFileError(f"{name} is larger than {MAX_FILE_BYTES >> 20} MiB; not a compiletrace file")
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise RunFileError(f"{name} does not exist") from None
-    except UnicodeDecodeError:
-        raise RunFileError(f"{name} is not a text file (not UTF-8)") from None
     except OSError as exc:
         raise RunFileError(f"cannot read {name}: {exc.strerror or exc}") from None
+    return parse_json(data, name)
+
+
+def parse_json(data: bytes, name: str) -> Any:
+    """Parse the bytes of a JSON file named ``name``; raise :class:`RunFileError` for
+    anything that is not (not UTF-8, not JSON, nested too deeply, NaN or Infinity literals).
+
+    >>> parse_json(b'{"a": NaN}', "x.json")
+    Traceback (most recent call last):
+      ...
+    compiletrace._io.errors.RunFileError: x.json is not valid JSON: NaN is not a number JSON allows
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RunFileError(f"{name} is not a text file (not UTF-8)") from None
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:

@@ -29,7 +29,7 @@ from typing import Any
 
 from compiletrace._io.errors import OutputError, UsageError
 
-__all__ = ["STDOUT", "check_writable", "write_bytes", "write_json", "write_text"]
+__all__ = ["STDOUT", "check_writable", "json_bytes", "write_bytes", "write_json", "write_text"]
 
 STDOUT = "-"  # the output path that means standard output
 _NEW_FILE_MODE = 0o666  # before the umask, as open() creates files
@@ -112,14 +112,23 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """``data`` as indented JSON, written like :func:`write_bytes`. Non-finite floats are
-    refused (they are not JSON): a NaN would make the file unreadable elsewhere."""
+def json_bytes(data: Any, name: str) -> bytes:
+    """``data`` as the indented JSON every file compiletrace writes holds. Non-finite floats
+    are refused (they are not JSON: a NaN would make the file unreadable elsewhere) with an
+    :class:`OutputError` naming ``name``.
+
+    >>> json_bytes({"a": 1}, "x.json")
+    b'{\\n  "a": 1\\n}\\n'
+    """
     try:
-        text = json.dumps(data, indent=2, allow_nan=False)
+        return (json.dumps(data, indent=2, allow_nan=False) + "\n").encode("utf-8")
     except ValueError as exc:
-        raise OutputError(None, f"cannot write {os.fspath(path)}: {exc}") from exc
-    write_text(path, text + "\n")
+        raise OutputError(None, f"cannot write {name}: {exc}") from exc
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """``data`` as :func:`json_bytes`, written like :func:`write_bytes`."""
+    write_bytes(path, json_bytes(data, os.fspath(path)))
 
 
 def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:

@@ -49,8 +49,11 @@ __all__ = [
     "TERMINATING_SIGNALS",
     "Terminated",
     "die_with_parent",
+    "disown",
     "owned_temporary_directory",
     "parent_death_preexec",
+    "process_alive",
+    "process_start_ticks",
     "remove_stale_directories",
     "terminate_on_signals",
 ]
@@ -198,7 +201,7 @@ OWNER_FILE = ".compiletrace-owner"  # in each owned temporary directory: who mad
 _OWNER_FILE_MAX_BYTES = 4096
 
 
-def _start_ticks(pid: int) -> int | None:
+def process_start_ticks(pid: int) -> int | None:
     """When a process started (clock ticks since boot, Linux), which tells a pid reused by
     a later process from the one that wrote a marker; None where unknown."""
     try:
@@ -217,6 +220,19 @@ def _host() -> str | None:
         return f"{boot} {os.readlink('/proc/self/ns/pid')}"
     except OSError:
         return None
+
+
+def process_alive(pid: int, start_ticks: int | None) -> bool:
+    """True while the process ``pid`` that started at ``start_ticks`` (None: unknown) runs:
+    a pid now held by a later process is not it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, someone else's
+        pass
+    now = process_start_ticks(pid)
+    return start_ticks is None or now is None or now == start_ticks
 
 
 def _owner_gone(marker: Path) -> bool:
@@ -241,16 +257,21 @@ def _owner_gone(marker: Path) -> bool:
         return True
     except OSError:  # alive, someone else's
         return False
-    now = _start_ticks(pid)
+    now = process_start_ticks(pid)
     return start is not None and now is not None and now != start  # alive, but a later process
 
 
-def remove_stale_directories(prefix: str, root: str | os.PathLike[str] | None = None) -> list[str]:
+def remove_stale_directories(
+    prefix: str,
+    root: str | os.PathLike[str] | None = None,
+    in_use: Callable[[Path], bool] | None = None,
+) -> list[str]:
     """Remove the directories under ``root`` (the temporary directory by default) named
     ``prefix*`` that :func:`owned_temporary_directory` made for a process that has ended
     without removing them (SIGKILL, a power cut). Only those: this user's real directories
     holding this user's marker, written on this boot and pid namespace, whose owner is
-    gone. Never raises; returns the paths removed.
+    gone, and that ``in_use`` (when given) does not say are still used by other live
+    processes (a job's, whose launcher was killed). Never raises; returns the paths removed.
 
     >>> remove_stale_directories("compiletrace-launch-")  # doctest: +SKIP
     []
@@ -269,26 +290,48 @@ def remove_stale_directories(prefix: str, root: str | os.PathLike[str] | None = 
             continue
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue  # a symlink, a file, or not ours
-        if _owner_gone(path / OWNER_FILE):
+        if _owner_gone(path / OWNER_FILE) and not _used(in_use, path):
             shutil.rmtree(path, ignore_errors=True)
             if not path.exists():
                 removed.append(str(path))
     return removed
 
 
+def _used(in_use: Callable[[Path], bool] | None, path: Path) -> bool:
+    if in_use is None:
+        return False
+    try:
+        return in_use(path)
+    except Exception:  # cannot tell: keep it
+        return True
+
+
 @contextlib.contextmanager
-def owned_temporary_directory(prefix: str) -> Iterator[str]:
+def owned_temporary_directory(prefix: str, in_use: Callable[[Path], bool] | None = None) -> Iterator[str]:
     """A temporary directory like ``tempfile.TemporaryDirectory(prefix=prefix)``, removed
     on leaving the block, that carries a marker naming this process (:data:`OWNER_FILE`),
     so that if this process is killed before it can remove it, the next call with the same
-    prefix does (:func:`remove_stale_directories`, run first).
+    prefix does (:func:`remove_stale_directories`, run first, with ``in_use``). A directory
+    :func:`disown`-ed in the block stays, and no later call removes it.
 
     >>> with owned_temporary_directory("compiletrace-doc-") as tmp:
     ...     os.path.isdir(tmp)
     True
     """
-    remove_stale_directories(prefix)
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        owner = {"pid": os.getpid(), "start": _start_ticks(os.getpid()), "host": _host()}
-        Path(tmp, OWNER_FILE).write_text(json.dumps(owner) + "\n", encoding="utf-8")
+    remove_stale_directories(prefix, in_use=in_use)
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    marker = Path(tmp, OWNER_FILE)
+    try:
+        owner = {"pid": os.getpid(), "start": process_start_ticks(os.getpid()), "host": _host()}
+        marker.write_text(json.dumps(owner) + "\n", encoding="utf-8")
         yield tmp
+    finally:
+        if marker.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def disown(directory: str) -> None:
+    """Keep a directory :func:`owned_temporary_directory` made: it is no longer removed
+    when its block ends, nor by a later call once its owner has gone."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(directory, OWNER_FILE))

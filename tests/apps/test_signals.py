@@ -399,7 +399,7 @@ def test_remove_stale_directories_removes_only_compiletraces_of_ended_owners(tmp
 
     ended = subprocess.Popen([sys.executable, "-c", ""])
     ended.wait()  # its pid names no process now
-    me = {"pid": os.getpid(), "start": signals._start_ticks(os.getpid()), "host": signals._host()}
+    me = {"pid": os.getpid(), "start": signals.process_start_ticks(os.getpid()), "host": signals._host()}
     prefix = "compiletrace-launch-"
     stale = _owned(tmp_path, prefix + "stale", {**me, "pid": ended.pid, "start": None})
     reused = _owned(tmp_path, prefix + "reused", {**me, "start": me["start"] + 1})  # a later process
