@@ -41,11 +41,12 @@ from typing import Any
 import torch
 
 import compiletrace
-from compiletrace._app.job import child_environment, compiled_bootstrap
+from compiletrace._app.job import child_environment
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.passive import PassiveRecording
 from compiletrace._core.tracker import get_tracker
+from compiletrace._io.private_dir import PrivateDirectory
 from compiletrace.models import DemoConfig, build_demo
 
 CONFIG = DemoConfig(vision_layers=2, text_layers=4)
@@ -75,8 +76,10 @@ def _wall(cmd: list[str], env: dict[str, str]) -> float:
 def bootstrap_cost(repeats: int) -> dict[str, tuple[float, float]]:
     """(median seconds without the bootstrap, median paired extra seconds with it)."""
     plain = dict(os.environ)
-    with tempfile.TemporaryDirectory() as job_dir, tempfile.TemporaryDirectory() as boot:
-        booted = child_environment(job_dir, (), False, bootstrap_dir=compiled_bootstrap(boot))
+    with tempfile.TemporaryDirectory() as parent:
+        job = PrivateDirectory.create(parent, "job-")
+        job_dir = job.path
+        booted = child_environment(job, (), False)
         found = {}
         for label, code in (("python -c pass", "pass"), ("python -c 'import torch'", "import torch")):
             cmd = [sys.executable, "-c", code]

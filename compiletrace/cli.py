@@ -206,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--job-dir",
         metavar="DIR",
-        help="keep each process's run file in DIR (default: a temporary directory, removed after)",
+        help="keep each process's run file in DIR: a new directory, or an empty one of yours that no one\n"
+        "else can write (default: a private temporary directory, removed after)",
     )
     run.add_argument(
         "argv",
@@ -828,7 +829,7 @@ def _env(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from compiletrace._app.job import run_command
+    from compiletrace._app.job import job_run
     from compiletrace._core.components import parse_component_rules
     from compiletrace.reports._job import job_summary_lines
 
@@ -846,25 +847,48 @@ def _run(args: argparse.Namespace) -> int:
         from compiletrace.telemetry._configure import check_url
 
         check_url(args.otlp_endpoint)  # a bad URL is bad input, before the command runs
-    if args.job_dir is not None and Path(args.job_dir).exists() and any(Path(args.job_dir).iterdir()):
-        raise UsageError(f"--job-dir {args.job_dir!r} is not empty; give a new or empty directory")
-    outcome = run_command(
+    with job_run(
         command,
         components=args.component,
         trace_cost=args.trace_cost,
         job_dir=args.job_dir,
         fixes=args.apply,
         otlp_endpoint=args.otlp_endpoint,
-    )
-    job = outcome.job
-    for line in job_summary_lines(job):
-        print(line, file=sys.stderr)
-    if args.json:
-        job.save(args.json)
-        print(f"{PROG}: wrote the job to {args.json}", file=sys.stderr)
-    _write_job_outputs(job, args.html, args.chrome_trace, on_stderr=True)
+    ) as outcome:
+        job = outcome.job
+        for line in job_summary_lines(job):
+            print(line, file=sys.stderr)
+        # Each output on its own: one that cannot be written (a full disk) is one line, the
+        # others are still written, the processes' run files are kept, and the exit status
+        # stays the command's own.
+        failed = False
+        if args.json:
+            failed |= not _written(lambda: job.save(args.json), f"wrote the job to {args.json}")
+        if args.html:
+            title = "compiletrace run: " + printable(" ".join(job.command))
+            failed |= not _written(
+                lambda: write_text(args.html, job.html(title=title)), f"wrote the HTML report to {args.html}"
+            )
+        if args.chrome_trace:
+            failed |= not _written(
+                lambda: write_json(args.chrome_trace, job.chrome_trace()),
+                f"wrote the Chrome trace to {args.chrome_trace}",
+            )
+        if failed:
+            print(f"{PROG}: the processes' run files are kept in {outcome.keep_run_files()}", file=sys.stderr)
     _ended.signal = outcome.signal
     return outcome.exit_status
+
+
+def _written(write: Callable[[], None], done: str) -> bool:
+    """Write one of run's outputs; say what was written, or why not (one line each)."""
+    try:
+        write()
+    except OutputError as exc:
+        print(f"{PROG}: error: {printable(first_line(exc))}", file=sys.stderr)
+        return False
+    print(f"{PROG}: {done}", file=sys.stderr)
+    return True
 
 
 class _Ended:

@@ -2,9 +2,11 @@
 of every Python process it starts, and merge them into one job.
 
 The command runs as a child of this process with the bootstrap first on ``PYTHONPATH``
-(``compiletrace/_bootstrap``), so every Python process it starts records its compiles
-(``compiletrace._app.job_process``) into a job directory; when the command ends, the
-processes' runs are merged into a :class:`~compiletrace._data.job.Job`. The command's
+(:func:`bootstrap_directory`: a directory no other user can change, never a temporary
+one), so every Python process it starts records its compiles
+(``compiletrace._app.job_process``) into a job directory only this user can write
+(``compiletrace._io.private_dir``); when the command ends, the processes' runs are merged
+into a :class:`~compiletrace._data.job.Job`. The launcher imports no torch. The command's
 stdin, stdout, stderr and exit status are its own: a program killed by a signal makes
 this process die of the same signal, after the job is written.
 
@@ -17,6 +19,7 @@ this process die of the same signal, after the job is written.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -33,24 +36,29 @@ from types import FrameType
 from typing import Any
 
 from compiletrace._app import program_fixes
-from compiletrace._app.job_process import (
+from compiletrace._core.components import parse_component_rules
+from compiletrace._data.files import read_data
+from compiletrace._data.findings import Finding
+from compiletrace._data.job import Job, JobProcess, ProcessInfo
+from compiletrace._data.job_dir import (
     JOB_DIR_ENV,
+    JOB_DIR_ID_ENV,
     LAUNCHER_PID_ENV,
+    MAX_MARKER_BYTES,
     OPTIONS_ENV,
     PROGRAM_FIXES_ENV,
     RUN_SUFFIX,
-    STARTED_KIND,
     STARTED_SUFFIX,
+    parse_key,
+    read_started,
 )
-from compiletrace._core.components import parse_component_rules
-from compiletrace._data.files import read
-from compiletrace._data.findings import Finding
-from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
-from compiletrace._io.envelope import Fields, read_json_file
+from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
 from compiletrace._io.errors import CompiletraceError, UsageError
-from compiletrace._io.signals import owned_temporary_directory
+from compiletrace._io.files import write_bytes
+from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, private_cache_directory, unsafe_reason
+from compiletrace._io.signals import disown, owned_temporary_directory, process_alive
 from compiletrace._io.text import first_line, printable
 
 __all__ = [
@@ -59,13 +67,16 @@ __all__ = [
     "CommandNotFound",
     "ProfileJob",
     "RunOutcome",
+    "bootstrap_directory",
     "child_environment",
     "collect_job",
+    "job_run",
     "run_command",
 ]
 
 BOOTSTRAP_DIR = str(Path(__file__).resolve().parent.parent / "_bootstrap")
 BOOTSTRAP_MODULE = "sitecustomize.py"
+JOB_DIR_PREFIX = "compiletrace-run-"
 # Forwarded to the command: a signal sent to this process alone (kill PID) is meant for it.
 # SIGINT is not: Ctrl-C reaches the whole foreground process group, the command included.
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
@@ -139,26 +150,52 @@ class ProfileJob(Job):
         return job_chrome_trace_dict(self)
 
 
-@dataclass(frozen=True)
-class RunOutcome:
-    """What ``compiletrace run`` ends with: the merged job and the command's exit status
-    (128 + N when a signal N killed it, as a shell reports it)."""
-
-    job: ProfileJob
-    exit_status: int
-    signal: int | None = None  # the signal that killed the command, if one did
-
-
-def compiled_bootstrap(directory: str) -> str:
-    """A copy of the bootstrap in ``directory`` (one this process owns), with its bytecode
-    beside it: every Python process of the command imports it, and without bytecode each
-    would compile it first (milliseconds, where bytecode is not written, as under
-    PYTHONDONTWRITEBYTECODE). A Python of another version compiles the source itself."""
-    source = os.path.join(BOOTSTRAP_DIR, BOOTSTRAP_MODULE)
-    copy = os.path.join(directory, BOOTSTRAP_MODULE)
-    shutil.copyfile(source, copy)
+def _compile_bytecode(directory: str) -> None:
+    # Every Python process of the command imports the bootstrap: with its bytecode beside
+    # it, none compiles it first (milliseconds each where bytecode is not written, as under
+    # PYTHONDONTWRITEBYTECODE). Where the directory is not writable this does nothing.
+    source = os.path.join(directory, BOOTSTRAP_MODULE)
     with contextlib.suppress(OSError, py_compile.PyCompileError):
-        py_compile.compile(copy, cfile=importlib.util.cache_from_source(copy), doraise=True)
+        py_compile.compile(source, cfile=importlib.util.cache_from_source(source), doraise=True)
+
+
+def _entries(directory: str) -> list[str]:
+    names = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            names.append(name)
+            if name == "__pycache__":
+                names.extend(os.path.join(name, n) for n in os.listdir(os.path.join(directory, name)))
+    return names
+
+
+def bootstrap_directory() -> str:
+    """The directory put first on the command's ``PYTHONPATH``, so that every Python process
+    it starts imports the bootstrap. Never a temporary one: a process that outlives the
+    command (a server started with ``&``, a daemon) keeps the entry for life, and so do the
+    processes it starts later, so no one else may ever be able to create or change a file
+    there (they would run code as you). The installed package's own ``_bootstrap`` when
+    only you or the superuser can change it and every directory above it; else a copy in
+    your private cache directory (``~/.cache/compiletrace/bootstrap-HASH``, mode 0700),
+    named by its content and never removed. Raises
+    :class:`~compiletrace._io.private_dir.NotPrivate` (exit 2) when neither is private.
+
+    >>> unsafe_reason(bootstrap_directory(), [BOOTSTRAP_MODULE]) is None
+    True
+    """
+    _compile_bytecode(BOOTSTRAP_DIR)
+    if unsafe_reason(BOOTSTRAP_DIR, _entries(BOOTSTRAP_DIR)) is None:
+        return BOOTSTRAP_DIR
+    source = Path(BOOTSTRAP_DIR, BOOTSTRAP_MODULE).read_bytes()
+    directory = private_cache_directory(f"bootstrap-{hashlib.sha256(source).hexdigest()[:16]}")
+    copy = os.path.join(directory, BOOTSTRAP_MODULE)
+    reason = unsafe_reason(directory, [BOOTSTRAP_MODULE])
+    if reason is None and not (os.path.isfile(copy) and Path(copy).read_bytes() == source):
+        write_bytes(copy, source)
+    _compile_bytecode(directory)
+    reason = reason or unsafe_reason(directory, _entries(directory))
+    if reason is not None:
+        raise NotPrivate(f"no private directory for compiletrace run's bootstrap: {reason}")
     return directory
 
 
@@ -203,22 +240,24 @@ def _resolve(command: Sequence[str], cwd: str | None = None) -> str:
 
 
 def child_environment(
-    job_dir: str,
+    job_dir: PrivateDirectory,
     components: Sequence[str],
     trace_cost: bool,
     *,
-    bootstrap_dir: str = BOOTSTRAP_DIR,
+    bootstrap_dir: str | None = None,
     fixes: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
     otlp_endpoint: str | None = None,
 ) -> dict[str, str]:
     """The environment the command runs in: this one (with ``extra_env`` over it), the
-    bootstrap first on ``PYTHONPATH`` and the job's directory and options for every process
-    to read."""
+    bootstrap (:func:`bootstrap_directory` unless given) first on ``PYTHONPATH`` and the job's
+    directory (its path and identity) and options for every process to read."""
     env = {**os.environ, **(extra_env or {})}
+    bootstrap = bootstrap_dir if bootstrap_dir is not None else bootstrap_directory()
     path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = bootstrap_dir if not path else bootstrap_dir + os.pathsep + path
-    env[JOB_DIR_ENV] = job_dir
+    env["PYTHONPATH"] = bootstrap if not path else bootstrap + os.pathsep + path
+    env[JOB_DIR_ENV] = job_dir.path
+    env[JOB_DIR_ID_ENV] = job_dir.identity
     options: dict[str, Any] = {"components": list(components), "trace_cost": trace_cost, "fixes": list(fixes)}
     if otlp_endpoint is not None:
         options["otlp_endpoint"] = otlp_endpoint
@@ -257,6 +296,26 @@ def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What ``compiletrace run`` ends with: the merged job and the command's exit status
+    (128 + N when a signal N killed it, as a shell reports it)."""
+
+    job: ProfileJob
+    exit_status: int
+    signal: int | None = None  # the signal that killed the command, if one did
+    job_dir: str = ""  # where the processes wrote their run files
+    temporary: bool = False  # job_dir is job_run's own, removed when its block ends
+
+    def keep_run_files(self) -> str:
+        """Keep a temporary job directory past the end of :func:`job_run` (when an output
+        could not be written, the processes' run files are all that is left of the job),
+        and no later run removes it: its path."""
+        if self.temporary:
+            disown(self.job_dir)
+        return self.job_dir
+
+
 def run_command(
     command: Sequence[str],
     *,
@@ -270,31 +329,60 @@ def run_command(
     otlp_endpoint: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
-    what each process wrote. ``fixes`` are settings applied in every process before its
-    first compile (names in ``torch_compat.CONFIG_FIXES``: ``compiletrace run --apply``).
-    With ``otlp_endpoint``, every process also sends its compiles' spans and metrics there
-    as they happen (OTLP/HTTP; its own providers, never the program's global ones).
-    Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
-    :class:`~compiletrace.UsageError` for a bad rule or fix."""
+    what each process wrote: :func:`job_run`, with its temporary job directory removed
+    at once."""
+    with job_run(
+        command,
+        components=components,
+        trace_cost=trace_cost,
+        job_dir=job_dir,
+        fixes=fixes,
+        extra_env=extra_env,
+        cwd=cwd,
+        stdout=stdout,
+        otlp_endpoint=otlp_endpoint,
+    ) as outcome:
+        return outcome
+
+
+@contextlib.contextmanager
+def job_run(
+    command: Sequence[str],
+    *,
+    components: Sequence[str] = (),
+    trace_cost: bool = False,
+    job_dir: str | os.PathLike[str] | None = None,
+    fixes: Sequence[str] = (),
+    extra_env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    stdout: Any = None,
+    otlp_endpoint: str | None = None,
+) -> Iterator[RunOutcome]:
+    """Run ``command`` with every compile of every Python process recorded, merge what each
+    process wrote, and give the outcome to the block; a temporary job directory is removed
+    when the block ends, unless :meth:`RunOutcome.keep_run_files` was called in it.
+    ``job_dir`` (``--job-dir``) is made, or must be an empty directory of yours that no one
+    else can write. ``fixes`` are settings applied in every process before its first
+    compile (``compiletrace run --apply``). With ``otlp_endpoint``, every process also sends
+    its compiles' spans and metrics there as they happen (OTLP/HTTP; its own providers,
+    never the program's global ones). Raises :class:`CommandNotFound` (nothing run) for a
+    command that does not exist, :class:`~compiletrace.UsageError` for a bad rule, fix or
+    job directory."""
     command = [str(part) for part in command]
     executable = _resolve(command, cwd)
     parse_component_rules(components)  # bad rules fail before anything runs
     check_fix_names(fixes)
     with contextlib.ExitStack() as stack:
         if job_dir is None:
-            directory = stack.enter_context(owned_temporary_directory("compiletrace-run-"))
+            path = stack.enter_context(_temporary_job_directory())
+            directory = PrivateDirectory(path, _identity_of(path))
         else:
             # Absolute: the program may change directory (Hydra does) before it writes.
-            directory = os.path.abspath(os.fspath(job_dir))
-            os.makedirs(directory, exist_ok=True)
-        bootstrap = compiled_bootstrap(
-            stack.enter_context(owned_temporary_directory("compiletrace-bootstrap-"))
-        )
+            directory = PrivateDirectory.claim(os.fspath(job_dir), "--job-dir")
         env = child_environment(
             directory,
             components,
             trace_cost,
-            bootstrap_dir=bootstrap,
             fixes=fixes,
             extra_env=extra_env,
             otlp_endpoint=otlp_endpoint,
@@ -307,59 +395,93 @@ def run_command(
             returncode = child.wait()
         status = 128 - returncode if returncode < 0 else returncode
         job = collect_job(directory, command, status, cwd=cwd)
-    return RunOutcome(job, status, -returncode if returncode < 0 else None)
+        killed_by = -returncode if returncode < 0 else None
+        yield RunOutcome(job, status, killed_by, directory.path, temporary=job_dir is None)
+
+
+def _identity_of(path: str) -> str:
+    info = os.lstat(path)
+    return f"{info.st_dev}:{info.st_ino}"
+
+
+@contextlib.contextmanager
+def _temporary_job_directory() -> Iterator[str]:
+    # Owned by this launcher, and removed by the next one if this one is killed: but only
+    # once no process of its job still runs (one may write there yet).
+    with owned_temporary_directory(JOB_DIR_PREFIX, in_use=_job_still_running) as path:
+        yield path
+
+
+def _live_processes(names: Sequence[str]) -> list[tuple[int, int | None]]:
+    live = []
+    for name in names:
+        if name.endswith(STARTED_SUFFIX):
+            key = parse_key(name[: -len(STARTED_SUFFIX)])
+            if key is not None and process_alive(*key):
+                live.append(key)
+    return live
+
+
+def _job_still_running(path: Path) -> bool:
+    """True while a process that started recording into the job directory ``path`` runs."""
+    return bool(_live_processes(os.listdir(path)))
 
 
 def collect_job(
-    directory: str | os.PathLike[str], command: Sequence[str], exit_status: int, *, cwd: str | None = None
+    directory: PrivateDirectory | str | os.PathLike[str],
+    command: Sequence[str],
+    exit_status: int,
+    *,
+    cwd: str | None = None,
 ) -> ProfileJob:
     """Merge the run files the processes of a job wrote into ``directory`` (each read
     through the one reader, every field checked); processes that started recording but
-    left no run are listed as missing. A damaged run file raises
-    :class:`~compiletrace.RunFileError` naming it."""
-    root = Path(directory)
-    started: dict[int, ProcessInfo] = {}
-    for marker in sorted(root.glob(f"*{STARTED_SUFFIX}")):
-        try:
-            info = _read_started(marker)
-        except CompiletraceError:
-            continue  # a marker cut short by a kill: its run, if any, still names the process
-        started[info.pid] = info
+    left no run are listed as missing. Only regular files are read, through the
+    directory's descriptor, never following a link and never waiting on a FIFO; a damaged
+    or unreadable one is one line on stderr, and that process counts as leaving no run."""
+    if not isinstance(directory, PrivateDirectory):
+        path = os.path.abspath(os.fspath(directory))
+        directory = PrivateDirectory(path, _identity_of(path))
+    names = directory.names()
+    started: dict[str, ProcessInfo] = {}
+    for name in names:
+        if name.endswith(STARTED_SUFFIX):
+            data = directory.read_regular(name, MAX_MARKER_BYTES)
+            try:
+                if data is None:
+                    continue
+                started[name[: -len(STARTED_SUFFIX)]] = read_started(data, name)
+            except CompiletraceError:
+                continue  # a marker cut short by a kill: its run, if any, still names the process
     processes = []
-    for path in sorted(root.glob(f"*{RUN_SUFFIX}")):
+    recorded = set()
+    for name in names:
+        if not name.endswith(RUN_SUFFIX):
+            continue
+        source = os.path.join(directory.path, name)
         try:
-            run = read(path, accept={FileKind.RUN}, command="compiletrace run")
+            data = directory.read_regular(name, MAX_FILE_BYTES)
+            if data is None:
+                raise UsageError(f"{source} is not a regular file of at most {MAX_FILE_BYTES >> 20} MiB")
+            parsed = parse_json(data, source)
+            run = read_data(parsed, source, accept={FileKind.RUN}, command="compiletrace run")
             assert isinstance(run, Run)
-            info = ProcessInfo.from_dict(run.meta, str(path), "meta")
+            info = ProcessInfo.from_dict(run.meta, source, "meta")
         except CompiletraceError as exc:
             # One process's damaged file must not cost the others theirs, nor the command
             # its exit status: it is named, and the process counts as leaving no run.
             print(f"compiletrace: {printable(first_line(exc))}", file=sys.stderr)
             continue
+        recorded.add(name[: -len(RUN_SUFFIX)])
         processes.append(JobProcess(info, run))
-    recorded = {p.info.pid for p in processes}
     processes.sort(key=lambda p: (p.run.timeline.start_unix_ns if p.run.timeline else 0, p.info.pid))
     missing = tuple(
-        replace(info, role=f"{info.role}, still running when the command ended") if _alive(pid) else info
-        for pid, info in sorted(started.items())
-        if pid not in recorded
+        replace(info, role=f"{info.role}, still running when the command ended")
+        if _live_processes([key + STARTED_SUFFIX])
+        else info
+        for key, info in sorted(started.items(), key=lambda item: (item[1].pid, item[0]))
+        if key not in recorded
     )
     return ProfileJob(
         tuple(command), exit_status, tuple(processes), missing, os.path.abspath(cwd or os.getcwd())
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # not ours to signal: it exists
-        return True
-    return True
-
-
-def _read_started(path: Path) -> ProcessInfo:
-    f = Fields(read_json_file(str(path)), str(path))
-    f.check_kind(STARTED_KIND, {1}, "a job process's start marker")
-    return ProcessInfo.from_dict(f.obj("process").data, str(path), "process")

@@ -3,14 +3,21 @@ write this process's run into the job's directory when it ends.
 
 The bootstrap (``compiletrace/_bootstrap/sitecustomize.py``) calls :func:`start` once
 ``torch._dynamo`` has been imported, in every Python process the command starts (spawned,
-forked, ``subprocess``, torchrun ranks). Files in the job directory, by pid:
+forked, ``subprocess``, torchrun ranks). The job directory's files are named by the
+process's key (``compiletrace._data.job_dir``: pid, start time, a random part):
 
-- ``<pid>.started.json``: written at start, so a process killed before it could write its
-  run is still known to the job (the report names it);
-- ``<pid>.run.json``: the process's run (a run file; its ``meta`` says which process),
-  written atomically at exit (a normal exit, an uncaught exception, ``sys.exit``), on
-  SIGTERM (the process then dies of SIGTERM, as it would have), and at the end of a
-  multiprocessing child.
+- ``KEY.started.json``: written at start, so a process killed before it could write its
+  run is still known to the job (the report names it); a forked child that compiles
+  nothing removes its own at its end (a DataLoader worker is not a lost process);
+- ``KEY.run.json``: the process's run (a run file; its ``meta`` says which process),
+  written atomically at exit (a normal exit, an uncaught exception, ``sys.exit``,
+  ``os._exit``), before ``os.exec*`` replaces the program, on SIGTERM (the process then
+  dies of SIGTERM, as it would have), and at the end of a multiprocessing child.
+
+Every file goes through :class:`~compiletrace._io.private_dir.PrivateDirectory`: the
+directory the launcher made, checked by identity, owner and mode at every write, so a
+process that outlives its job never writes into a directory someone else made at the
+same path.
 
 Nothing here may break the program: every failure is one warning on stderr.
 """
@@ -34,38 +41,36 @@ from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.passive import observe
 from compiletrace._data.job import ProcessInfo
+from compiletrace._data.job_dir import (
+    JOB_DIR_ENV,
+    JOB_DIR_ID_ENV,
+    LAUNCHER_PID_ENV,
+    OPTIONS_ENV,
+    RANK_PID_ENV,
+    RUN_SUFFIX,
+    STARTED_SUFFIX,
+    process_key,
+    started_marker,
+)
 from compiletrace._data.records import CompilationTimes
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import Run, WarmupResult
-from compiletrace._io.envelope import envelope
-from compiletrace._io.files import write_json
+from compiletrace._io.files import json_bytes
+from compiletrace._io.private_dir import NotPrivate, PrivateDirectory
 from compiletrace._version import __version__
 
-__all__ = [
-    "JOB_DIR_ENV",
-    "LAUNCHER_PID_ENV",
-    "OPTIONS_ENV",
-    "PROGRAM_FIXES_ENV",
-    "RUN_SUFFIX",
-    "STARTED_SUFFIX",
-    "process_role",
-    "start",
-]
-
-JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
-OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
-LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
-PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # "1": the bootstrap calls install_program_fixes
-STARTED_SUFFIX = ".started.json"
-RUN_SUFFIX = ".run.json"
-STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the launcher only)
+__all__ = ["install_program_fixes", "process_role", "start"]
 
 
 class _Recording:
     """This process's recording: started once, written once per pid."""
 
     def __init__(
-        self, job_dir: str, components: list[str], trace_cost: bool, fixes: list[str] | None = None
+        self,
+        job_dir: PrivateDirectory,
+        components: list[str],
+        trace_cost: bool,
+        fixes: list[str] | None = None,
     ) -> None:
         self.job_dir = job_dir
         self.components = components
@@ -75,6 +80,8 @@ class _Recording:
         # arriving while this thread writes must neither deadlock nor write twice.
         self.lock = threading.RLock()
         self.pid = -1
+        self.key = ""  # this process's name in the job directory
+        self.marked = False  # its start marker is there
         self.written = False
         self.writing = False
         self.pending_signal: int | None = None  # a SIGTERM that came while writing
@@ -86,6 +93,7 @@ class _Recording:
     def begin(self) -> None:
         """Start recording as this process."""
         self.pid = os.getpid()
+        self.key = process_key()
         self.observer = observe(
             components=self.components, registry=self.registry, trace_cost=self.trace_cost
         )
@@ -97,6 +105,8 @@ class _Recording:
         (``subprocess`` forks this way before it execs another program). The records made
         from now on are this child's."""
         self.pid = os.getpid()
+        self.key = process_key()
+        self.marked = False
         self.written = self.writing = False
         self.pending_signal = None
         self.forked_at_ns = time.time_ns()
@@ -106,10 +116,8 @@ class _Recording:
         """(Re)write the start marker, with the role as the process knows it now: a forked
         multiprocessing child learns its name after the fork."""
         self.info = ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
-        write_json(self._path(STARTED_SUFFIX), envelope(STARTED_KIND, 1, {"process": self.info.to_dict()}))
-
-    def _path(self, suffix: str) -> str:
-        return os.path.join(self.job_dir, f"{os.getpid()}{suffix}")
+        self.job_dir.write(self.key + STARTED_SUFFIX, started_marker(self.info))
+        self.marked = True
 
     def write(self) -> None:
         """Write this process's run (once; a forked child writes its own)."""
@@ -142,7 +150,12 @@ class _Recording:
             key=lambda r: r.end_unix_ns,
         )
         if self.forked_at_ns and not records:
-            return  # a forked child that compiled nothing (or exec'd another program)
+            # A forked child that compiled nothing (a DataLoader worker, or a child about
+            # to exec another program) leaves nothing, its start marker included.
+            if self.marked:
+                self.job_dir.remove(self.key + STARTED_SUFFIX)
+                self.marked = False
+            return
         info = self.info or ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
         reg = Registry()
         for record in records:
@@ -168,7 +181,8 @@ class _Recording:
             "applied_fixes": list(self.fixes),
             **info.to_dict(),
         }
-        Run(reg.records(), warmup, meta, startup_timeline(reg)).save(self._path(RUN_SUFFIX))
+        run = Run(reg.records(), warmup, meta, startup_timeline(reg))
+        self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))
 
 
 _RECORDING: _Recording | None = None
@@ -176,21 +190,27 @@ _RECORDING: _Recording | None = None
 
 def process_role() -> str:
     """What this process is in its job: a torchrun rank, a named multiprocessing child
-    (vLLM names its engine core and workers), the command the user ran, or its pid."""
+    (vLLM names its engine core and workers), the command the user ran, or its pid. A
+    rank's own children inherit its ``RANK``: they are named as children of the rank
+    (``Process-1 of rank 0``), never as the rank."""
+    pid = str(os.getpid())
     rank = os.environ.get("RANK")
-    if rank is not None and rank.isdigit() and "LOCAL_RANK" in os.environ:
+    if rank is None or not rank.isdigit() or "LOCAL_RANK" not in os.environ:
+        rank = None
+    elif os.environ.get(RANK_PID_ENV, pid) == pid:
         return f"rank {rank}"
+    of_rank = f" of rank {rank}" if rank is not None else ""
     mp = sys.modules.get("multiprocessing")
     if mp is not None:
         try:
             name = mp.current_process().name
             if name != "MainProcess":
-                return str(name)
+                return f"{name}{of_rank}"
         except Exception:
             pass
-    if str(os.getppid()) == os.environ.get(LAUNCHER_PID_ENV):
+    if not of_rank and str(os.getppid()) == os.environ.get(LAUNCHER_PID_ENV):
         return "main"
-    return f"pid {os.getpid()}"
+    return f"pid {pid}{of_rank}"
 
 
 def _torch_version() -> str:
@@ -296,6 +316,29 @@ def _in_multiprocessing_child(recording: _Recording) -> None:
         _warn("recording is off in this forked process", exc)
 
 
+def _write_before_leaving() -> None:
+    """Write the run before ``os.exec*`` replaces this program (every one of them ends in
+    ``os.execv`` or ``os.execve``) and before ``os._exit``: neither runs ``atexit``. The
+    program's own call then proceeds unchanged."""
+    for name in ("execv", "execve", "_exit"):
+        original = getattr(os, name, None)
+        if original is None or getattr(original, "_compiletrace_writes_first", False):
+            continue
+
+        def first_write(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            _write_quietly()
+            try:
+                return _original(*args, **kwargs)
+            finally:  # reached only when the exec failed: the program goes on, its end writes again
+                if _RECORDING is not None:
+                    _RECORDING.written = False
+
+        first_write._compiletrace_writes_first = True  # type: ignore[attr-defined]
+        first_write.__name__ = first_write.__qualname__ = name
+        first_write.__doc__ = original.__doc__
+        setattr(os, name, first_write)
+
+
 def _apply_fixes(names: list[str]) -> list[str]:
     """Make each fix's setting now, before this process's first compile (a program fix:
     installed already, once torch was imported, or now); the names applied."""
@@ -333,9 +376,14 @@ def start() -> None:
     """Start recording this process for the job named by the environment (see the module
     docstring); a process outside a job, or a second call, does nothing."""
     global _RECORDING
-    job_dir = os.environ.get(JOB_DIR_ENV)
-    if not job_dir or _RECORDING is not None:
+    path = os.environ.get(JOB_DIR_ENV)
+    if not path or _RECORDING is not None:
         return
+    identity = os.environ.get(JOB_DIR_ID_ENV)
+    if not identity:
+        raise NotPrivate(f"{JOB_DIR_ENV} is set without {JOB_DIR_ID_ENV}: its directory cannot be checked")
+    job_dir = PrivateDirectory.from_identity(path, identity)
+    job_dir.names()  # still the launcher's directory, else nothing at all is done here
     components: list[str] = []
     trace_cost = False
     fixes: list[str] = []
@@ -360,6 +408,7 @@ def start() -> None:
     except Exception as exc:
         _warn("engine start-up phases are off in this process", exc)
     atexit.register(_write_quietly)
+    _write_before_leaving()
     os.register_at_fork(after_in_child=_after_fork_in_child)
     if threading.current_thread() is threading.main_thread():
         try:

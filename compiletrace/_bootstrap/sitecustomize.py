@@ -29,6 +29,7 @@ _WATCHED = "torch._dynamo"
 _TORCH = "torch"
 _JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # as compiletrace._app.job_process names it
 _PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # set by compiletrace._app.job, "1" when asked
+_RANK_PID_ENV = "COMPILETRACE_RANK_PID"  # as compiletrace._data.job_dir names it
 
 
 def _say(what: str, exc: BaseException) -> None:
@@ -38,30 +39,18 @@ def _say(what: str, exc: BaseException) -> None:
         pass
 
 
-def _shadowed_sitecustomize_dir() -> str | None:
-    # Python imports one sitecustomize, the first on the path: this one. Find the next, on
-    # the entries after this one's (a bootstrap of a `run` inside a `run` then chains to the
-    # outer one, never back), by a stat or two per entry: listing site-packages would cost
-    # every process milliseconds.
-    entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]
-    after = entries[entries.index(_HERE) + 1 :] if _HERE in entries else entries
-    for directory in after:
-        if directory == _HERE:
-            continue
-        for name in ("sitecustomize.py", "sitecustomize.pyc", os.path.join("sitecustomize", "__init__.py")):
-            if os.path.isfile(os.path.join(directory, name)):
-                return directory
-    return None
-
-
 def _run_shadowed_sitecustomize() -> None:
-    directory = _shadowed_sitecustomize_dir()
-    if directory is None:
-        return
+    # Python imports one sitecustomize, the first on the path: this one. Ask the import
+    # system for the next, on the entries after this one's (a bootstrap of a `run` inside a
+    # `run` then chains to the outer one, never back), so that one in a zip file or behind
+    # any other path hook is found as Python itself would find it.
+    entries = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    start = entries.index(_HERE) + 1 if _HERE in entries else 0
+    after = [sys.path[i] for i in range(start, len(entries)) if entries[i] != _HERE]
     from importlib.machinery import PathFinder
     from importlib.util import module_from_spec
 
-    spec = PathFinder.find_spec("sitecustomize", [directory])
+    spec = PathFinder.find_spec("sitecustomize", after)
     if spec is None or spec.loader is None:
         return
     module = module_from_spec(spec)
@@ -155,6 +144,10 @@ def _install() -> None:
     except Exception as exc:
         _say("could not run the shadowed sitecustomize", exc)
     if os.environ.get(_JOB_DIR_ENV):
+        if "RANK" in os.environ and _RANK_PID_ENV not in os.environ:
+            # torchrun started this process as a rank: its children inherit RANK, and this
+            # mark tells them apart from it (compiletrace._app.job_process.process_role).
+            os.environ[_RANK_PID_ENV] = str(os.getpid())
         if os.environ.get(_PROGRAM_FIXES_ENV) == "1":
             if _TORCH in sys.modules:
                 _install_program_fixes()

@@ -279,10 +279,12 @@ def test_the_programs_own_observe_and_the_job_each_record_every_compile(tmp_path
 @pytest.mark.slow
 def test_a_failing_bootstrap_is_one_warning_and_the_program_runs_on(tmp_path: Path) -> None:
     from compiletrace._app.job import child_environment
+    from compiletrace._io.private_dir import PrivateDirectory
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    env = child_environment(str(blocker / "job"), (), False)  # a job dir that cannot be made
+    # A job directory that cannot be opened: the program runs, unrecorded, with one warning.
+    env = child_environment(PrivateDirectory(str(blocker / "job"), "0:0"), (), False)
     code = "import torch; f = torch.compile(lambda x: x + 1, backend='eager'); print(f(torch.ones(1)).item())"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S, env=env

@@ -1,0 +1,89 @@
+"""What a ``compiletrace run`` job directory holds, and how the launcher tells its processes
+where it is: shared by the launcher (``compiletrace._app.job``), which must not import
+torch, and each recording process (``compiletrace._app.job_process``).
+
+Each process that records writes two files, named by its :func:`process_key` (its pid, when
+it started, and a random part, so two processes that share a pid never share a name):
+
+- ``KEY.started.json``, a start marker (the process, as :class:`ProcessInfo`), so that a
+  process killed before it could write its run is still known to the job;
+- ``KEY.run.json``, the process's run, written at its end.
+
+>>> key = process_key()
+>>> parse_key(key)[0] == os.getpid()
+True
+>>> parse_key("../x.run") is None
+True
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from compiletrace._data.job import ProcessInfo
+from compiletrace._io.envelope import Fields, envelope, parse_json
+from compiletrace._io.files import json_bytes
+from compiletrace._io.signals import process_start_ticks
+
+__all__ = [
+    "JOB_DIR_ENV",
+    "JOB_DIR_ID_ENV",
+    "LAUNCHER_PID_ENV",
+    "MAX_MARKER_BYTES",
+    "OPTIONS_ENV",
+    "PROGRAM_FIXES_ENV",
+    "RANK_PID_ENV",
+    "RUN_SUFFIX",
+    "STARTED_KIND",
+    "STARTED_SUFFIX",
+    "parse_key",
+    "process_key",
+    "read_started",
+    "started_marker",
+]
+
+JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
+JOB_DIR_ID_ENV = "COMPILETRACE_JOB_DIR_ID"  # "device:inode" of that directory, as the launcher made it
+OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
+LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
+PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # "1": the bootstrap calls install_program_fixes
+# Set by the bootstrap in a process started as a torchrun rank (RANK set, this variable not):
+# that process's pid. Its children inherit both, so they are not taken for the rank.
+RANK_PID_ENV = "COMPILETRACE_RANK_PID"
+STARTED_SUFFIX = ".started.json"
+RUN_SUFFIX = ".run.json"
+STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the launcher only)
+MAX_MARKER_BYTES = 1 << 20  # a start marker is a few hundred bytes: argv, role, pids
+
+
+def process_key() -> str:
+    """This process's name in the job directory: ``PID-START-RANDOM``, where START is when
+    it started (clock ticks since boot; 0 where unknown). Unique per process start."""
+    pid = os.getpid()
+    return f"{pid}-{process_start_ticks(pid) or 0}-{os.urandom(4).hex()}"
+
+
+def parse_key(key: str) -> tuple[int, int | None] | None:
+    """The pid and start ticks (None: unknown) a :func:`process_key` names, or None when
+    ``key`` is not one."""
+    parts = key.split("-")
+    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 20 for p in parts[:2]):
+        return None
+    if len(parts[2]) != 8 or any(c not in "0123456789abcdef" for c in parts[2]):
+        return None
+    pid, ticks = int(parts[0]), int(parts[1])
+    return pid, ticks or None
+
+
+def started_marker(info: ProcessInfo) -> bytes:
+    """The start marker's bytes."""
+    return json_bytes(envelope(STARTED_KIND, 1, {"process": info.to_dict()}), STARTED_SUFFIX)
+
+
+def read_started(data: bytes, source: str) -> ProcessInfo:
+    """The process a start marker names; :class:`~compiletrace.RunFileError` when damaged."""
+    f = Fields(parse_json(data, source), source)
+    f.check_kind(STARTED_KIND, {1}, "a job process's start marker")
+    process: Any = f.obj("process").data
+    return ProcessInfo.from_dict(process, source, "process")
