@@ -375,7 +375,7 @@ def test_a_killed_launchers_job_is_kept_while_its_processes_run(tmp_path: Path) 
     launcher.send_signal(signal.SIGKILL)
     launcher.wait(TIMEOUT_S)
     (marker,) = [n for n in os.listdir(job_dir) if n.endswith(".started.json")]
-    pid = int(marker.split("-")[0])
+    pid = json.loads((job_dir / marker).read_text())["process"]["pid"]
     assert process_alive(pid, None)
     run_command(["true"])  # a later run cleans up what killed launchers left ...
     assert job_dir.is_dir()  # ... but not a job whose processes still run
