@@ -43,6 +43,7 @@ __all__ = [
     "NotPrivate",
     "PrivateDirectory",
     "private_cache_directory",
+    "scratch_root",
     "unsafe_reason",
 ]
 
@@ -125,6 +126,31 @@ def private_cache_directory(*parts: str) -> str:
             f"{path} is not private ({reason}); set XDG_CACHE_HOME to a directory only you can write"
         )
     return path
+
+
+def scratch_root() -> str:
+    """The parent of every temporary directory compiletrace hands to other processes (a
+    job's directory, the compile caches of ``doctor --verify`` and ``bench startup``):
+    ``TMPDIR/compiletrace-UID``, made mode 0700 and never removed, so that once one of
+    those directories is removed, no one else can make it again at its path for a process
+    that outlived its job to use. Where someone else holds that name, or it is not private,
+    ``$XDG_CACHE_HOME/compiletrace/tmp`` instead (:func:`private_cache_directory`).
+
+    >>> stat.S_IMODE(os.stat(scratch_root()).st_mode)
+    448
+    """
+    path = os.path.join(tempfile.gettempdir(), f"compiletrace-{os.getuid()}")
+    with contextlib.suppress(OSError):
+        os.mkdir(path, 0o700)
+    try:
+        info = os.lstat(path)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            if stat.S_IMODE(info.st_mode) & 0o077:
+                os.chmod(path, 0o700, follow_symlinks=False)
+            return path
+    except OSError:
+        pass
+    return private_cache_directory("tmp")
 
 
 def _identity(info: os.stat_result) -> str:

@@ -42,6 +42,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from compiletrace._io.private_dir import scratch_root
 from compiletrace._io.state import warn_once
 
 __all__ = [
@@ -266,7 +267,7 @@ def remove_stale_directories(
     root: str | os.PathLike[str] | None = None,
     in_use: Callable[[Path], bool] | None = None,
 ) -> list[str]:
-    """Remove the directories under ``root`` (the temporary directory by default) named
+    """Remove the directories under ``root`` (:func:`scratch_root` by default) named
     ``prefix*`` that :func:`owned_temporary_directory` made for a process that has ended
     without removing them (SIGKILL, a power cut). Only those: this user's real directories
     holding this user's marker, written on this boot and pid namespace, whose owner is
@@ -276,7 +277,7 @@ def remove_stale_directories(
     >>> remove_stale_directories("compiletrace-launch-")  # doctest: +SKIP
     []
     """
-    base = Path(tempfile.gettempdir() if root is None else root)
+    base = Path(scratch_root() if root is None else root)
     removed: list[str] = []
     try:
         names = [n for n in os.listdir(base) if n.startswith(prefix)]
@@ -308,8 +309,10 @@ def _used(in_use: Callable[[Path], bool] | None, path: Path) -> bool:
 
 @contextlib.contextmanager
 def owned_temporary_directory(prefix: str, in_use: Callable[[Path], bool] | None = None) -> Iterator[str]:
-    """A temporary directory like ``tempfile.TemporaryDirectory(prefix=prefix)``, removed
-    on leaving the block, that carries a marker naming this process (:data:`OWNER_FILE`),
+    """A temporary directory like ``tempfile.TemporaryDirectory(prefix=prefix)``, made in
+    this user's :func:`scratch_root` (so that no one else can make it again once it is
+    removed, for a process that outlived this one), removed on leaving the block, that
+    carries a marker naming this process (:data:`OWNER_FILE`),
     so that if this process is killed before it can remove it, the next call with the same
     prefix does (:func:`remove_stale_directories`, run first, with ``in_use``). A directory
     :func:`disown`-ed in the block stays, and no later call removes it.
@@ -319,7 +322,7 @@ def owned_temporary_directory(prefix: str, in_use: Callable[[Path], bool] | None
     True
     """
     remove_stale_directories(prefix, in_use=in_use)
-    tmp = tempfile.mkdtemp(prefix=prefix)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=scratch_root())
     marker = Path(tmp, OWNER_FILE)
     try:
         owner = {"pid": os.getpid(), "start": process_start_ticks(os.getpid()), "host": _host()}

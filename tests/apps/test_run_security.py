@@ -27,7 +27,7 @@ import pytest
 import compiletrace
 from compiletrace._app import job as job_module
 from compiletrace._app.job import bootstrap_directory, run_command
-from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, unsafe_reason
+from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, scratch_root, unsafe_reason
 from compiletrace._io.signals import process_alive
 from compiletrace.cli import main
 
@@ -147,23 +147,34 @@ def test_a_process_that_outlives_its_command_keeps_no_path_another_user_can_take
 
     assert as_other_user(plant) == "[]"  # no entry of its PYTHONPATH can be made or written
 
-    # The job directory's name is free again: another user takes it, open to all.
-    def take_job_dir() -> bool:
-        os.mkdir(job_dir, 0o777)
-        os.chmod(job_dir, 0o777)
-        return True
+    # Nor can its job directory's name be taken again: it lay in a directory of the user's own.
+    assert Path(job_dir).parent == Path(scratch_root())
+    assert as_other_user(lambda: os.mkdir(job_dir, 0o777)) == "PermissionError"
+    (state / "go").write_text("")  # the survivor now starts a Python child that compiles
+    wait_for(state / "child.json")
+    child = json.loads((state / "child.json").read_text())
+    assert child["status"] == 0 and child["stdout"] == "2.0\n"
+    warnings = [line for line in child["stderr"].splitlines() if line.startswith("compiletrace:")]
+    assert len(warnings) == 1 and "recording is off in this process" in warnings[0], child["stderr"]
+    assert not Path(job_dir).exists()
 
-    try:
-        assert as_other_user(take_job_dir) == "True"
-        (state / "go").write_text("")  # the survivor now starts a Python child that compiles
-        wait_for(state / "child.json")
-        child = json.loads((state / "child.json").read_text())
-        assert child["status"] == 0 and child["stdout"] == "2.0\n"
-        warnings = [line for line in child["stderr"].splitlines() if line.startswith("compiletrace:")]
-        assert len(warnings) == 1 and "is not the directory it was" in warnings[0], child["stderr"]
-        assert os.listdir(job_dir) == []  # nothing was written into the other user's directory
-    finally:
-        shutil.rmtree(job_dir, ignore_errors=True)
+
+@needs_root
+def test_a_scratch_root_another_user_holds_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with world_writable_sticky_dir() as shared:
+        squatted = shared / f"compiletrace-{os.getuid()}"
+        assert as_other_user(lambda: os.mkdir(squatted, 0o777)) == "None"
+        monkeypatch.setattr(tempfile, "tempdir", str(shared))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        assert scratch_root() == str(tmp_path / "cache" / "compiletrace" / "tmp")
+        outcome = run_command(["true"])
+        assert (
+            outcome.exit_status == 0
+            and Path(outcome.job_dir).parent == tmp_path / "cache" / "compiletrace" / "tmp"
+        )
+        assert os.listdir(squatted) == []
 
 
 def test_the_bootstrap_is_the_packages_own_directory_when_no_one_else_can_change_it() -> None:

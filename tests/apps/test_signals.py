@@ -426,10 +426,11 @@ def test_owned_temporary_directory_marks_itself_and_is_removed(
 ) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with owned_temporary_directory("compiletrace-test-") as tmp:
+        assert Path(tmp).parent == tmp_path / f"compiletrace-{os.getuid()}"  # the user's own parent
         owner = json.loads(Path(tmp, OWNER_FILE).read_text())
         assert owner["pid"] == os.getpid()
         assert remove_stale_directories("compiletrace-test-") == []  # its owner runs
-    assert list(tmp_path.iterdir()) == []
+    assert list((tmp_path / f"compiletrace-{os.getuid()}").iterdir()) == []
 
 
 @pytest.mark.slow
@@ -444,10 +445,11 @@ def test_a_directory_a_sigkilled_owner_left_goes_with_the_next_one(tmp_path: Pat
     env = dict(os.environ, TMPDIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True)
     assert done.returncode == -signal.SIGKILL, done.stderr
-    (left,) = tmp_path.iterdir()
+    scratch = tmp_path / f"compiletrace-{os.getuid()}"
+    (left,) = scratch.iterdir()
     assert left.name.startswith("compiletrace-launch-") and (left / OWNER_FILE).is_file()
-    assert remove_stale_directories("compiletrace-launch-", tmp_path) == [str(left)]
-    assert list(tmp_path.iterdir()) == []
+    assert remove_stale_directories("compiletrace-launch-", scratch) == [str(left)]
+    assert list(scratch.iterdir()) == []
 
 
 # -- a full disk: exit 2, one line naming the path ---------------------------------------------
