@@ -12,13 +12,22 @@ peak; beside torch's own trace parser (``tlparse``) on the same logs, where it i
    peak of the same process that reads nothing (the interpreter and compiletrace's imports,
    torch's among them). Medians. This process never holds a log: Linux counts a forked
    child's peak from its parent's memory.
+4. ``--logs N`` small logs (the real log's first compile, each its own rank) read as a
+   directory and as a ``.zip`` of the same files: an archive must read as fast as the
+   directory (opened once, not once per member).
+5. ``--bomb-mb M``: a ``.gz`` of one compile's graph breaks, each a 1 MB reason, M MB of
+   text in all: the file's size, the reader's seconds and peak, and the characters of
+   reasons it keeps (bounded by the compile, not by the log).
 
     python benchmarks/bench_torch_trace.py [--sizes 100,400] [--repeats 3] [--tlparse PATH]
+        [--logs 3000] [--bomb-mb 1000]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import re
 import shutil
@@ -27,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,6 +44,11 @@ PROGRAM = ROOT / "tests" / "programs" / "fixable.py"
 MB = 1024 * 1024
 
 READ = "import compiletrace, sys; run = compiletrace.load(sys.argv[1]); print(len(run.graph_records))"
+READ_JOB = "import compiletrace, sys; job = compiletrace.load(sys.argv[1]); print(len(job.processes))"
+READ_KEPT = (
+    "import compiletrace, sys; run = compiletrace.load(sys.argv[1]); "
+    "print(sum(len(b.reason) for r in run.graph_records for b in r.graph_breaks))"
+)
 IMPORT_ONLY = "import compiletrace, sys; print(0)"
 
 
@@ -69,14 +84,57 @@ def write_grown(text: str, size_mb: int, path: Path) -> int:
 
 def measure(argv: list[str]) -> tuple[float, float]:
     """Wall seconds and peak resident MB of one fresh process running ``argv``."""
+    seconds, peak, _ = measure_output(argv)
+    return seconds, peak
+
+
+def measure_output(argv: list[str]) -> tuple[float, float, str]:
+    """:func:`measure`, and what the process printed."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{argv[0]} failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
-    return seconds, usage.ru_maxrss / 1024  # kB on Linux
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            why = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise SystemExit(f"{argv[0]} failed: {why}")
+        out.seek(0)
+        return seconds, usage.ru_maxrss / 1024, out.read().decode().strip()  # kB on Linux
+
+
+def first_compile(text: str) -> str:
+    """The log up to the end of its first compile's metrics row: a small log of one compile."""
+    row = text.index('{"compilation_metrics"')
+    return text[: text.index("\n", row) + 1]
+
+
+def write_many(text: str, logs: int, where: Path) -> tuple[Path, Path]:
+    """``logs`` copies of ``text`` as a TORCH_TRACE directory (a rank each) and a .zip of it."""
+    directory = where / "many"
+    directory.mkdir()
+    zipped = where / "many.zip"
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as archive:
+        for rank in range(logs):
+            name = f"dedicated_log_torch_trace_rank_{rank}_x.log"
+            (directory / name).write_text(text)
+            archive.write(directory / name, f"trace/{name}")
+    return directory, zipped
+
+
+def write_bomb(path: Path, megabytes: int) -> None:
+    """A .gz of one compile: ``megabytes`` graph breaks of a 1 MB reason each, then its row."""
+    head = "V1202 10:19:06.755000 4242 torch/_dynamo/symbolic_convert.py:5098] "
+    artifact = {"name": "dynamo_graph_break_reason", "encoding": "string"}
+    meta = {"artifact": artifact, "frame_id": 0, "frame_compile_id": 0, "attempt": 0, "has_payload": "0" * 32}
+    reason = "x" * MB
+    row: dict[str, object] = {"compile_id": "0/0", "co_name": "forward", "co_filename": "/src/model.py"}
+    row |= {"start_time_us": 1_796_000_000_000_000, "duration_us": 5_000}
+    with gzip.open(path, "wt", compresslevel=9) as out:
+        for i in range(megabytes):
+            out.write(f"{head}{json.dumps(meta)}\n\tGraph break in user code at /src/model.py:9\n")
+            out.write(f"\tGraph Break Reason: Unsupported call {i} {reason}\n\tUser code traceback:\n")
+        out.write(f"{head}{json.dumps({'compilation_metrics': row})}\n")
 
 
 def main() -> None:
@@ -88,8 +146,10 @@ def main() -> None:
     parser.add_argument(
         "--tlparse", default=shutil.which("tlparse"), help="torch's trace parser, if installed"
     )
+    parser.add_argument("--logs", type=int, default=3000, help="small logs: a directory and a .zip (0: none)")
+    parser.add_argument("--bomb-mb", type=int, default=1000, help="MB of graph-break text in a .gz (0: none)")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         text = source_log(where)
@@ -143,6 +203,35 @@ def main() -> None:
                 line += f"  {row['theirs_s']:>15.2f}  {row['theirs_mb']:>8.0f}  {ratio:>7.1f}"
             print(line)
         print(f"\nmedians of {args.repeats} runs each; seconds scaled to 100 MB of log")
+        if args.logs:
+            many(first_compile(text), args.logs, where, args.repeats)
+        if args.bomb_mb:
+            bomb(args.bomb_mb, where, base)
+
+
+def many(text: str, logs: int, where: Path, repeats: int) -> None:
+    directory, zipped = write_many(text, logs, where)
+    seconds: dict[Path, list[float]] = {directory: [], zipped: []}
+    for _ in range(repeats):
+        for path in seconds:
+            seconds[path].append(measure([sys.executable, "-c", READ_JOB, str(path)])[0])
+    dir_s, zip_s = (statistics.median(seconds[path]) for path in (directory, zipped))
+    print(
+        f"\n{logs} logs of one compile ({len(text.encode()) / 1024:.0f} kB each): "
+        f"as a directory {dir_s:.1f} s, as a .zip ({zipped.stat().st_size / MB:.1f} MB) {zip_s:.1f} s "
+        f"(medians of {repeats}; the interpreter's start and imports included)"
+    )
+
+
+def bomb(megabytes: int, where: Path, base_mb: float) -> None:
+    path = where / "bomb.log.gz"
+    write_bomb(path, megabytes)
+    seconds, peak, kept = measure_output([sys.executable, "-c", READ_KEPT, str(path)])
+    print(
+        f"\na .gz of {path.stat().st_size / MB:.2f} MB ({megabytes} MB of graph-break text, one compile): "
+        f"read in {seconds:.1f} s, peak {peak - base_mb:.0f} MB above the empty process, "
+        f"{int(kept):,} characters of reasons kept"
+    )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import root_code_name
 from compiletrace._data.run import Run
-from compiletrace._data.torch_trace import is_torch_trace
-from compiletrace._io.errors import UsageError
 from compiletrace.distributed.results import GatherResult
 
 __all__ = ["load"]
@@ -55,6 +53,10 @@ def load(
     else by its function and file (``"forward (model.py)"``); see
     :mod:`compiletrace._data.torch_trace`.
 
+    ``path`` may be a pipe (``<(zcat trace.log.gz)``, ``/dev/stdin``): it is read once. A
+    device or a socket is refused, and every input is read within the readers' limits
+    (``docs/security.md``).
+
     >>> import os, tempfile, compiletrace
     >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
     >>> compiletrace.profile(backend="eager").save(path)
@@ -64,11 +66,8 @@ def load(
     """
     rules = parse_component_rules(components)
     namer = _trace_namer(rules) if rules else None
-    if rules and not is_torch_trace(path):
-        raise UsageError(
-            f"--component names the compiles of torch's trace (TORCH_TRACE); {os.fspath(path)} is a file "
-            "compiletrace wrote, whose components were named when it was recorded"
-        )
+    # read() refuses rules for a file compiletrace wrote (its components were named when it
+    # was recorded), telling the format from the one read of the file (a pipe reads once).
     data = read(path, accept=accept, command=command, components=namer)
     if isinstance(data, Run):
         return ProfileRun.of(data)

@@ -27,6 +27,7 @@ from compiletrace._core.startup import unix_now_ns
 from compiletrace._data.timeline import ORIGIN_EXEC, ORIGIN_FORK, ORIGIN_PROCESS, Timeline
 from compiletrace._io.errors import ChildFailed, LaunchError, OutputError, UsageError
 from compiletrace._io.files import check_writable, write_json, write_text
+from compiletrace._io.inputs import check_outputs_apart
 from compiletrace._io.signals import Terminated, terminate_on_signals
 from compiletrace._io.text import first_line, printable
 from compiletrace._version import __version__
@@ -493,19 +494,12 @@ def _error(args: argparse.Namespace, message: str) -> None:
 
 
 def _outputs(pairs: Sequence[tuple[str | None, str]], inputs: Sequence[str] = ()) -> None:
-    """Check every output path before any work: writable, not one of the inputs, and no two
-    outputs the same file (one would overwrite the other)."""
-    seen: dict[str, str] = {os.path.realpath(p): "the input" for p in inputs}
-    for path, what in pairs:
-        if path is None:
-            continue
+    """Check every output path before any work: writable, not one of the inputs nor inside
+    an input directory, and no two outputs the same file (one would overwrite the other)."""
+    named = [(path, what) for path, what in pairs if path is not None]
+    for path, what in named:
         check_writable(path, what)
-        if path == "-":
-            continue
-        real = os.path.realpath(path)
-        if real in seen:
-            raise UsageError(f"{what} {path!r} is the same file as {seen[real]}; give another path")
-        seen[real] = what
+    check_outputs_apart(named, inputs)
 
 
 def _components(args: argparse.Namespace) -> list[tuple[str, str]]:

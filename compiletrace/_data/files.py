@@ -27,9 +27,11 @@ from compiletrace._data.gather import GatherResult
 from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
-from compiletrace._data.torch_trace import ComponentNamer, is_torch_trace, read_torch_trace
-from compiletrace._io.envelope import read_json_file
-from compiletrace._io.errors import CompiletraceError, RunFileError
+from compiletrace._data.torch_trace import ComponentNamer, is_trace_head, read_torch_trace
+from compiletrace._io.envelope import read_json
+from compiletrace._io.errors import CompiletraceError, RunFileError, UsageError
+from compiletrace._io.inputs import InputFile, open_input
+from compiletrace._io.text import first_line, shorten
 
 __all__ = ["FileData", "read", "read_data"]
 
@@ -48,20 +50,46 @@ def read(
     or torch's own trace (a ``TORCH_TRACE`` directory, one of its logs, a ``.gz`` or ``.zip``
     of them), read by :mod:`compiletrace._data.torch_trace` into a :class:`Run` (one log) or
     a :class:`Job` (a process per log: the ranks of a distributed job). ``components``
-    names a traced compile's component from its code file and name, where a rule matches.
+    names a traced compile's component from its code file and name, where a rule matches
+    (given for a file compiletrace wrote, it is a :class:`~compiletrace.UsageError`).
+
+    ``path`` may be a pipe (``report <(zcat trace.log.gz)``): it is read once, through the
+    buffer its format was told from. Anything else that is not a file (``/dev/zero``, a
+    terminal) is refused before a byte is read.
 
     Raises :class:`~compiletrace.RunFileError` (exit 2 on the command line) naming the file
-    for anything that is not such a file, a field that is wrong, or a kind not in
-    ``accept``.
+    for anything that is not such a file, a field that is wrong, a kind not in ``accept``,
+    or an input past the readers' limits; never a bare ``ValueError``.
     """
     name = os.fspath(path)
-    if is_torch_trace(name):
-        return _accepted(_trace_data(name, components), name, accept, command)
-    return read_data(read_json_file(name), name, accept=accept, command=command)
+    if os.path.isdir(name):
+        return _accepted(_trace_data(name, name, components), name, accept, command)
+    # Opened once and read once: a pipe's first bytes tell its format and stay in its buffer.
+    with open_input(name) as source:
+        if is_trace_head(source.head):
+            return _accepted(_trace_data(source, name, components), name, accept, command)
+        if components is not None:
+            raise UsageError(
+                f"--component names the compiles of torch's trace (TORCH_TRACE); {name} is a file "
+                "compiletrace wrote, whose components were named when it was recorded"
+            )
+        document = read_json(source)
+    return read_data(document, name, accept=accept, command=command)
 
 
-def _trace_data(name: str, components: ComponentNamer | None) -> Run | Job:
-    found = read_torch_trace(name, components=components)
+# What the trace reader raises where its checks missed something a crafted log holds: still
+# bad input (exit 2), never a crash.
+_DAMAGE = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError, RecursionError)
+
+
+def _trace_data(source: str | InputFile, name: str, components: ComponentNamer | None) -> Run | Job:
+    try:
+        found = read_torch_trace(source, components=components)
+    except CompiletraceError:
+        raise
+    except _DAMAGE as exc:
+        why = shorten(f"{type(exc).__name__}: {first_line(exc)}", 200)
+        raise RunFileError(f"{name} is not a trace compiletrace can read ({why})") from None
     if isinstance(found, Run):
         return found
     processes = []

@@ -23,6 +23,7 @@ from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, 
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import Fields, envelope
 from compiletrace._io.files import write_json
+from compiletrace._io.text import printable
 
 __all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo"]
 
@@ -53,8 +54,13 @@ class ProcessInfo:
 
     @property
     def label(self) -> str:
-        """``pid 41 (main)``."""
-        return f"pid {self.pid} ({self.role})"
+        r"""``pid 41 (main)``, for a terminal: the role comes from a file, and is shown
+        through :func:`~compiletrace._io.text.printable` (as every text view shows such text).
+
+        >>> ProcessInfo(41, 40, "main\rrank 0", ()).label
+        'pid 41 (main\\rrank 0)'
+        """
+        return f"pid {self.pid} ({printable(self.role)})"
 
 
 @dataclass(frozen=True)
@@ -94,8 +100,10 @@ class Job:
         found = {}
         for process in self.processes:
             role = process.info.role
-            if role.startswith("rank ") and role[5:].isdigit():
-                found[int(role[5:])] = process
+            number = role[5:]
+            # ASCII digits, and few: "rank ²" or a rank of 5,000 digits is no rank.
+            if role.startswith("rank ") and number.isascii() and number.isdecimal() and len(number) <= 10:
+                found[int(number)] = process
         return dict(sorted(found.items()))
 
     def by_component(self) -> dict[str, float]:

@@ -20,8 +20,14 @@ ends mid-entry (a crashed or killed job) keeps every whole entry before it
 (``meta["trace"]["truncated"]``); a damaged line inside is counted and skipped. Fields the
 log does not carry are named in ``meta["trace"]["missing"]``, never filled in.
 
-Logs are read line by line (a ``.gz`` too, and the members of a ``.zip``): memory holds
-one entry and the compiles' own state, not the file. Plain data, free of torch.
+Logs are read line by line (a ``.gz`` too, and the members of a ``.zip``, the archive opened
+once): memory holds one entry and the compiles' own state, not the file. A log may come
+through a pipe (``report <(zcat trace.log.gz)``): it is read once, through the buffer its
+format was told from. What a compile keeps is bounded, whatever the log holds: the
+``MAX_*`` limits below cap each list a compile keeps and each text (a long reason is kept
+as its head, then how much was cut and a digest of the whole), and what was cut is counted
+(``meta["trace"]["cut"]``); a log past the limits on its size, its processes or the
+trace's compiles is refused, naming the limit. Plain data, free of torch.
 """
 
 from __future__ import annotations
@@ -32,12 +38,14 @@ import io
 import json
 import os
 import re
+import stat
+import sys
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from compiletrace._data.phases import split_phases
 from compiletrace._data.records import (
@@ -53,6 +61,8 @@ from compiletrace._data.records import (
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._io.errors import RunFileError
+from compiletrace._io.inputs import HEAD_BYTES, InputFile, open_input
+from compiletrace._io.text import clip, shorten
 
 __all__ = [
     "MISSING_FIELDS",
@@ -61,6 +71,7 @@ __all__ = [
     "TraceLog",
     "default_component",
     "is_torch_trace",
+    "is_trace_head",
     "read_torch_trace",
     "trace_logs",
 ]
@@ -76,24 +87,64 @@ MISSING_FIELDS = (
     "warm-up and the start-up timeline (the trace has compiles only)",
 )
 
-# glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON.
 # What a crafted or damaged entry raises when its fields are read (a string where a number
 # goes, NaN, nesting past Python's limit), and what a damaged archive raises while streamed.
 _BAD_VALUE = (ValueError, TypeError, OverflowError, RecursionError, KeyError, AttributeError)
 _BAD_ARCHIVE = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
-# A distributed job's lines may start with their rank ("[rank1]:").
+# glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON. A
+# distributed job's lines may start with their rank ("[rank1]:").
 _LINE = re.compile(r"^(?:\[rank(\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
 _RANK = re.compile(r"rank_(\d+)")
-_BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d+)$", re.M)
+_BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d{1,9})$", re.M)
 _GZIP_MAGIC, _ZIP_MAGIC = b"\x1f\x8b", b"PK\x03\x04"
 _LOG_SUFFIXES = (".log", ".log.gz")
-# The longest line read whole (torch's metrics row carries its whole config: ~100 kB).
-MAX_LINE_CHARS = 16 * 1024 * 1024
+
+# What one trace may make the reader hold. Each is far past what torch writes (a compile has
+# about a hundred timed regions, a few graph breaks and cache lookups) and holds memory to
+# the compiles, not to the log: a log of crafted entries (a 1.5 MB .gz of graph-break
+# payloads is a GB of text) keeps at most these per compile, and counts what it cut.
+MAX_LINE_CHARS = 16 * 1024 * 1024  # the longest line read whole (torch's metrics row: ~100 kB)
+MAX_LOG_CHARS = 8 << 30  # one log's text (a .gz's, uncompressed): a longer one is refused
+MAX_LOGS = 100_000  # logs in one trace directory or archive
+MAX_PROCESSES = 4_096  # processes told apart in one log
+MAX_COMPILES = 100_000  # compiles in one trace, its logs together (1 GB of a small model's log: 14,000)
+MAX_REGIONS = 512  # timed regions a compile keeps (and as many left open)
+MAX_BREAKS = 16  # graph breaks a compile keeps
+MAX_LOOKUPS = 32  # cache lookups a compile keeps
+MAX_RESTARTS = 16  # restart reasons a compile keeps
+MAX_REASON_CHARS = 2_000  # a reason's head, as the live recording keeps it
+MAX_NAME_CHARS = 1_000  # a code name, file name or error type's head
+MAX_KEY_CHARS = 200  # a cache key, a lookup's detail, torch's version
+MAX_REGION_NAME_CHARS = 200  # torch's region names are short: a longer one is none of torch's
+MAX_SKIPPED_KINDS = 100  # skipped record kinds counted by name; the rest are counted together
+MAX_ID_DIGITS = 10  # a pid or a rank (Linux's largest pid has 7 digits)
+_MAX_ID = 10**MAX_ID_DIGITS  # a frame id or a frame's compile count
+_MAX_COMPILE_ID_CHARS = 64
+_OTHER_KINDS = "(other kinds)"  # the skipped kinds past MAX_SKIPPED_KINDS, counted together
+
+
+def is_trace_head(head: bytes) -> bool:
+    """Whether a file that starts with ``head`` (its first :data:`HEAD_BYTES`) is torch's
+    trace: a ``.gz`` or ``.zip``, or a first line that is a glog-style trace entry
+    (compiletrace's own files are JSON documents).
+
+    >>> is_trace_head(b'V1201 19:48:17.596000 9438 torch/_logging/_internal.py:1328] {"str": []}\\n')
+    True
+    >>> is_trace_head(b'{"kind": "compiletrace.run"}')
+    False
+    """
+    if head.startswith((_GZIP_MAGIC, _ZIP_MAGIC)):
+        return True
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return _LINE.match(first) is not None or (
+        len(head) == HEAD_BYTES and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
+    )
 
 
 def is_torch_trace(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is torch's trace: a directory, a ``.gz`` or ``.zip``, or a file whose
-    first line is a glog-style trace entry (compiletrace's own files are JSON documents).
+    """Whether ``path`` is torch's trace: a directory, or a file :func:`is_trace_head` says
+    is one. (A pipe read here is read: :func:`compiletrace._data.files.read` tells the
+    format from the one buffer it reads through.)
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.log"
@@ -106,16 +157,10 @@ def is_torch_trace(path: str | os.PathLike[str]) -> bool:
     if os.path.isdir(name):
         return True
     try:
-        with open(name, "rb") as f:
-            head = f.read(4096)
-    except OSError:
+        with open_input(name) as source:
+            return is_trace_head(source.head)
+    except RunFileError:
         return False
-    if head.startswith((_GZIP_MAGIC, _ZIP_MAGIC)):
-        return True
-    first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
-    return _LINE.match(first) is not None or (
-        len(head) == 4096 and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
-    )
 
 
 @dataclass
@@ -127,79 +172,122 @@ class TraceLog:
     open: Callable[[], IO[str]] = field(repr=False)
 
 
-def trace_logs(path: str | os.PathLike[str]) -> list[TraceLog]:
-    """The logs at ``path``: a TORCH_TRACE directory's (``*.log``, ``*.log.gz``), one log file,
-    a ``.gz`` of one, or a ``.zip`` of them; by rank, then name. Raises
-    :class:`~compiletrace.RunFileError` for a path with none."""
-    name = os.fspath(path)
-    if os.path.isdir(name):
-        files = sorted(
-            os.path.join(name, f)
-            for f in os.listdir(name)
-            if f.endswith(_LOG_SUFFIXES) and not f.startswith(".")
+@contextlib.contextmanager
+def trace_logs(path: str | os.PathLike[str] | InputFile) -> Iterator[list[TraceLog]]:
+    """The logs at ``path``, by rank, then name, ready to read while the context lasts: a
+    TORCH_TRACE directory's (``*.log``, ``*.log.gz``), one log file, a ``.gz`` of one, or a
+    ``.zip`` of them (opened once, and closed on leaving). ``path`` may be an input already
+    open (a pipe whose head told its format). Raises :class:`~compiletrace.RunFileError` for
+    a path with none."""
+    with contextlib.ExitStack() as stack:
+        if not isinstance(path, InputFile) and os.path.isdir(os.fspath(path)):
+            logs = _directory_logs(os.fspath(path))
+        else:
+            source = path if isinstance(path, InputFile) else stack.enter_context(open_input(path))
+            if source.head.startswith(_ZIP_MAGIC):
+                logs = _zip_logs(source, stack)
+            else:
+                one = source  # read once, from the buffer its head was told from
+
+                def open_log() -> IO[str]:
+                    return _log_text(one.stream, one.head)
+
+                logs = [TraceLog(one.name, _rank_of(one.name, one.name), open_log)]
+        yield sorted(logs, key=lambda log: (log.rank is None, log.rank or 0, log.source))
+
+
+def _directory_logs(name: str) -> list[TraceLog]:
+    files = sorted(
+        os.path.join(name, f) for f in os.listdir(name) if f.endswith(_LOG_SUFFIXES) and not f.startswith(".")
+    )
+    if len(files) > MAX_LOGS:
+        raise RunFileError(f"{name} holds more than {MAX_LOGS:,} logs; read them a part at a time")
+    # Regular files only, never a link (whatever it points to is none of the trace's).
+    logs = [TraceLog(f, _rank_of(f, f), _file_opener(f)) for f in files if _is_regular(f)]
+    if not logs:
+        raise RunFileError(
+            f"{name} holds no TORCH_TRACE logs (*.log): run the program with TORCH_TRACE={name} first"
         )
-        logs = [_file_log(f) for f in files if os.path.isfile(f)]
-        if not logs:
-            raise RunFileError(
-                f"{name} holds no TORCH_TRACE logs (*.log): run the program with TORCH_TRACE={name} first"
-            )
-    else:
-        with open(name, "rb") as f:
-            magic = f.read(4)
-        logs = _zip_logs(name) if magic == _ZIP_MAGIC else [_file_log(name)]
-    return sorted(logs, key=lambda log: (log.rank is None, log.rank or 0, log.source))
+    return logs
 
 
-def _rank_of(name: str) -> int | None:
+def _rank_of(name: str, source: str) -> int | None:
+    """The rank a log's file name says (``..._rank_1_...``); ``source`` names it in errors."""
     found = _RANK.search(os.path.basename(name))
-    return int(found[1]) if found else None
+    return None if found is None else _bounded_int(found[1], "rank", source)
 
 
-def _file_log(name: str) -> TraceLog:
-    with open(name, "rb") as f:
-        gz = f.read(2) == _GZIP_MAGIC
-
-    def opener() -> IO[str]:
-        if gz:
-            return io.TextIOWrapper(gzip.open(name, "rb"), encoding="utf-8", errors="replace")
-        return open(name, encoding="utf-8", errors="replace")
-
-    return TraceLog(name, _rank_of(name), opener)
+def _bounded_int(digits: str, what: str, where: str) -> int:
+    """``digits`` as a pid or a rank; one longer than any system's is a crafted log."""
+    if len(digits) > MAX_ID_DIGITS:
+        raise RunFileError(
+            f"{shorten(where, 300)}: a {what} of {len(digits):,} digits, which no process has: "
+            "not a trace torch wrote"
+        )
+    return int(digits)
 
 
-def _zip_logs(name: str) -> list[TraceLog]:
+def _log_text(stream: IO[bytes], head: bytes) -> IO[str]:
+    """Text of a log read from ``stream``, which starts with ``head`` (gzip's magic: a .gz)."""
+    if head.startswith(_GZIP_MAGIC):
+        return _OwningText(gzip.GzipFile(fileobj=stream, mode="rb"), [stream])
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
+
+
+def _is_regular(name: str) -> bool:
     try:
-        with zipfile.ZipFile(name) as archive:
-            members = [m for m in archive.namelist() if m.endswith(_LOG_SUFFIXES) and not m.endswith("/")]
+        return stat.S_ISREG(os.lstat(name).st_mode)
+    except OSError:
+        return False
+
+
+def _file_opener(name: str) -> Callable[[], IO[str]]:
+    def open_log() -> IO[str]:
+        # Checked again as it is opened: a file swapped meanwhile for a pipe or a link is refused.
+        source = open_input(name, pipes=False, links=False)
+        return _log_text(source.stream, source.head)
+
+    return open_log
+
+
+def _zip_logs(source: InputFile, stack: contextlib.ExitStack) -> list[TraceLog]:
+    name = source.name
+    if not source.regular:
+        raise RunFileError(
+            f"{name} is a zip archive in a pipe, and a zip is read from its end: give the .zip file itself"
+        )
+    try:
+        # Opened once for all its members: opened per member, its directory of N members
+        # was read N times (3,000 logs took a minute and more).
+        archive = stack.enter_context(zipfile.ZipFile(source.stream))
+        members = [m for m in archive.namelist() if m.endswith(_LOG_SUFFIXES) and not m.endswith("/")]
     except (zipfile.BadZipFile, OSError) as exc:
         raise RunFileError(
             f"{name} is a damaged zip archive ({exc}); zip the TORCH_TRACE directory again"
         ) from None
     if not members:
         raise RunFileError(f"{name} holds no TORCH_TRACE logs (*.log)")
+    if len(members) > MAX_LOGS:
+        raise RunFileError(f"{name} holds more than {MAX_LOGS:,} logs; read them a part at a time")
 
     def opener(member: str) -> Callable[[], IO[str]]:
         def open_member() -> IO[str]:
-            owned: list[Any] = [zipfile.ZipFile(name)]
+            raw = archive.open(member)
+            if not member.endswith(".gz"):
+                return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
             try:
-                owned.append(owned[0].open(member))
-                if member.endswith(".gz"):
-                    owned.append(gzip.GzipFile(fileobj=owned[-1], mode="rb"))
-                return _OwningText(owned[-1], owned)
+                return _OwningText(gzip.GzipFile(fileobj=raw, mode="rb"), [raw])
             except BaseException:
-                for resource in reversed(owned):
-                    with contextlib.suppress(Exception):
-                        resource.close()
+                raw.close()
                 raise
 
         return open_member
 
-    return [TraceLog(f"{name}:{m}", _rank_of(m), opener(m)) for m in members]
+    return [TraceLog(f"{name}:{m}", _rank_of(m, f"{name}:{m}"), opener(m)) for m in members]
 
 
 class _OwningText(io.TextIOWrapper):
-    """Text over a zip member (or a gzip inside one) that closes, with itself, the member
-    and the archive it was opened from."""
+    """Text over a gzip stream that closes, with itself, what the gzip was read from."""
 
     def __init__(self, raw: Any, owned: list[Any]) -> None:
         super().__init__(raw, encoding="utf-8", errors="replace")
@@ -245,6 +333,13 @@ _METRIC_KEYS = frozenset(
         "restart_reasons",
         "start_time",
         "start_time_us",
+        # The cache counters a tier's outcome is read from (:func:`_outcome`).
+        *(
+            f"{prefix}_{where}_cache_{outcome}_count"
+            for prefix in ("inductor_fx", "aotautograd")
+            for where in ("local", "remote")
+            for outcome in ("hit", "miss")
+        ),
     }
 )
 # Record types whose payload is read; every other payload is skipped as it streams by.
@@ -252,32 +347,68 @@ _PAYLOAD_WANTED = frozenset({"chromium_event", "artifact"})
 
 
 @dataclass
+class _Totals:
+    """What every log of one trace adds up to, against the trace's limits."""
+
+    compiles: int = 0
+
+
+@dataclass
 class _Stats:
+    source: str  # the log, for the messages
+    totals: _Totals = field(default_factory=_Totals)
     entries: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     damaged: int = 0  # lines inside the log that were no entry
     rejected: int = 0  # compiles whose figures were out of range (negative, past any clock)
     truncated: bool = False  # the log ended inside an entry
+    cut: Counter[str] = field(default_factory=Counter)  # what a compile could not keep: regions, texts, ...
+
+    def skip(self, kind: str) -> None:
+        """Count a record of a kind not read, by its name while the names stay few."""
+        name = shorten(kind, 100)
+        if name not in self.skipped and len(self.skipped) >= MAX_SKIPPED_KINDS:
+            name = _OTHER_KINDS
+        self.skipped[name] += 1
+
+    def text(self, value: str, limit: int) -> str:
+        """``value`` clipped to ``limit`` characters (see :func:`~compiletrace._io.text.clip`)."""
+        kept = clip(value, limit)
+        if kept is not value:
+            self.cut["texts"] += 1
+        return kept
 
 
 _OVERLONG = "\x00overlong\n"  # stands for a line past MAX_LINE_CHARS, its text never held
 
 
-def _bounded_lines(stream: IO[str]) -> Iterator[str]:
+def _bounded_lines(stream: IO[str], source: str) -> Iterator[str]:
     """The stream's lines, none longer than :data:`MAX_LINE_CHARS`: a longer one (a crafted
-    log, a decompression bomb) is read past in pieces and stands as :data:`_OVERLONG`."""
+    log, a decompression bomb) is read past in pieces and stands as :data:`_OVERLONG`. A
+    stream past :data:`MAX_LOG_CHARS` in all is refused."""
+    total = 0
     while True:
         line = stream.readline(MAX_LINE_CHARS + 1)
         if not line:
             return
+        total += len(line)
         if len(line) > MAX_LINE_CHARS and not line.endswith("\n"):
             while True:
                 rest = stream.readline(MAX_LINE_CHARS + 1)
-                if not rest or rest.endswith("\n"):
+                total += len(rest)
+                if not rest or rest.endswith("\n") or total > MAX_LOG_CHARS:
                     break
-            yield _OVERLONG
-            continue
+            line = _OVERLONG
+        if total > MAX_LOG_CHARS:
+            raise RunFileError(
+                f"{source} holds more than {_size(MAX_LOG_CHARS)} of text; compiletrace reads at most "
+                "that much of one log"
+            )
         yield line
+
+
+def _size(chars: int) -> str:
+    return f"{chars >> 30} GiB" if chars >= 1 << 30 else f"{chars >> 20} MiB"
 
 
 def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
@@ -286,7 +417,7 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
     current: _Entry | None = None
     kept = 0  # payload characters kept for the current entry
     last_bad = False
-    for raw in lines:
+    for number, raw in enumerate(lines, 1):
         if raw.startswith("\t"):
             if current is not None and current.payload is not None:
                 kept += len(raw)
@@ -310,7 +441,7 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
                 meta = json.loads(found[3])
             except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
                 meta = None
-        if not isinstance(meta, dict) or not meta:
+        if found is None or not isinstance(meta, dict) or not meta:
             stats.damaged += 1
             last_bad = not raw.endswith("\n")  # a last line cut short: the job was killed
             continue
@@ -319,8 +450,9 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
         kind = next(iter(meta))
         keep = "has_payload" in meta and kind in _PAYLOAD_WANTED
         kept = 0
-        rank = int(found[1]) if found[1] is not None else None  # type: ignore[index]
-        current = _Entry(int(found[2]), rank, meta, [] if keep else None)  # type: ignore[index]
+        where = f"{stats.source}, line {number}"
+        rank = _bounded_int(found[1], "rank", where) if found[1] is not None else None
+        current = _Entry(_bounded_int(found[2], "pid", where), rank, meta, [] if keep else None)
     if current is not None:
         yield current
     if last_bad:
@@ -344,20 +476,28 @@ class _Compile:
 
     regions: list[tuple[str, int, int]] = field(default_factory=list)
     open: dict[str, list[int]] = field(default_factory=dict)  # region name -> start ns stack
+    opened: int = 0  # starts in ``open``, every name's
     breaks: list[GraphBreak] = field(default_factory=list)
     lookups: list[CacheLookup] = field(default_factory=list)
+    # (tier, outcome) of every lookup, the ones past MAX_LOOKUPS too: they still decide.
+    outcomes: set[tuple[str, str]] = field(default_factory=set)
     metrics: dict[str, Any] | None = None
     backward: dict[str, Any] | None = None
 
 
 def _compile_id(meta: dict[str, Any]) -> str | None:
     frame, count = meta.get("frame_id"), meta.get("frame_compile_id")
-    if isinstance(frame, int) and isinstance(count, int):
+    if isinstance(frame, int) and isinstance(count, int) and 0 <= frame < _MAX_ID and 0 <= count < _MAX_ID:
         return f"{frame}/{count}"
     return None
 
 
-def _graph_break(text: str) -> GraphBreak:
+def _is_compile_id(value: object) -> TypeGuard[str]:
+    """A compile id as torch writes one ("0/0", "[0/1]"): a short string, held as a key."""
+    return isinstance(value, str) and len(value) <= _MAX_COMPILE_ID_CHARS
+
+
+def _graph_break(text: str, stats: _Stats) -> GraphBreak:
     at = _BREAK_AT.search(text)
     reason = text.split("Graph Break Reason:", 1)[-1].split("\nUser code traceback:", 1)[0].strip()
     # The log puts torch's framing sentence first ("Encountered graph break when attempting to
@@ -365,9 +505,10 @@ def _graph_break(text: str) -> GraphBreak:
     head, sep, rest = reason.partition("\n\n")
     if sep and head.startswith("Encountered graph break when attempting to trace"):
         reason = rest.strip()
+    reason = stats.text(reason, MAX_REASON_CHARS)
     if at is None:
         return GraphBreak(reason, "", 0)
-    return GraphBreak(reason, at[1], int(at[2]))
+    return GraphBreak(reason, stats.text(at[1], MAX_NAME_CHARS), int(at[2]))
 
 
 def default_component(code_filename: str, code_name: str) -> str:
@@ -384,22 +525,31 @@ def default_component(code_filename: str, code_name: str) -> str:
 ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) -> a rule's name
 
 
-def _read_log(log: TraceLog, namer: ComponentNamer | None) -> list[tuple[list[GraphRecord], dict[str, Any]]]:
+def _read_log(
+    log: TraceLog, namer: ComponentNamer | None, totals: _Totals
+) -> list[tuple[list[GraphRecord], dict[str, Any]]]:
     """One log's records and what was read, per process: a log is one process's, but logs
     concatenated or interleaved into one file are told apart by the pid of each line."""
-    stats = _Stats()
+    stats = _Stats(log.source, totals)
     processes: dict[int, _Process] = {}
     torch_version: str | None = None
     try:
         with log.open() as stream:
-            for entry in _entries(_bounded_lines(stream), stats):
+            for entry in _entries(_bounded_lines(stream, log.source), stats):
                 process = processes.get(entry.pid)
                 if process is None:
+                    if len(processes) >= MAX_PROCESSES:
+                        raise RunFileError(
+                            f"{log.source} holds more than {MAX_PROCESSES:,} processes' entries; "
+                            "compiletrace reads at most that many from one log"
+                        )
                     process = processes[entry.pid] = _Process()
                 if entry.rank is not None:
                     process.rank = entry.rank
                 try:
                     found = _take(entry, process, stats)
+                except RunFileError:  # a limit reached (a ValueError too, but no damaged entry)
+                    raise
                 except _BAD_VALUE:  # a field of the wrong type or size: a damaged entry
                     stats.damaged += 1
                     continue
@@ -433,6 +583,7 @@ def _read_log(log: TraceLog, namer: ComponentNamer | None) -> list[tuple[list[Gr
             "damaged_lines": stats.damaged,
             "rejected_compiles": stats.rejected,
             "truncated": stats.truncated,
+            "cut": dict(sorted(stats.cut.items())),
             "missing": list(MISSING_FIELDS),
             "torch_version": torch_version,
         }
@@ -448,78 +599,123 @@ class _Process:
     order: list[str] = field(default_factory=list)
     rank: int | None = None
 
+    def get(self, cid: str, stats: _Stats) -> _Compile:
+        """The compile ``cid``, new if it is the first time the log names it."""
+        c = self.compiles.get(cid)
+        if c is None:
+            if stats.totals.compiles >= MAX_COMPILES:
+                raise RunFileError(
+                    f"{stats.source}: the trace holds more than {MAX_COMPILES:,} compiles; compiletrace "
+                    "reads at most that many from one trace: give it fewer of its logs"
+                )
+            stats.totals.compiles += 1
+            c = self.compiles[cid] = _Compile()
+            self.order.append(cid)
+        return c
+
 
 def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
     """Fold one entry into its process's compiles; the torch version, from its artifact."""
-    compiles, order = process.compiles, process.order
     kind = next(iter(entry.meta))
     cid = _compile_id(entry.meta)
     if kind == "chromium_event":
-        _region(entry, compiles, order)
+        _region(entry, process, stats)
     elif kind in ("compilation_metrics", "bwd_compilation_metrics"):
         m = entry.meta[kind]
-        if isinstance(m, dict) and isinstance(m.get("compile_id"), str):
-            c = _get(compiles, order, m["compile_id"])
-            # Only what a record is built from: the row also carries torch's whole config
-            # (some 100 kB per compile), which held would grow with the log.
-            m = {k: v for k, v in m.items() if k in _METRIC_KEYS or k.endswith(("_hit_count", "_miss_count"))}
+        if isinstance(m, dict) and _is_compile_id(m.get("compile_id")):
+            c = process.get(m["compile_id"], stats)
             if kind == "bwd_compilation_metrics" or m.get("is_forward") is False:
-                c.backward = m
+                c.backward = _kept_row(m, stats)
             else:
-                c.metrics = m
+                c.metrics = _kept_row(m, stats)
     elif kind == "artifact" and isinstance(entry.meta[kind], dict):
         name = entry.meta[kind].get("name")
-        lookup = _CACHE_ARTIFACT.match(str(name))
+        lookup = _CACHE_ARTIFACT.match(name) if isinstance(name, str) else None
         if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
-            _get(compiles, order, cid).breaks.append(_graph_break("".join(entry.payload)))
+            c = process.get(cid, stats)
+            if len(c.breaks) < MAX_BREAKS:
+                c.breaks.append(_graph_break("".join(entry.payload), stats))
+            else:
+                stats.cut["graph_breaks"] += 1
         elif lookup is not None and cid is not None:
+            c = process.get(cid, stats)
+            tier = "fx_graph" if lookup[1] == "fx_graph" else "aot_autograd"
+            c.outcomes.add((tier, lookup[2]))
+            if len(c.lookups) >= MAX_LOOKUPS:
+                stats.cut["cache_lookups"] += 1
+                return None
             data = _payload_json(entry)
             info = data if isinstance(data, dict) else {}
-            tier = "fx_graph" if lookup[1] == "fx_graph" else "aot_autograd"
-            detail = str(info.get("cache_bypass_reason") or info.get("reason") or "")[:200]
-            _get(compiles, order, cid).lookups.append(
-                CacheLookup(tier, lookup[2], str(info.get("key") or ""), detail)
+            detail = stats.text(
+                str(info.get("cache_bypass_reason") or info.get("reason") or ""), MAX_KEY_CHARS
+            )
+            c.lookups.append(
+                CacheLookup(tier, lookup[2], stats.text(str(info.get("key") or ""), MAX_KEY_CHARS), detail)
             )
         elif name == "torch_version":
             data = _payload_json(entry)
             if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
-                return str(data["pytorch_version"])
+                return stats.text(data["pytorch_version"], MAX_KEY_CHARS)
         else:
-            stats.skipped[f"artifact:{name}"] += 1
+            stats.skip(f"artifact:{name}")
     else:
-        stats.skipped[kind] += 1
+        stats.skip(kind)
     return None
 
 
-def _get(compiles: dict[str, _Compile], order: list[str], cid: str) -> _Compile:
-    c = compiles.get(cid)
-    if c is None:
-        c = compiles[cid] = _Compile()
-        order.append(cid)
-    return c
+def _kept_row(row: dict[str, Any], stats: _Stats) -> dict[str, Any]:
+    """Of torch's metrics row, only what a record is built from, each text clipped: the row
+    also carries torch's whole config (some 100 kB per compile), which held would grow with
+    the log, and a crafted row can make any field as long as its line."""
+    kept: dict[str, Any] = {}
+    for key, value in row.items():
+        if key not in _METRIC_KEYS:
+            continue
+        if key == "restart_reasons" and isinstance(value, list):
+            stats.cut["restart_reasons"] += max(len(value) - MAX_RESTARTS, 0)
+            value = [stats.text(str(r), MAX_REASON_CHARS) for r in value[:MAX_RESTARTS]]
+        elif isinstance(value, str):
+            value = stats.text(value, MAX_REASON_CHARS if key == "recompile_reason" else MAX_NAME_CHARS)
+        elif isinstance(value, (dict, list)):
+            value = None  # no other field of the row a record reads is a container
+        kept[key] = value
+    return kept
 
 
-def _region(entry: _Entry, compiles: dict[str, _Compile], order: list[str]) -> None:
+def _region(entry: _Entry, process: _Process, stats: _Stats) -> None:
     event = _payload_json(entry)
     if not isinstance(event, dict):
         return
     name, ts, ph = event.get("name"), event.get("ts"), event.get("ph")
     args = event.get("args") if isinstance(event.get("args"), dict) else {}
     cid = args.get("compile_id") if isinstance(args, dict) else None
-    if not (isinstance(name, str) and isinstance(ts, (int, float)) and isinstance(cid, str)):
+    if not (isinstance(name, str) and isinstance(ts, (int, float)) and _is_compile_id(cid)):
         return
-    c = _get(compiles, order, cid)
+    c = process.get(cid, stats)
+    if len(name) > MAX_REGION_NAME_CHARS:
+        stats.cut["regions"] += 1
+        return
     ns = int(ts * 1000)  # torch's chromium events are in microseconds since the epoch
     if ph == "B":
-        c.open.setdefault(name, []).append(ns)
+        if c.opened >= MAX_REGIONS:
+            stats.cut["regions"] += 1
+            return
+        # One string per name, however many regions carry it.
+        c.open.setdefault(sys.intern(name), []).append(ns)
+        c.opened += 1
     elif ph == "E" and c.open.get(name):
-        c.regions.append((name, c.open[name].pop(), ns))
+        start = c.open[name].pop()
+        c.opened -= 1
+        if len(c.regions) < MAX_REGIONS:
+            c.regions.append((sys.intern(name), start, ns))
+        else:
+            stats.cut["regions"] += 1
 
 
-def _outcome(m: dict[str, Any], prefix: str, tier: str, lookups: list[CacheLookup]) -> CacheOutcome:
+def _outcome(m: dict[str, Any], prefix: str, tier: str, outcomes: set[tuple[str, str]]) -> CacheOutcome:
     """A tier's outcome: from its lookups (a miss over a hit over a bypass, as live), else
     from the row's counters (``inductor_fx_local_cache_hit_count``, ...)."""
-    seen = {lookup.outcome for lookup in lookups if lookup.tier == tier}
+    seen = {outcome for where, outcome in outcomes if where == tier}
     hits = sum(int(m.get(f"{prefix}_{where}_cache_hit_count") or 0) for where in ("local", "remote"))
     misses = sum(int(m.get(f"{prefix}_{where}_cache_miss_count") or 0) for where in ("local", "remote"))
     if misses or "miss" in seen:
@@ -533,12 +729,12 @@ def _seconds_ns(value: Any) -> int | None:
     return round(float(value) * NS_PER_S) if isinstance(value, (int, float)) else None
 
 
-def _backend_name(regions: list[tuple[str, int, int]], lookups: list[CacheLookup]) -> str:
+def _backend_name(regions: list[tuple[str, int, int]], outcomes: set[tuple[str, str]]) -> str:
     # The trace never names the backend torch.compile was given: its regions (compile_fx)
     # and its FX-graph cache lookups tell inductor from another backend on AOTAutograd,
     # which is all it can say.
     names = {r[0] for r in regions}
-    if any(lookup.tier == "fx_graph" for lookup in lookups) or any(
+    if any(tier == "fx_graph" for tier, _ in outcomes) or any(
         n.startswith(("compile_fx", "fx_codegen_and_compile", "inductor_compile")) for n in names
     ):
         return "inductor"
@@ -598,7 +794,7 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
     return GraphRecord(
         compile_id=cid,
         component=component,
-        backend=_backend_name(c.regions, c.lookups),
+        backend=_backend_name(c.regions, c.outcomes),
         code_name=code_name,
         graph_node_count=int(m.get("graph_node_count") or 0),
         start_unix_ns=start_ns,
@@ -610,8 +806,8 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
         backward_start_unix_ns=backward_start,
         is_recompile=frame_count > 0 or isinstance(reason, str),
         recompile_reason=reason if isinstance(reason, str) else None,
-        fx_graph_cache=_outcome(m, "inductor_fx", "fx_graph", c.lookups),
-        aot_autograd_cache=_outcome(m, "aotautograd", "aot_autograd", c.lookups),
+        fx_graph_cache=_outcome(m, "inductor_fx", "fx_graph", c.outcomes),
+        aot_autograd_cache=_outcome(m, "aotautograd", "aot_autograd", c.outcomes),
         cache_lookups=tuple(c.lookups),
         status=CompileStatus.ERROR if fail else CompileStatus.OK,
         error_type=str(fail) if fail else None,
@@ -626,22 +822,29 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
 
 
 def read_torch_trace(
-    path: str | os.PathLike[str], *, components: ComponentNamer | None = None
+    path: str | os.PathLike[str] | InputFile, *, components: ComponentNamer | None = None
 ) -> Run | list[tuple[dict[str, Any], Run]]:
     """The runs in torch's trace at ``path``: one :class:`Run` when it holds one process's
     log, else ``(info, run)`` per process (``info``: its log, rank, pid and what was
-    skipped). ``components``
-    names a compile's component from its code file and code name where a rule matches
-    (else :func:`default_component`). Raises :class:`~compiletrace.RunFileError` for a
-    path with no logs, a damaged archive, or a log with no entry in it.
+    skipped or cut). ``path`` may be an input already open (a pipe, read once).
+    ``components`` names a compile's component from its code file and code name where a
+    rule matches (else :func:`default_component`). Raises
+    :class:`~compiletrace.RunFileError` for a path with no logs, a damaged archive, a log
+    with no entry in it, and a trace past the reader's limits (``MAX_*``).
     """
-    name = os.fspath(path)
-    logs = trace_logs(name)
-    runs = [(info, _run(records, info, name)) for log in logs for records, info in _read_log(log, components)]
-    if not runs:  # a log with no entry beside others (a process that died at once) is passed over
-        raise RunFileError(
-            f"{logs[0].source if len(logs) == 1 else name} is not torch's trace (TORCH_TRACE): no entry in it"
-        )
+    name = path.name if isinstance(path, InputFile) else os.fspath(path)
+    totals = _Totals()
+    with trace_logs(path) as logs:
+        runs = [
+            (info, _run(records, info, name))
+            for log in logs
+            for records, info in _read_log(log, components, totals)
+        ]
+        first = logs[0].source
+        if not runs:  # a log with no entry beside others (a process that died at once) is passed over
+            raise RunFileError(
+                f"{first if len(logs) == 1 else name} is not torch's trace (TORCH_TRACE): no entry in it"
+            )
     if len(runs) == 1:
         return runs[0][1]
     return runs

@@ -20,12 +20,12 @@ import json
 import math
 import os
 from collections.abc import Collection, Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
 from compiletrace._io.errors import RunFileError
+from compiletrace._io.inputs import InputFile, open_input
 
-__all__ = ["Fields", "envelope", "parse_json", "read_json_file"]
+__all__ = ["MAX_FILE_BYTES", "Fields", "envelope", "parse_json", "read_json", "read_json_file"]
 
 _E = TypeVar("_E", bound=enum.Enum)
 _MISSING: Any = object()
@@ -42,19 +42,24 @@ def envelope(kind: str, schema_version: int, body: Mapping[str, Any]) -> dict[st
     return {"kind": kind, "schema_version": schema_version, **body}
 
 
-def read_json_file(path: str | os.PathLike[str]) -> Any:
-    """Parse a JSON file; raise :class:`RunFileError` for anything unreadable (missing,
-    not UTF-8, not JSON, nested too deeply, NaN or Infinity literals)."""
-    name = os.fspath(path)
-    p = Path(name)
+def read_json_file(path: str | os.PathLike[str], *, pipes: bool = True) -> Any:
+    """Parse a JSON file (or, with ``pipes``, what comes through a pipe); raise
+    :class:`RunFileError` for anything unreadable (missing, not a file, larger than
+    :data:`MAX_FILE_BYTES`, not UTF-8, not JSON, nested too deeply, NaN or Infinity
+    literals)."""
+    with open_input(path, pipes=pipes) as source:
+        return read_json(source)
+
+
+def read_json(source: InputFile) -> Any:
+    """:func:`read_json_file` of an input already open (its format told from its head)."""
+    name = source.name
+    if not source.regular and not source.head.lstrip().startswith(b"{"):
+        # A pipe's size is unknown until it ends: what cannot be a file compiletrace wrote
+        # (each is a JSON object) is refused from its first bytes, not read to its end.
+        raise RunFileError(f"{name} is not JSON: what came through the pipe does not start with '{{'")
     try:
-        if p.is_dir():
-            raise RunFileError(f"{name} is a directory; give a file written by compiletrace")
-        if p.stat().st_size > MAX_FILE_BYTES:
-            raise RunFileError(f"{name} is larger than {MAX_FILE_BYTES >> 20} MiB; not a compiletrace file")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise RunFileError(f"{name} does not exist") from None
+        data = source.read_all(MAX_FILE_BYTES)
     except OSError as exc:
         raise RunFileError(f"cannot read {name}: {exc.strerror or exc}") from None
     return parse_json(data, name)

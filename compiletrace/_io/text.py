@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["PIPE_WIDTH", "first_line", "printable", "shorten", "tail_lines", "text_width"]
+__all__ = ["PIPE_WIDTH", "clip", "first_line", "printable", "shorten", "tail_lines", "text_width"]
 
+import hashlib
 import os
 import sys
 
@@ -55,6 +56,22 @@ def shorten(text: str, width: int) -> str:
     "tensor 'x' size mis…"
     """
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` kept whole when it has at most ``limit`` characters; else its first ``limit``,
+    then how many were cut and the start of the whole text's SHA-256, so that two long texts
+    with one head stay apart (the doctor groups graph breaks by their reason).
+
+    >>> clip("size mismatch", 20)
+    'size mismatch'
+    >>> clip("Unsupported call " + "x" * 100, 16)
+    'Unsupported call … [101 more characters cut; sha256 8442fe334a1c]'
+    """
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{text[:limit]} … [{len(text) - limit:,} more characters cut; sha256 {digest}]"
 
 
 def tail_lines(text: str, lines: int = 20) -> str:

@@ -10,12 +10,14 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from compiletrace import CompilationTimes, ProfileRun, WarmupResult, cli
+from compiletrace import CompilationTimes, ProfileJob, ProfileRun, WarmupResult, cli
+from compiletrace._data.job import JobProcess, ProcessInfo
 from compiletrace._data.records import TRACE_OTHER, GraphBreak, TraceNode
 from compiletrace._data.timeline import PhaseRecord, build_timeline
 from compiletrace._io import artifacts
 from compiletrace._io.text import printable
 from compiletrace.reports import collapsed_stacks, findings_text, timeline_text
+from compiletrace.reports._job import job_summary_lines
 from tests.conftest import MS, S, make_record
 
 # What a crafted run file puts in its names: clear the screen, retitle the window (ended by
@@ -217,3 +219,54 @@ def test_the_escape_reads_back_as_the_text(text: str) -> None:
 
 def test_the_cache_reader_escapes_with_the_same_function() -> None:
     assert artifacts.printable is printable
+
+
+# -- a job file: every string of it, in every text view ----------------------------------------
+
+# A carriage return overprints the line so far with a line of the file's choosing.
+OVERPRINT = "\rcompiletrace: compilation: 0.00 s, nothing to see\x1b[K"
+
+
+def _evil_job(evil: str = EVIL + OVERPRINT) -> ProfileJob:
+    run = _evil_run(evil)
+    idle = ProfileRun((), WarmupResult(False, 0.0, CompilationTimes()), {"model": f"m{evil}"})
+    processes = (
+        JobProcess(ProcessInfo(41, 40, f"main{evil}", (f"python{evil}", f"train{evil}.py")), run),
+        JobProcess(ProcessInfo(42, 41, f"rank 1{evil}", (f"worker{evil}", f"--flag={evil}")), run),
+        JobProcess(ProcessInfo(43, 41, f"loader{evil}", (f"loader{evil}",)), idle),
+    )
+    missing = (ProcessInfo(44, 41, f"killed{evil}", (f"gone{evil}", f"--x{evil}")),)
+    return ProfileJob((f"python{evil}", f"train{evil}.py"), 0, processes, missing, cwd=f"/src{evil}")
+
+
+def test_every_text_view_of_a_crafted_job_shows_every_string_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    evil = EVIL + OVERPRINT
+    job = _evil_job(evil)
+    path = tmp_path / "job.json"
+    job.save(path)
+    base, new = tmp_path / "base.json", tmp_path / "new.json"
+    _evil_run(evil).save(base)
+    _evil_run(evil).save(new)
+    views = {
+        "report": _run_cli(["report", str(path)], capsys),
+        "doctor": _run_cli(["doctor", str(path)], capsys),
+        "compare": _run_cli(["compare", str(base), str(new)], capsys),
+        "run's summary": "\n".join(job_summary_lines(job)),
+        "summary": job.summary(),
+    }
+    # The verify refusal names the command and its directory, from the file too.
+    assert cli.main(["doctor", str(path), "--verify"]) == 2
+    out, err = capsys.readouterr()
+    views["doctor --verify"] = out + err
+    for name, text in views.items():
+        assert _raw(text) == [], name
+        assert "\r" not in text and "\x1b" not in text, name
+    shown = printable(evil)
+    assert f"pid 41 (main{shown})" in views["report"] and f"pid 42 (rank 1{shown})" in views["summary"]
+    assert f"pid 44 (killed{shown}) left no run" in views["run's summary"]
+    assert f"gone{shown} --x{shown}" in views["run's summary"]
+    assert f"python{shown}"[:50] in views["run's summary"]  # argv, cut to its first 60 characters
+    assert "--verify would run" in views["doctor --verify"] and " in /src" in views["doctor --verify"]
+    assert f"enc{shown}" in views["doctor"] and f"enc{shown}" in views["compare"]
