@@ -272,9 +272,30 @@ def _loads_torch(name: str) -> list[str]:
     return sorted(m for m in _loaded_by_importing(name) if m == "torch" or m.startswith("torch."))
 
 
+CLI = "compiletrace.cli"
+
+
+def test_no_command_module_imports_torch_when_imported() -> None:
+    # Parsing a command's arguments, and its --help, import its module: torch is imported by
+    # the work (inside run), never by the module. The check sees module-level torch imports.
+    assert "torch" in GRAPH["compiletrace.cli.commands.env"]  # inside its run: not at import
+    commands = [n for n in MODULES if _in(n, f"{CLI}.commands") and n != f"{CLI}.commands"]
+    assert len(commands) >= 8
+    for name in [n for n in MODULES if _in(n, CLI)]:
+        assert _loads_torch(name) == [], name
+
+
 def test_import_compiletrace_loads_no_torch() -> None:
     # The front door's torch-bound names load on first use (PEP 562 __getattr__).
     assert "torch" in _loads_torch("compiletrace._app.profile")  # the check sees torch imported
     assert _loads_torch(ROOT) == []
     for name in ("compiletrace._load", "compiletrace._app.profile_run", "compiletrace.reports"):
         assert _loads_torch(name) == [], name
+
+
+def test_the_cli_imports_no_private_view_module() -> None:
+    # The views' door is compiletrace.reports: what the CLI prints is a page it exports.
+    private = [m for m in MODULES if _in(m, "compiletrace.reports") and m != "compiletrace.reports"]
+    assert private, "the check must see the views' own modules"
+    for name in [n for n in MODULES if _in(n, CLI)]:
+        assert sorted(GRAPH[name] & set(private)) == [], name
