@@ -25,21 +25,17 @@ from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 # isort: split
-# First of all: note when this import began, and time torch's import on its own (the
-# start-up timeline shows both, from the process's own start).
-from compiletrace._core import import_timing as _import_timing  # noqa: F401
+# First of all: note when this import began, and time torch's import on its own whenever it
+# comes (the start-up timeline shows both, from the process's own start).
+from compiletrace._core import import_timing as _import_timing
 
 # isort: split
-from compiletrace._app.timeline import phase
-from compiletrace._app.warmup import WarmupResult, expect_no_compiles, warm_up
-from compiletrace._core.backend import CompiletraceBackend, backend
-from compiletrace._core.compile import CompilationMode, compile
-from compiletrace._core.passive import observe
+# Nothing here imports torch: the names that need it load on first use (below), so that
+# ``compiletrace --help``, ``report``, ``doctor`` and ``compare`` never wait for it.
 from compiletrace._core.startup import mark_import as _mark_import
-from compiletrace._core.tracker import FrameObserver as _FrameObserver
-from compiletrace._core.tracker import register_observer_factory as _register_observer_factory
 from compiletrace._data.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._data.registry import Registry, compilation_times, get_registry
+from compiletrace._data.run import CompilationMode, WarmupResult
 from compiletrace._io.errors import (
     ArgumentTypeError,
     ChildFailed,
@@ -53,6 +49,7 @@ from compiletrace._io.errors import (
     UnexpectedCompileError,
     UsageError,
 )
+from compiletrace._io.state import STATE as _STATE
 from compiletrace._version import __version__ as __version__
 
 if _TYPE_CHECKING:
@@ -64,22 +61,36 @@ if _TYPE_CHECKING:
     from compiletrace import telemetry as telemetry
     from compiletrace._app.doctor import Finding, diagnose
     from compiletrace._app.job import ProfileJob
-    from compiletrace._app.profile import ProfileRun, profile
+    from compiletrace._app.profile import profile
+    from compiletrace._app.profile_run import ProfileRun
+    from compiletrace._app.timeline import phase
+    from compiletrace._app.warmup import expect_no_compiles, warm_up
+    from compiletrace._core.backend import CompiletraceBackend, backend
+    from compiletrace._core.compile import compile
+    from compiletrace._core.passive import observe
+    from compiletrace._core.tracker import FrameObserver as _FrameObserver
     from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
     from compiletrace.telemetry import instrument
 
-# Loaded on first use, so that ``import compiletrace`` stays cheap (OpenTelemetry, the
-# views and the profiling helpers load only when something asks for them).
+# Loaded on first use, so that ``import compiletrace`` stays cheap: torch, OpenTelemetry,
+# the views and the profiling helpers load only when something asks for them.
 _LAZY = {
+    "CompiletraceBackend": "compiletrace._core.backend",
     "Finding": "compiletrace._app.doctor",
-    "diagnose": "compiletrace._app.doctor",
-    "ProfileRun": "compiletrace._app.profile",
     "ProfileJob": "compiletrace._app.job",
-    "profile": "compiletrace._app.profile",
+    "ProfileRun": "compiletrace._app.profile_run",
+    "backend": "compiletrace._core.backend",
+    "compile": "compiletrace._core.compile",
+    "diagnose": "compiletrace._app.doctor",
+    "expect_no_compiles": "compiletrace._app.warmup",
     "export_chrome_trace": "compiletrace.reports",
-    "load": "compiletrace._load",
     "instrument": "compiletrace.telemetry",
+    "load": "compiletrace._load",
+    "observe": "compiletrace._core.passive",
+    "phase": "compiletrace._app.timeline",
+    "profile": "compiletrace._app.profile",
+    "warm_up": "compiletrace._app.warmup",
 }
 _SUBMODULES = ("bench", "cli", "distributed", "models", "reports", "telemetry")
 
@@ -130,7 +141,8 @@ def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'compiletrace' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
+    with _import_timing.core_import_timed():  # the first name that needs torch loads the core
+        value = getattr(_importlib.import_module(module), name)
     globals()[name] = value
     return value
 
@@ -159,7 +171,7 @@ def summary(registry: Registry | None = None) -> str:
     return text
 
 
-def _span_observer() -> _FrameObserver:
+def _span_observer() -> "_FrameObserver":
     # Telemetry observes the core; the core never imports it. OpenTelemetry loads at the
     # first compile, not at import.
     from compiletrace.telemetry import CompileSpanObserver
@@ -196,6 +208,6 @@ def _register_notebook_display() -> None:
             load_ipython_extension(shell)
 
 
-_register_observer_factory(_span_observer)
+_STATE.register_observer_factory(_span_observer)  # torch-free: the tracker reads it when made
 _register_notebook_display()
 _mark_import("import compiletrace")  # last: the timeline's "import compiletrace" ends here

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING
 
-from compiletrace._app.job import ProfileJob
-from compiletrace._app.profile import ProfileRun
+from compiletrace._app.profile_run import ProfileRun
 from compiletrace._core.components import CompiledTarget, ComponentRule, parse_component_rules
 from compiletrace._data import gather
 from compiletrace._data.bench import BenchResult
@@ -24,7 +24,10 @@ from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import root_code_name
 from compiletrace._data.run import Run
-from compiletrace.distributed.results import GatherResult
+
+if TYPE_CHECKING:
+    from compiletrace._app.job import ProfileJob
+    from compiletrace.distributed.results import GatherResult
 
 __all__ = ["load"]
 
@@ -72,8 +75,14 @@ def load(
     if isinstance(data, Run):
         return ProfileRun.of(data)
     if isinstance(data, Job):
+        # Here, not at the top: a job's views sit beside the launcher, which a run's reader
+        # (report RUN.json, doctor RUN.json) does not load.
+        from compiletrace._app.job import ProfileJob
+
         return ProfileJob.of(data)
     if isinstance(data, gather.GatherResult):
+        from compiletrace.distributed.results import GatherResult  # the ranks' package, for them alone
+
         return GatherResult.of(data.ranks, data.rank)
     return data
 

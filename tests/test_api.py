@@ -81,6 +81,27 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
     assert callable(compiletrace.instrument) and callable(compiletrace.profile)
 
 
+def test_import_loads_no_torch_until_a_name_needs_it() -> None:
+    """``compiletrace --help``, ``report`` and ``doctor`` import the front door: it loads no
+    torch, and still wires telemetry to the tracker (torch-free, through the process state)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, compiletrace\n"
+        "from compiletrace._io.state import STATE\n"
+        "assert STATE.observer_factory is not None  # telemetry's observer, for the tracker to build\n"
+        "print('torch' in sys.modules, end=' ')\n"
+        "from compiletrace import Registry, CompilationMode, WarmupResult, UsageError, summary\n"
+        "print('torch' in sys.modules, end=' ')\n"
+        "from compiletrace import compile\n"
+        "print('torch' in sys.modules, compile.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False", "True", "compiletrace._core.compile"]
+
+
 def test_every_exception_is_a_compiletrace_error() -> None:
     errors = [getattr(compiletrace, n) for n in compiletrace.__all__ if n.endswith(("Error", "Failed"))]
     assert len(errors) == 11

@@ -35,8 +35,9 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Name) and test.id.lstrip("_") == "TYPE_CHECKING"
 
 
-def _imports(tree: ast.AST, module: str) -> Iterator[str]:
-    """Every module ``module`` imports at run time, resolved to a module name."""
+def _imports(tree: ast.AST, module: str, *, in_functions: bool = True) -> Iterator[str]:
+    """Every module ``module`` imports at run time, resolved to a module name; without
+    ``in_functions``, those it imports when it is itself imported (not in a function body)."""
     package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
     todo: list[ast.AST] = [tree]
     while todo:
@@ -44,6 +45,8 @@ def _imports(tree: ast.AST, module: str) -> Iterator[str]:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             todo.extend(node.orelse)  # the body never runs
             continue
+        if not in_functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue  # its body runs when it is called (an import statement cannot be elsewhere in it)
         todo.extend(ast.iter_child_nodes(node))
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
@@ -58,15 +61,17 @@ def _imports(tree: ast.AST, module: str) -> Iterator[str]:
                 yield sub if sub in MODULES else base
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, in_functions: bool = True) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        graph[name] = set(_imports(tree, name))
+        graph[name] = set(_imports(tree, name, in_functions=in_functions))
     return graph
 
 
 GRAPH = _graph()
+# What importing each module runs: its imports outside function bodies.
+AT_IMPORT = _graph(in_functions=False)
 
 
 def _internal(name: str) -> set[str]:
@@ -94,8 +99,8 @@ def _in(name: str, *prefixes: str) -> bool:
 
 def test_the_graph_sees_function_level_imports() -> None:
     # A check that cannot fail is no check: the reader must see an import inside a function.
-    assert "compiletrace.reports" in GRAPH["compiletrace._app.profile"]  # imported in ProfileRun.summary
-    assert "compiletrace._app.profile" in MODULES and len(MODULES) > 30
+    assert "compiletrace.reports" in GRAPH["compiletrace._app.profile_run"]  # imported in ProfileRun.summary
+    assert "compiletrace._app.profile_run" in MODULES and len(MODULES) > 30
     # ... and none under ``if TYPE_CHECKING:``, which never runs: the process state names the
     # core's types there, and imports nothing of compiletrace.
     assert "compiletrace._core.tracker" in MODULES["compiletrace._io.state"].read_text()
@@ -244,3 +249,53 @@ def test_every_raise_in_the_package_is_a_compiletrace_error() -> None:
                     if exc in builtin_errors and (func.name, exc) not in allowed:
                         bad.append(f"{name}:{node.lineno} raises {exc}")
     assert bad == []
+
+
+def _loaded_by_importing(name: str) -> set[str]:
+    """Every module of the package that ``import name`` loads (its packages' ``__init__``
+    included), and every outside module they import when loaded."""
+    loaded: set[str] = set()
+    todo = [name]
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a and a.b first
+            step = ".".join(parts[:i])
+            if step not in loaded:
+                loaded.add(step)
+                if step in MODULES:
+                    todo.extend(AT_IMPORT[step])
+    return loaded
+
+
+def _loads_torch(name: str) -> list[str]:
+    return sorted(m for m in _loaded_by_importing(name) if m == "torch" or m.startswith("torch."))
+
+
+CLI = "compiletrace.cli"
+
+
+def test_no_command_module_imports_torch_when_imported() -> None:
+    # Parsing a command's arguments, and its --help, import its module: torch is imported by
+    # the work (inside run), never by the module. The check sees module-level torch imports.
+    assert "torch" in GRAPH["compiletrace.cli.commands.env"]  # inside its run: not at import
+    commands = [n for n in MODULES if _in(n, f"{CLI}.commands") and n != f"{CLI}.commands"]
+    assert len(commands) >= 8
+    for name in [n for n in MODULES if _in(n, CLI)]:
+        assert _loads_torch(name) == [], name
+
+
+def test_import_compiletrace_loads_no_torch() -> None:
+    # The front door's torch-bound names load on first use (PEP 562 __getattr__).
+    assert "torch" in _loads_torch("compiletrace._app.profile")  # the check sees torch imported
+    assert _loads_torch(ROOT) == []
+    for name in ("compiletrace._load", "compiletrace._app.profile_run", "compiletrace.reports"):
+        assert _loads_torch(name) == [], name
+
+
+def test_the_cli_imports_no_private_view_module() -> None:
+    # The views' door is compiletrace.reports: what the CLI prints is a page it exports.
+    private = [m for m in MODULES if _in(m, "compiletrace.reports") and m != "compiletrace.reports"]
+    assert private, "the check must see the views' own modules"
+    for name in [n for n in MODULES if _in(n, CLI)]:
+        assert sorted(GRAPH[name] & set(private)) == [], name

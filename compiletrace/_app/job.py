@@ -55,7 +55,7 @@ from compiletrace._data.job_dir import (
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
-from compiletrace._io.errors import CompiletraceError, UsageError
+from compiletrace._io.errors import CommandNotFound, CompiletraceError, UsageError
 from compiletrace._io.files import write_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, private_cache_directory, unsafe_reason
 from compiletrace._io.signals import disown, owned_temporary_directory, process_alive
@@ -63,7 +63,6 @@ from compiletrace._io.text import first_line, printable
 
 __all__ = [
     "BOOTSTRAP_DIR",
-    "COMMAND_NOT_FOUND_STATUS",
     "CommandNotFound",
     "ProfileJob",
     "RunOutcome",
@@ -80,11 +79,6 @@ JOB_DIR_PREFIX = "compiletrace-run-"
 # Forwarded to the command: a signal sent to this process alone (kill PID) is meant for it.
 # SIGINT is not: Ctrl-C reaches the whole foreground process group, the command included.
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-COMMAND_NOT_FOUND_STATUS = 127  # what a shell gives for a command it cannot find
-
-
-class CommandNotFound(UsageError):
-    """The command to run does not exist or is not executable (exit 127, as in a shell)."""
 
 
 class ProfileJob(Job):

@@ -1,6 +1,7 @@
 """Profiling a model end to end: load a MODEL spec, compile its components, warm up, and
-keep the outcome as a :class:`ProfileRun` (plain data that saves to and loads from JSON),
-with the start-up timeline of the process that ran it.
+keep the outcome as a :class:`~compiletrace._app.profile_run.ProfileRun` (plain data that
+saves to and loads from JSON, with its views), with the start-up timeline of the process
+that ran it.
 
 The CLI's ``profile`` and ``report`` commands and the start-up benchmark's child processes
 are thin layers over this module.
@@ -11,30 +12,25 @@ from __future__ import annotations
 import contextlib
 import datetime
 import difflib
-import importlib
 import inspect
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
+from compiletrace._app.model_spec import DEFAULT_MODEL, load_factory, parse_component
+from compiletrace._app.profile_run import ProfileRun
 from compiletrace._app.timeline import OwnPhase, startup_timeline
 from compiletrace._app.warmup import warm_up
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
-from compiletrace._data.files import read
-from compiletrace._data.kinds import FileKind
 from compiletrace._data.registry import Registry
-from compiletrace._data.run import RUN_KIND, RUN_SCHEMA_VERSION, Run
+from compiletrace._data.run import RUN_KIND, RUN_SCHEMA_VERSION
 from compiletrace._io.errors import UsageError
 from compiletrace._version import __version__
-
-if TYPE_CHECKING:
-    from compiletrace._app.doctor import Finding
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -46,7 +42,6 @@ __all__ = [
     "profile",
 ]
 
-DEFAULT_MODEL = "compiletrace.models:build_demo"
 ROOT = "."  # the component path that means the whole model
 
 # The phases profile() itself marks (the warm-up is one too: "Warmup (CPU)", ...).
@@ -60,39 +55,6 @@ STEADY_PHASE = "steady-state calls"  # steady_calls > 0: the calls timed after t
 
 
 # -- loading a model ---------------------------------------------------------------------
-
-
-def load_factory(spec: str) -> Callable[..., Any]:
-    """The callable named by ``package.module:factory``, imported as ``python -m`` imports:
-    the current directory first on the import path, so ``mymodule:build`` finds the
-    ``mymodule.py`` beside the user (the ``compiletrace`` command's own path starts at its
-    ``bin`` directory).
-
-    >>> load_factory("compiletrace.models:build_demo").__name__
-    'build_demo'
-    """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr or ":" in attr:
-        raise UsageError(f"MODEL must look like 'package.module:factory', got {spec!r}")
-    cwd = os.getcwd()
-    # The user's own module only: compiletrace's (the built-in model) is found where it is
-    # installed, and a directory of strangers' files never shadows what torch imports later.
-    if module_name.partition(".")[0] != "compiletrace" and not {"", cwd} & set(sys.path):
-        sys.path.insert(0, cwd)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise UsageError(f"cannot import module {module_name!r} of MODEL {spec!r}: {exc}") from exc
-    except Exception as exc:
-        raise UsageError(f"importing {module_name!r} raised {type(exc).__name__}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"module {module_name!r} has no attribute {attr!r} (MODEL {spec!r})")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise UsageError(f"MODEL {spec!r} names a {type(obj).__name__}, not a callable factory")
-    return obj  # type: ignore[no-any-return]
 
 
 def _call_factory(factory: Callable[..., Any], spec: str, device: str) -> Any:
@@ -137,18 +99,6 @@ def _call_factory(factory: Callable[..., Any], spec: str, device: str) -> Any:
     return built
 
 
-def parse_component(text: str) -> tuple[str, str]:
-    """``"vision=encoder"`` -> ``("vision", "encoder")`` (``--component PATH=NAME``).
-
-    >>> parse_component("language_model=language_model")
-    ('language_model', 'language_model')
-    """
-    path, sep, name = text.partition("=")
-    if not sep or not path.strip() or not name.strip():
-        raise UsageError(f"--component must look like PATH=NAME (e.g. vision=encoder), got {text!r}")
-    return path.strip(), name.strip()
-
-
 def _submodules_hint(model: torch.nn.Module, path: str) -> str:
     """The real paths next to a wrong one: the closest first, then the top-level submodules.
 
@@ -188,78 +138,6 @@ def _resolve_components(model: torch.nn.Module, components: Mapping[str, str]) -
     if ROOT in resolved and len(resolved) > 1:
         raise UsageError(f"component path {ROOT!r} (the whole model) cannot be combined with other paths")
     return resolved
-
-
-# -- the run -----------------------------------------------------------------------------
-
-
-class ProfileRun(Run):
-    """One profiled start-up (the plain data of :class:`compiletrace._data.run.Run`: the
-    graph records, the warm-up result, how it was run, and the start-up timeline from the
-    process's start to the end of the run), with its views: text (:meth:`summary`), a
-    self-contained HTML page (:meth:`html`), the doctor's findings (:meth:`diagnose`) and,
-    in a notebook, HTML tables and a chart. Saves to versioned JSON (:meth:`save`) and
-    reads back with :meth:`load` or :func:`compiletrace.load`.
-
-    >>> run = profile(backend="eager")
-    >>> sorted(run.by_component())
-    ['encoder', 'language_model']
-    >>> ProfileRun.from_dict(run.to_dict()).records() == run.records()
-    True
-    >>> tl = run.timeline
-    >>> tl is not None and tl.total_ns == sum(e.counted_ns for e in tl.top_level())
-    True
-    """
-
-    def __repr__(self) -> str:
-        # Short, like the registry's: the records' nanoseconds and paths are for to_dict().
-        parts = ", ".join(f"{name}={s:.3f}s" for name, s in self.by_component().items())
-        model = self.meta.get("model", "?")
-        return f"<ProfileRun {model}: {len(self.graph_records)} graphs{': ' + parts if parts else ''}>"
-
-    @classmethod
-    def of(cls, run: Run) -> ProfileRun:
-        """The same run, with its views."""
-        return cls(run.graph_records, run.warmup, run.meta, run.timeline)
-
-    def diagnose(self) -> list[Finding]:
-        """The doctor's findings on this run: why its compile time went where it went and
-        what to change, most seconds at stake first (see :func:`compiletrace.diagnose`).
-
-        >>> import torch
-        >>> torch._dynamo.reset()  # a second run in one process would recompile the first's frames
-        >>> [f.kind for f in profile(backend="eager").diagnose()]
-        []
-        """
-        from compiletrace._app.doctor import diagnose_run
-
-        return diagnose_run(self.graph_records, self.warmup, self.timeline, self.meta)
-
-    def summary(self) -> str:
-        """The header (model, backend, versions, cache state), the text tables and the
-        one-line summary; in compilation mode none, the eager baseline instead."""
-        from compiletrace.reports import summary_table
-
-        return summary_table(self)
-
-    def html(self, title: str = "compiletrace report") -> str:
-        """The one-file HTML report (no network access needed to view it)."""
-        from compiletrace.reports import html_report
-
-        return html_report(self, title=title, findings=self.diagnose())
-
-    def _repr_html_(self) -> str:
-        from compiletrace.reports import report_fragment
-
-        return report_fragment(self, findings=self.diagnose())
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> ProfileRun:
-        """Read a run saved by :meth:`save` (through the one reader of compiletrace's
-        files); raises :class:`~compiletrace.RunFileError` for a file that is not one."""
-        run = read(path, accept={FileKind.RUN}, command="ProfileRun.load")
-        assert isinstance(run, Run)
-        return cls.of(run)
 
 
 @contextlib.contextmanager

@@ -60,18 +60,25 @@ _IMPORT_BEGAN_NS = unix_now_ns()
 # Read now, before anything of compiletrace's runs: when this program began (its exec).
 _EXEC_PROBE = exec_time.probe(_IMPORT_BEGAN_NS)
 _TORCH_LOADED_BEFORE = "torch" in sys.modules
-# Filled while the front door imports, before anything else of compiletrace exists; read-only after.
-_MARKS: list[tuple[str, int]] = []
+# (name, start, end) of each import timed: compiletrace's own (by the front door) and
+# torch's (when it happens: see _core.import_timing). Appended to once per name; a list's
+# append is atomic under the GIL.
+_MARKS: list[tuple[str, int, int]] = []
 
 
-def mark_import(name: str) -> None:
-    """Note that the import ``name`` (``"import torch"``, ``"import compiletrace"``) ended
-    now; it began where the previous mark ended."""
-    _MARKS.append((name, unix_now_ns()))
+def mark_import(name: str, start_unix_ns: int | None = None, end_unix_ns: int | None = None) -> None:
+    """Note that the import ``name`` (``"import torch"``, ``"import compiletrace"``) ended at
+    ``end_unix_ns`` (default: now); it began at ``start_unix_ns``, by default where the
+    previous mark ended (or, for the first, when ``import compiletrace`` began)."""
+    end = unix_now_ns() if end_unix_ns is None else end_unix_ns
+    if start_unix_ns is None:
+        start_unix_ns = _MARKS[-1][2] if _MARKS else _IMPORT_BEGAN_NS
+    _MARKS.append((name, start_unix_ns, end))
 
 
-def import_marks() -> tuple[int, bool, tuple[tuple[str, int], ...]]:
-    """(when ``import compiletrace`` began, whether torch was imported before it, the marks)."""
+def import_marks() -> tuple[int, bool, tuple[tuple[str, int, int], ...]]:
+    """(when ``import compiletrace`` began, whether torch was imported before it, the marks:
+    (name, start, end) of each import timed)."""
     return _IMPORT_BEGAN_NS, _TORCH_LOADED_BEFORE, tuple(_MARKS)
 
 
@@ -86,29 +93,38 @@ def process_records(
     *,
     thread: str = "MainThread",
     rank: int = 0,
-    marks: tuple[int, bool, Sequence[tuple[str, int]]] | None = None,
+    marks: tuple[int, bool, Sequence[tuple[str, int, int]]] | None = None,
 ) -> tuple[PhaseRecord, ...]:
     """The timeline's first entries, kind "process": "interpreter start" (from the program's
     start, ``process_start_unix_ns``: its exec, or the process's creation, to ``import
-    compiletrace``), then each import the front door timed. Where torch
-    was imported before compiletrace, the first entry holds that import and is named so.
+    compiletrace``), then each import timed, in the order they happened: compiletrace's,
+    and torch's wherever the program (or compiletrace's core, at its first use) imported it.
+    Where torch was imported before compiletrace, the first entry holds that import and is
+    named so.
 
     >>> S = 1_000_000_000
-    >>> recs = process_records(0, marks=(S, False, [("import torch", 4 * S), ("import compiletrace", 5 * S)]))
-    >>> [(r.name, r.duration_ns // S) for r in recs]
-    [('interpreter start', 1), ('import torch', 3), ('import compiletrace', 1)]
+    >>> marks = (S, False, [("import compiletrace", S, 2 * S), ("import torch", 3 * S, 6 * S)])
+    >>> [(r.name, r.start_unix_ns // S, r.duration_ns // S) for r in process_records(0, marks=marks)]
+    [('interpreter start', 0, 1), ('import compiletrace', 1, 1), ('import torch', 3, 3)]
+    >>> inside = (S, False, [("import compiletrace", S, 5 * S), ("import torch", 2 * S, 4 * S)])
+    >>> [(r.name, r.start_unix_ns // S, r.duration_ns // S) for r in process_records(0, marks=inside)]
+    [('interpreter start', 0, 1), ('import torch', 2, 2), ('import compiletrace', 4, 1)]
     """
     began, torch_before, found = marks if marks is not None else import_marks()
     bounds: list[tuple[str, int, int]] = []
     if process_start_unix_ns is not None:
         first = "interpreter start + earlier imports" if torch_before else "interpreter start"
         bounds.append((first, min(process_start_unix_ns, began), began))
-    start = began
-    for name, end in found:
-        # torch imported before compiletrace: its mark here holds no import of its own.
-        if not (torch_before and name == "import torch"):
-            bounds.append((name, start, max(end, start)))
-        start = max(end, start)
+    previous_end = began
+    for name, start, end in sorted(found, key=lambda mark: mark[2]):
+        # torch imported before compiletrace: a mark for it holds no import of its own.
+        if torch_before and name == "import torch":
+            continue
+        # One import inside another (torch's while compiletrace's ran): the outer one's
+        # entry holds what it did after the inner one ended, as contiguous entries.
+        start = max(start, previous_end)
+        bounds.append((name, start, max(end, start)))
+        previous_end = max(end, start)
     return tuple(
         PhaseRecord(name, s, e, kind=PROCESS, thread=thread, rank=rank, phase_id=-(i + 1))
         for i, (name, s, e) in enumerate(bounds)

@@ -960,24 +960,10 @@ def _attribution_of(compiler_fn: Any) -> Attribution | None:
 
 def register_observer_factory(factory: Callable[[], FrameObserver] | None) -> None:
     """Build the process tracker's observer with ``factory()`` when the tracker is created
-    (and now, if it exists already). The front door registers telemetry's span observer
-    here, so the core never imports telemetry; None removes it."""
-    with STATE.lock:
-        STATE.observer_factory = factory
-        tracker: Tracker | None = STATE.tracker
-        if tracker is not None:
-            tracker.observer = _build_observer()
-
-
-def _build_observer() -> FrameObserver | None:
-    factory = STATE.observer_factory
-    if factory is None:
-        return None
-    try:
-        return factory()  # type: ignore[no-any-return]
-    except Exception as exc:  # e.g. OpenTelemetry missing or broken: measure without spans
-        warn_once(f"telemetry is off: its observer could not be built: {exc!r}")
-        return None
+    (and now, if it exists already); None removes it. The registry of the factory is the
+    torch-free process state (:meth:`~compiletrace._io.state.ProcessState.register_observer_factory`),
+    where the front door registers telemetry's span observer without importing the core."""
+    STATE.register_observer_factory(factory)
 
 
 def get_tracker() -> Tracker:
@@ -1010,6 +996,6 @@ def get_tracker() -> Tracker:
             tc.install_recompile_limit_hook(new.on_recompile_limit)
             tc.install_aot_compile_hook(new)
             new.time_one_time_setup()
-            new.observer = _build_observer()
+            new.observer = STATE.build_observer()
             STATE.tracker = new
         return STATE.tracker  # type: ignore[no-any-return]

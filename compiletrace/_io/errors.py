@@ -4,6 +4,7 @@
 
     CompiletraceError
      ├── UsageError (ValueError)          bad input; the CLI prints it on one line, exit 2
+     │    ├── CommandNotFound                'run''s command does not exist (exit 127)
      │    ├── ArgumentTypeError (TypeError)   an argument of the wrong type
      │    ├── CompileOptionError (RuntimeError)  a backend, mode or option torch.compile refuses
      │    ├── RunFileError                 a file that is not a valid compiletrace run
@@ -27,6 +28,7 @@ from __future__ import annotations
 __all__ = [
     "ArgumentTypeError",
     "ChildFailed",
+    "CommandNotFound",
     "CompileOptionError",
     "CompiletraceError",
     "GatherError",
@@ -47,6 +49,11 @@ class UsageError(CompiletraceError, ValueError):
     """Bad input from the user: a malformed MODEL spec, a missing module, a factory that
     raised, an unwritable output path, an argument out of range. Its message says what was
     wrong and what to do; the CLI prints it on one line and exits with 2."""
+
+
+class CommandNotFound(UsageError):
+    """The command ``compiletrace run`` was given does not exist or is not executable: the
+    CLI exits 127 for it, as a shell does."""
 
 
 class ArgumentTypeError(UsageError, TypeError):

@@ -91,6 +91,27 @@ class ProcessState:
                 found.append(f"{self.tracker.open_frames()} frame compiles are open")
             return found
 
+    def register_observer_factory(self, factory: Callable[[], Any] | None) -> None:
+        """Build the tracker's observer with ``factory()`` when the tracker is created (and
+        now, if it exists already); None removes it. The front door registers telemetry's
+        span observer here: the core never imports telemetry, and registering loads no torch."""
+        with self.lock:
+            self.observer_factory = factory
+            if self.tracker is not None:
+                self.tracker.observer = self.build_observer()
+
+    def build_observer(self) -> Any:
+        """What the registered factory builds: None without one, or when it fails (say
+        OpenTelemetry is missing or broken: measure without spans, and warn once)."""
+        factory = self.observer_factory
+        if factory is None:
+            return None
+        try:
+            return factory()
+        except Exception as exc:
+            self.warn_once(f"telemetry is off: its observer could not be built: {exc!r}", stacklevel=4)
+            return None
+
     def forget_warnings(self) -> None:
         """Let every warning be given again (tests that check a warning is given)."""
         with self.lock:

@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compiletrace._data.findings import Finding
 from compiletrace._data.phases import PHASES
 from compiletrace._data.records import (
     LANGUAGE_MODEL,
@@ -17,8 +18,9 @@ from compiletrace._data.records import (
     GraphRecord,
     component_totals,
 )
-from compiletrace._data.run import RunOrRecords, run_parts
+from compiletrace._data.run import Run, RunOrRecords, run_parts
 from compiletrace._io.text import printable, text_width
+from compiletrace.reports._findings import findings_text
 from compiletrace.reports._flame import top_functions_lines
 from compiletrace.reports._table import (
     COMPONENT_HEADERS,
@@ -42,6 +44,7 @@ __all__ = [
     "eager_baseline_lines",
     "header_lines",
     "log_summary",
+    "profile_text",
     "summary_line",
     "summary_table",
     "totals_line",
@@ -334,4 +337,36 @@ def summary_table(run: RunOrRecords) -> str:
     if functions:
         lines += ["", *functions]
     lines += ["", summary_line(records)]
+    return "\n".join(lines)
+
+
+def profile_text(
+    run: Run, findings: Sequence[Finding] = (), expensive_hits: Sequence[str] = (), *, top_findings: int = 3
+) -> str:
+    """What ``compiletrace profile`` prints of its run, in reading order: the header, tables
+    and summary line (:func:`summary_table`), the warm-up, the steady-state speed when
+    measured, then the notes: the expensive cache hits (each one's explanation) and the
+    doctor's first ``top_findings`` findings.
+
+    >>> from compiletrace._data.records import CompilationTimes
+    >>> from compiletrace._data.run import WarmupResult
+    >>> meta = {"steady_call_s": 0.002, "steady_calls": 5}
+    >>> run = Run((), WarmupResult(False, 1.5, CompilationTimes()), meta)
+    >>> text = profile_text(run, expensive_hits=["0/0 encoder: a hit that took 2.1 s"])
+    >>> print(text[text.index("warm-up took") :])
+    warm-up took 1.50 s (0.00 s of it compiling)
+    steady state: 2.000 ms per call (median of 5 calls after the warm-up)
+    <BLANKLINE>
+    Expensive cache hits (a hit that still compiles):
+      0/0 encoder: a hit that took 2.1 s
+    """
+    lines = [summary_table(run), *warmup_lines(run.warmup.to_dict())]
+    steady = steady_state_line(run.meta)
+    if steady is not None:
+        lines.append(steady)
+    if expensive_hits:
+        lines += ["", "Expensive cache hits (a hit that still compiles):"]
+        lines += [f"  {printable(hit)}" for hit in expensive_hits]
+    if findings:
+        lines += ["", findings_text(findings, limit=top_findings)]
     return "\n".join(lines)

@@ -261,6 +261,34 @@ def test_help_is_quoted_in_the_reference(argv: list[str], capsys: pytest.Capture
     assert text in reference, f"docs/reference.md is out of date for `compiletrace {' '.join(argv)} --help`"
 
 
+def test_a_bare_compiletrace_prints_the_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing was run: the help is the error's text, on stderr
+    assert captured.err.startswith("usage: compiletrace")
+    assert all(f"    {name}" in captured.err for name in ("profile", "run", "report", "doctor", "env"))
+    assert cli.main(["nope"]) == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_every_command_in_the_table_parses_and_names_its_summary() -> None:
+    from compiletrace.cli.commands import COMMANDS
+    from compiletrace.cli.parsing import build_parser
+
+    parser = build_parser()  # every command's module: each one's options beside its run
+    text = parser.format_help()
+    for name, info in COMMANDS.items():
+        assert f"{name}" in text and info.summary in text
+    assert parser.parse_args(["doctor", "r.json", "--fail-on", "recompiles"]).fail_on == "recompiles"
+
+
+def test_the_exit_statuses_are_the_ones_the_launcher_and_shells_give() -> None:
+    from compiletrace.cli import exit_codes
+
+    assert exit_codes.EXIT_COMMAND_NOT_FOUND == 127
+    assert (exit_codes.EXIT_INTERRUPTED, exit_codes.EXIT_BROKEN_PIPE) == (128 + 2, 128 + 13)
+
+
 # -- bench startup with fake children (fast) --------------------------------------------
 
 FAKE_CHILD = textwrap.dedent(

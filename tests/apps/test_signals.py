@@ -43,6 +43,7 @@ from compiletrace._io.signals import (
     remove_stale_directories,
     terminate_on_signals,
 )
+from compiletrace.cli.commands import report as report_command
 from compiletrace.distributed.launch import rank_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -520,7 +521,7 @@ def test_cli_main_maps_a_signal_to_its_exit_status(
         time.sleep(10)
         return 0
 
-    monkeypatch.setattr(cli, "_report", signalled)
+    monkeypatch.setattr(report_command, "run", signalled)  # what main() calls for "report"
     before = signal.getsignal(sig)
     assert cli.main(["report", "run.json"]) == 128 + sig
     assert capsys.readouterr().err == (

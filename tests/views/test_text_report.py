@@ -24,6 +24,7 @@ import compiletrace
 from compiletrace import CacheOutcome, CompilationTimes, ProfileRun, WarmupResult, cli
 from compiletrace._app.progress import Progress, process_start_unix_s, wall_time_s
 from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
+from compiletrace.cli.commands.profile import print_profile
 from compiletrace.reports import summary_table
 from compiletrace.reports._table import by_cost, component_order
 from compiletrace.reports._text import cache_line, cache_state, header_lines, warmup_lines
@@ -222,7 +223,7 @@ def test_expensive_hits_come_after_the_warm_up(capsys: pytest.CaptureFixture[str
         fx_graph_cache=CacheOutcome.HIT, aot_autograd_cache=CacheOutcome.HIT,
     )  # fmt: skip
     run = ProfileRun((hit,), WarmupResult(False, 3.5, CompilationTimes()), META)
-    cli._print_profile(run)
+    print_profile(run)
     out = capsys.readouterr().out
     assert out.index("compilation took") < out.index("warm-up took") < out.index("Expensive cache hits")
 

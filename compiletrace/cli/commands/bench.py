@@ -1,0 +1,133 @@
+"""``compiletrace bench startup``: cold vs warm start-up of a model, each iteration a fresh
+process; the benchmark itself is :mod:`compiletrace.bench`'s."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compiletrace._app.model_spec import DEFAULT_MODEL, load_factory
+from compiletrace._io.errors import ChildFailed, UsageError
+from compiletrace._io.files import write_json
+from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
+from compiletrace.cli.options import add_model_options, check_outputs, component_pairs
+from compiletrace.cli.parsing import PROG, add_common_options, formatter
+
+__all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
+
+DESCRIPTION = "Benchmarks of compile start-up."
+EPILOG = None
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    bench_sub = parser.add_subparsers(dest="bench_command", metavar="BENCHMARK")
+    bench_sub.required = True
+    startup = bench_sub.add_parser(
+        "startup",
+        formatter_class=formatter,
+        help="cold vs warm start-up, each iteration a fresh process",
+        description="Start MODEL in fresh Python processes: cold ones each on a fresh empty compile cache,\n"
+        "warm ones on a cache filled by untimed warm-up iterations. Prints the average and the\n"
+        "10/25/50/75/90/99th percentiles (of one iteration, its value) of start-up, non-encoder\n"
+        "compilation and encoder compilation time. Without a terminal, a line per stage on stderr.",
+    )
+    add_common_options(startup)
+    add_model_options(startup)
+    startup.add_argument(
+        "--num-iters-cold", type=int, default=3, metavar="N", help="cold iterations (default: 3)"
+    )
+    startup.add_argument(
+        "--num-iters-warmup",
+        type=int,
+        default=1,
+        metavar="N",
+        help="untimed cache-filling iterations (default: 1)",
+    )
+    startup.add_argument(
+        "--num-iters-warm", type=int, default=3, metavar="N", help="warm iterations (default: 3)"
+    )
+    startup.add_argument(
+        "--cache-artifacts",
+        metavar="PATH",
+        help="add PORTABLE iterations: a fresh empty cache with these artifacts loaded first",
+    )
+    startup.add_argument(
+        "--trust",
+        action="store_true",
+        help="load --cache-artifacts unchecked (the file is code: only your own)",
+    )
+    startup.add_argument(
+        "--num-iters-portable",
+        type=int,
+        default=None,
+        metavar="N",
+        help="portable iterations (default: as many as cold)",
+    )
+    startup.add_argument("--output-json", metavar="PATH", help="write the figures as JSON")
+    startup.add_argument(
+        "--pytorch-records",
+        action="store_true",
+        help="with --output-json PATH: also write PyTorch's benchmark-database records beside it, one\n"
+        "file per metric (PATH without its extension + .<metric>.pytorch.json)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiletrace._app.progress import Progress
+    from compiletrace._core.backend import inductor_config_patches, validate_backend
+    from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
+
+    check_outputs([(args.output_json, "--output-json")])
+    if args.pytorch_records:
+        from compiletrace.bench.pytorch_records import record_paths
+
+        if not args.output_json:
+            raise UsageError("--pytorch-records needs --output-json PATH: the records are written beside it")
+        record_paths(args.output_json, [])  # refuses '-' (standard output) before anything runs
+    for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
+    if args.num_iters_cold + args.num_iters_warm == 0:
+        raise UsageError("nothing to measure: --num-iters-cold and --num-iters-warm are both 0")
+    load_factory(args.model or DEFAULT_MODEL)  # a bad MODEL fails here, not in every child
+    validate_backend(args.backend)
+    if args.mode is not None and args.backend == "inductor":
+        inductor_config_patches(args.mode, None, None)
+    options = BenchOptions(
+        model=args.model,
+        backend=args.backend,
+        mode=args.mode,
+        compilation_mode=args.compilation_mode,
+        device=args.device,
+        components=tuple(component_pairs(args)),
+        num_iters_cold=args.num_iters_cold,
+        num_iters_warmup=args.num_iters_warmup,
+        num_iters_warm=args.num_iters_warm,
+        cache_artifacts=str(Path(args.cache_artifacts).resolve()) if args.cache_artifacts else None,
+        num_iters_portable=args.num_iters_portable,
+        trust_cache_artifacts=args.trust,
+    )
+    if args.trust and not args.cache_artifacts:
+        raise UsageError("--trust applies to --cache-artifacts; there is no file to trust")
+    if args.cache_artifacts and not Path(args.cache_artifacts).is_file():
+        raise UsageError(f"cache artifacts file {args.cache_artifacts!r} does not exist")
+    if args.num_iters_portable is not None and args.num_iters_portable < 0:
+        raise UsageError(f"--num-iters-portable must be >= 0, got {args.num_iters_portable}")
+    try:
+        with Progress() as progress:
+            result = run_startup_bench(options, progress=progress)
+    except ChildFailed as exc:
+        print(f"{PROG}: error: {exc}; its stderr ends with:\n{exc.stderr_tail}", file=sys.stderr)
+        return EXIT_FAILED
+    data = result.to_dict()
+    print(format_results(data))
+    if args.output_json:
+        write_json(args.output_json, data)
+        print(f"wrote figures to {args.output_json}")
+    if args.pytorch_records:
+        from compiletrace.bench.pytorch_records import write_pytorch_records
+
+        written = write_pytorch_records(data, args.output_json, args=vars(args))
+        print(f"wrote {len(written)} PyTorch benchmark record file(s) beside {args.output_json}")
+    return EXIT_OK

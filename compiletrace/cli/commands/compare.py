@@ -1,0 +1,56 @@
+"""``compiletrace compare``: two saved runs (or start-up benchmarks) side by side; exit 1
+when anything regressed. The comparison is :mod:`compiletrace._app.compare`'s."""
+
+from __future__ import annotations
+
+import argparse
+
+from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
+from compiletrace.cli.parsing import add_common_options
+
+__all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
+
+DESCRIPTION = (
+    "Compare two runs saved by 'profile --json' (the total, then per component, phase\n"
+    "and graph) or by 'bench startup --output-json' (per metric). A figure slowed down when it\n"
+    "grew by more than --threshold percent and --min-seconds; a graph only in NEW (a new graph\n"
+    "break or recompile) slowed down too. Every change is shown; those in the --gate scopes\n"
+    "are regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input."
+)
+EPILOG = None
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    add_common_options(parser)
+    parser.add_argument("base", metavar="BASE.json", help="the reference run")
+    parser.add_argument("new", metavar="NEW.json", help="the run to check")
+    parser.add_argument(
+        "--threshold", type=float, default=10.0, metavar="PCT", help="allowed growth in percent (default: 10)"
+    )
+    parser.add_argument(
+        "--min-seconds",
+        type=float,
+        default=0.05,
+        metavar="S",
+        help="ignore changes smaller than S seconds (default: 0.05)",
+    )
+    parser.add_argument(
+        "--gate",
+        action="append",
+        default=None,
+        metavar="SCOPE",
+        help="gate on SCOPE: total, component, phase, graph or function (a traced function's Dynamo "
+        "time, runs with --trace-cost); repeatable, or a comma-separated list "
+        "(default: total,component)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiletrace._app.compare import compare_files, parse_gates
+
+    gates = parse_gates(args.gate)  # a bad --gate is bad input: exit 2 before reading a file
+    result = compare_files(
+        args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds, gates=gates
+    )
+    print(result.table())
+    return EXIT_FAILED if result.regressions else EXIT_OK

@@ -1,0 +1,157 @@
+"""``compiletrace doctor``: why a saved run's compile time went where it went and what to
+change; with ``--verify``, the advice proved by re-running the command once per fix."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from compiletrace._io.errors import UsageError
+from compiletrace._io.files import write_json, write_text
+from compiletrace._io.text import printable
+from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
+from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.parsing import PROG, add_common_options
+
+__all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
+
+DESCRIPTION = (
+    "Diagnose a run saved by 'profile --json' (recompiles and their failed guards, graph\n"
+    "breaks, repeated graphs, cache misses and expensive hits, compiles after warm-up, shared\n"
+    "frames), a job saved by 'run --json' (each process's findings, named by process) or a\n"
+    "gathered multi-rank result (ranks that diverge). Prints each finding with its\n"
+    "evidence and fix, most seconds at stake first. Exit status: 0, or 1 when a finding of a\n"
+    "--fail-on kind is present; 2 for bad input."
+)
+EPILOG = None
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    add_common_options(parser)
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run saved by 'profile --json', a job saved by 'run --json', a gathered result, or\n"
+        "torch's trace (a TORCH_TRACE directory, log, .gz or .zip)",
+    )
+    add_trace_components(parser)
+    parser.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
+    parser.add_argument(
+        "--html",
+        metavar="OUT",
+        help="write the findings (and, with --verify, the before/after table) as a self-contained\nHTML page",
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="prove the advice: re-run the job's command (or a profile run's MODEL, with its steady-\n"
+        "state call timed) as it is and once per fix that applies with no edit (run --apply), each\n"
+        "in fresh processes on an empty compile cache, and print per finding frame compiles, compile\n"
+        "seconds and wall time before and after, and the verdict. It runs what the file names:\n"
+        "give --trust for a file of your own",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="with --verify: run the command or MODEL the file names (a file can name any code)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        metavar="KIND[,KIND]",
+        help="exit 1 when a finding of one of these kinds is present (e.g. recompiles,graph_break)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiletrace._app.doctor import FindingKind
+    from compiletrace._data.kinds import FileKind
+    from compiletrace._load import load
+    from compiletrace.reports import findings_text
+
+    known = [k.value for k in FindingKind]
+    fail_on = {k.strip() for k in (args.fail_on or "").split(",") if k.strip()}
+    if (args.fail_on is not None and not fail_on) or fail_on - set(known):
+        bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
+        raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
+    check_outputs([(args.json, "--json"), (args.html, "--html")], inputs=[args.run])
+    if args.trust and not args.verify:
+        raise UsageError("--trust is for --verify, which runs the job's command")
+    job = load(
+        args.run,
+        accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
+        command="compiletrace doctor",
+        components=args.component,
+    )
+    assert not isinstance(job, list) and hasattr(job, "diagnose")
+    if args.verify:
+        return _verify(args, job, fail_on)
+    findings = job.diagnose()
+    if args.json != "-":
+        print(findings_text(findings))
+    _write_findings(args, findings)
+    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+
+
+def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:
+    """The doctor's --json and --html outputs (``verify``: the before/after table)."""
+    from compiletrace._app.doctor import doctor_dict
+    from compiletrace.reports import doctor_html_report
+
+    if args.json:
+        write_json(args.json, doctor_dict(findings))
+        if args.json != "-":
+            print(f"wrote findings to {args.json}")
+    if args.html:
+        table = None if verify is None else (verify.header, verify.rows, verify.notes)
+        write_text(args.html, doctor_html_report(findings, verify=table))
+        if args.json != "-":
+            print(f"wrote the HTML page to {args.html}")
+
+
+def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
+    from compiletrace._app.profile_run import ProfileRun
+    from compiletrace._app.verify import (
+        profile_command,
+        verified_findings,
+        verify_job,
+        verify_lines,
+        verify_profile_run,
+        verify_table,
+    )
+    from compiletrace._data.job import Job
+    from compiletrace.reports import findings_text
+
+    def progress(line: str) -> None:
+        print(f"{PROG}: running {line}", file=sys.stderr)
+
+    profiled = isinstance(job, ProfileRun) and "source" not in job.meta and "model" in job.meta
+    if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks
+        raise UsageError(
+            f"{args.run}: --verify re-runs a job's command or a profile run's MODEL, and this file names "
+            "neither; give a job saved by 'compiletrace run --json JOB.json -- COMMAND' or a run saved "
+            "by 'compiletrace profile --json RUN.json'"
+        )
+    if profiled:
+        command = profile_command(job.meta)  # a run whose options profile did not write: exit 2
+        shown = f"the model {printable(command[4])}, imported from {printable(os.getcwd())}"
+    else:
+        shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
+    if not args.trust:
+        raise UsageError(
+            f"{args.run}: --verify would run what this file names ({shown}), and a file can "
+            "name any code: give --trust if the file is your own"
+        )
+    verdicts = (
+        verify_profile_run(job.meta, cwd=os.getcwd(), progress=progress)
+        if profiled
+        else verify_job(job, progress=progress)
+    )
+    findings = verified_findings(verdicts)
+    if args.json != "-":
+        print(findings_text(findings))
+        print()
+        print("\n".join(verify_lines(verdicts)))
+    _write_findings(args, findings, verify_table(verdicts) if verdicts else None)
+    return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK

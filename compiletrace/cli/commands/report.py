@@ -1,0 +1,83 @@
+"""``compiletrace report``: the tables of a saved run, a saved job, or torch's own trace,
+and the same as HTML, a Chrome trace or compiletrace's own JSON. Torch-free: a file is read
+and rendered without it."""
+
+from __future__ import annotations
+
+import argparse
+
+from compiletrace.cli.exit_codes import EXIT_OK
+from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.outputs import write_job_outputs, write_outputs
+from compiletrace.cli.parsing import add_common_options
+
+__all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
+
+DESCRIPTION = (
+    "Print the tables of a run saved by 'compiletrace profile --json' (or of each process\n"
+    "of a job saved by 'compiletrace run --json', or of torch's own trace: a TORCH_TRACE directory,\n"
+    "a log, or a .gz/.zip of them), and write it as HTML or as a Chrome/Perfetto trace."
+)
+EPILOG = None
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    add_common_options(parser)
+    parser.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run saved by 'compiletrace profile --json', a job ('run --json'), or a TORCH_TRACE\n"
+        "directory, log, .gz or .zip",
+    )
+    add_trace_components(parser)
+    parser.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
+    parser.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
+    parser.add_argument(
+        "--json",
+        metavar="OUT",
+        help="write it as compiletrace's own run (or job) JSON: torch's trace, read once, kept as\n"
+        "a file every command and compiletrace.load read",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiletrace._app.profile_run import ProfileRun
+    from compiletrace._data.kinds import FileKind
+    from compiletrace._load import load
+    from compiletrace.reports import timeline_text
+
+    outputs = [(args.html, "--html"), (args.chrome_trace, "--chrome-trace"), (args.json, "--json")]
+    check_outputs(outputs, inputs=[args.run])
+    run = load(
+        args.run,
+        accept={FileKind.RUN, FileKind.JOB},
+        command="compiletrace report",
+        components=args.component,
+    )
+    if not isinstance(run, ProfileRun):
+        return _report_job(args, run)
+    if args.json:
+        run.save(args.json)
+    print(run.summary())
+    if run.timeline is not None:
+        print()
+        print(timeline_text(run.timeline))
+    write_outputs(run, args.html, args.chrome_trace)
+    if args.json:
+        print(f"wrote the run to {args.json}")
+    return EXIT_OK
+
+
+def _report_job(args: argparse.Namespace, job: object) -> int:
+    # A job's views sit beside the launcher, which load() imported to give it them.
+    from compiletrace._app.job import ProfileJob
+
+    assert isinstance(job, ProfileJob)  # what accept= lets through besides a run
+    if args.json:
+        job.save(args.json)
+    print(job.summary())
+    if args.html or args.chrome_trace:
+        write_job_outputs(job, args.html, args.chrome_trace)
+    if args.json:
+        print(f"wrote the job to {args.json}")
+    return EXIT_OK

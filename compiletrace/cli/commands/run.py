@@ -1,0 +1,153 @@
+"""``compiletrace run``: run any command and record every compile of every Python process
+it starts; when it ends, a summary on stderr and the files asked for. The launcher and the
+merge are :mod:`compiletrace._app.job`'s, imported when the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from compiletrace._io.errors import OutputError, UsageError
+from compiletrace._io.text import first_line, printable
+from compiletrace.cli.exit_codes import KilledBy
+from compiletrace.cli.options import check_outputs
+from compiletrace.cli.outputs import write_job_outputs
+from compiletrace.cli.parsing import PROG, add_common_options
+
+__all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
+
+DESCRIPTION = (
+    "Run COMMAND with no edit to it ('python train.py', 'torchrun ...', a shell script):\n"
+    "every Python process it starts records its torch.compile calls, whatever their backend, and\n"
+    "when the command ends a summary goes to stderr. Its stdin, stdout and exit status are its own."
+)
+EPILOG = (
+    "examples:\n"
+    "  compiletrace run -- python train.py --epochs 1\n"
+    "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
+    "  compiletrace run --component 'vision_tower*=encoder' -- python serve.py\n"
+    "  compiletrace report job.json; compiletrace doctor job.json"
+)
+
+
+class _FixNames:
+    """The fixes ``--apply`` takes (``run --apply`` with no edit), listed in its help when the
+    help is shown: they come from the launcher, which parsing a command line never loads."""
+
+    def __str__(self) -> str:
+        from compiletrace._app.job import fix_names
+
+        return ", ".join(fix_names())
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    add_common_options(parser)
+    parser.add_argument(
+        "--json", metavar="PATH", help="write the job (every process's run) as versioned JSON"
+    )
+    parser.add_argument(
+        "--html", metavar="PATH", help="write the self-contained HTML report of every compile"
+    )
+    parser.add_argument(
+        "--chrome-trace", metavar="PATH", help="write a Chrome/Perfetto trace, a track per process"
+    )
+    parser.add_argument(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="every process sends its compiles' spans and metrics to an OTLP/HTTP collector at URL as\n"
+        "they happen (its own providers: the program's OpenTelemetry set-up stays its own)",
+    )
+    parser.add_argument(
+        "--component",
+        action="append",
+        default=[],
+        metavar="PATTERN=NAME",
+        help="record compiles whose module path, class or file matches PATTERN as component NAME\n"
+        "(repeatable; tried before the built-in naming)",
+    )
+    parser.add_argument(
+        "--trace-cost",
+        action="store_true",
+        help="time Dynamo's tracing of each user function (a tree per frame compile)",
+    )
+    apply = parser.add_argument(
+        "--apply",
+        action="append",
+        default=[],
+        metavar="FIX",
+        help="apply a fix in every process before its first compile, with no edit to the program\n"
+        "(repeatable): %(fixes)s; 'doctor --verify' measures what each does",
+    )
+    apply.fixes = _FixNames()  # type: ignore[attr-defined]  # argparse expands %(fixes)s from it
+    parser.add_argument(
+        "--job-dir",
+        metavar="DIR",
+        help="keep each process's run file in DIR: a new directory, or an empty one of yours that no one\n"
+        "else can write (default: a private temporary directory, removed after)",
+    )
+    parser.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND [ARGS...]",
+        help="the command to run and its arguments, after --",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compiletrace._app.job import job_run
+    from compiletrace._core.components import parse_component_rules
+    from compiletrace.reports import job_summary_lines
+
+    command = list(args.argv)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("compiletrace run needs a command: compiletrace run [OPTIONS] -- COMMAND [ARGS...]")
+    check_outputs([(args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")])
+    for path, what in ((args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")):
+        if path == "-":
+            raise UsageError(f"{what} -: stdout is the command's own; give a file path")
+    parse_component_rules(args.component)
+    if args.otlp_endpoint is not None:
+        from compiletrace.telemetry._configure import check_url
+
+        check_url(args.otlp_endpoint)  # a bad URL is bad input, before the command runs
+    with job_run(
+        command,
+        components=args.component,
+        trace_cost=args.trace_cost,
+        job_dir=args.job_dir,
+        fixes=args.apply,
+        otlp_endpoint=args.otlp_endpoint,
+    ) as outcome:
+        job = outcome.job
+        for line in job_summary_lines(job):
+            print(line, file=sys.stderr)
+        # Each output on its own: one that cannot be written (a full disk) is one line, the
+        # others are still written, the processes' run files are kept, and the exit status
+        # stays the command's own.
+        written = [
+            _written(lambda: job.save(args.json), f"wrote the job to {args.json}") if args.json else True,
+            _written(lambda: write_job_outputs(job, args.html, None, on_stderr=True)) if args.html else True,
+            _written(lambda: write_job_outputs(job, None, args.chrome_trace, on_stderr=True))
+            if args.chrome_trace
+            else True,
+        ]
+        if not all(written):
+            print(f"{PROG}: the processes' run files are kept in {outcome.keep_run_files()}", file=sys.stderr)
+    if outcome.signal is not None:  # the launcher dies of it too (see console_main)
+        return KilledBy(outcome.exit_status, outcome.signal)
+    return outcome.exit_status
+
+
+def _written(write: Callable[[], None], done: str = "") -> bool:
+    """Write one of run's outputs; say what was written (when ``done``), or why not."""
+    try:
+        write()
+    except OutputError as exc:
+        print(f"{PROG}: error: {printable(first_line(exc))}", file=sys.stderr)
+        return False
+    if done:
+        print(f"{PROG}: {done}", file=sys.stderr)
+    return True
