@@ -194,25 +194,18 @@ def bootstrap_directory() -> str:
 
 
 def check_fix_names(fixes: Sequence[str]) -> None:
-    """A fix name in neither table (torch's settings, the program fixes) is bad input,
-    before anything runs."""
-    if not fixes:  # the tables live beside torch's internals: torch is imported only when asked
-        return
-    from compiletrace._core import torch_compat as tc
+    """A name that is no :class:`~compiletrace._data.fixes.Fix`, or a malformed one, is bad
+    input, before anything runs."""
+    from compiletrace._data.fixes import check_fixes
 
-    program_fixes.check_program_fixes(fixes)
-    for name in fixes:
-        if not program_fixes.is_program_fix(name) and name not in tc.CONFIG_FIXES:
-            known = ", ".join(fix_names())
-            raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}")
+    check_fixes(fixes)
 
 
 def fix_names() -> list[str]:
     """Every fix ``run --apply`` takes, as a user writes it (``regional-compile=CLASS``)."""
-    from compiletrace._core import torch_compat as tc
+    from compiletrace._data import fixes
 
-    names = [*tc.CONFIG_FIXES, *program_fixes.PROGRAM_FIXES]
-    return sorted(f"{n}=CLASS" if n == program_fixes.REGIONAL_COMPILE else n for n in names)
+    return fixes.fix_names()
 
 
 def _resolve(command: Sequence[str], cwd: str | None = None) -> str:
