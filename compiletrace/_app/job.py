@@ -100,24 +100,9 @@ class ProfileJob(Job):
         """The doctor's findings, process by process (a finding's evidence names its
         process), and across the ranks of a distributed job (ranks whose graphs or cache
         outcomes differ from the others'), most seconds at stake first."""
-        from compiletrace._app.doctor import diagnose_ranks, diagnose_run
-        from compiletrace._data.gather import RankTimes
-        from compiletrace._data.registry import Registry
+        from compiletrace._doctor import diagnose_job
 
-        findings = []
-        for process in self.processes:
-            run = process.run
-            for finding in diagnose_run(run.graph_records, run.warmup, run.timeline, run.meta):
-                evidence = {**finding.evidence, "process": process.info.label}
-                findings.append(replace(finding, evidence=evidence))
-        ranks = []
-        for rank, process in self.ranks().items():
-            registry = Registry()
-            for record in process.run.graph_records:
-                registry.add(record)
-            ranks.append(replace(RankTimes.of(registry, rank), pid=process.info.pid, host=""))
-        findings.extend(diagnose_ranks(ranks))
-        return sorted(findings, key=lambda f: -f.seconds)
+        return diagnose_job(self)
 
     def summary(self) -> str:
         """The job's summary lines, then each compiling process's own tables."""

@@ -26,8 +26,12 @@ from compiletrace import (
     UnexpectedCompileError,
     cli,
 )
-from compiletrace._app.analysis import compile_ns
-from compiletrace._app.doctor import (
+from compiletrace._app.warmup import WarmupResult
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.tracker import Tracker
+from compiletrace._data.cache_hits import compile_ns
+from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak, root_code_name
+from compiletrace._doctor import (
     DOCTOR_KIND,
     Finding,
     FindingKind,
@@ -37,12 +41,7 @@ from compiletrace._app.doctor import (
     diagnose_records,
     guard_fix,
     guard_text,
-    root_code_name,
 )
-from compiletrace._app.warmup import WarmupResult
-from compiletrace._core import torch_compat as tc
-from compiletrace._core.tracker import Tracker
-from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak
 from compiletrace.distributed import GatherResult, RankTimes
 from compiletrace.reports._findings import findings_html, findings_text
 from tests.conftest import MS, FakeClock, S, make_record
@@ -724,7 +723,7 @@ def test_cache_advice_is_never_what_the_run_already_did() -> None:
     """A portable start (artifacts loaded into an empty cache directory, on the CPU) hits every
     cache and still compiles its kernels (tests/apps/test_portable_cache.py measures it): the
     fix is not to save and load the artifacts again, which is what the run did."""
-    from compiletrace._app.doctor import RunContext
+    from compiletrace._doctor import RunContext
 
     hit = make_record("0/0", "encoder", phases={"kernel_compile": 3 * S, "cache": 10 * MS},
                       fx_graph_cache=CacheOutcome.HIT, aot_autograd_cache=CacheOutcome.HIT)  # fmt: skip
@@ -793,6 +792,32 @@ def test_a_saved_run_is_diagnosed_elsewhere_the_same(
     capsys.readouterr()
     assert cli.main(["doctor", str(path), "--json", "-"]) == 0  # JSON alone on stdout
     assert json.loads(capsys.readouterr().out)["kind"] == DOCTOR_KIND
+
+
+def test_diagnose_and_the_doctor_command_give_the_same_findings_on_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compiletrace.diagnose(registry) and 'compiletrace doctor RUN.json' run one list of
+    rules: a warm-up that compiled nothing (a phase in the registry, the timeline in the
+    file) is found by both, beside the recompiles."""
+    from compiletrace._app.timeline import startup_timeline
+    from compiletrace._data.findings import doctor_dict
+
+    reg = Registry()
+    f = compiletrace.compile(churn, backend="eager", dynamic=False, registry=reg)
+    for n in range(2, 5):
+        f(torch.ones(n))
+    model = torch.nn.Linear(8, 8)  # never compiled: its warm-up compiles nothing
+    result = compiletrace.warm_up(lambda: model(torch.ones(2, 8)), compilation_mode="stock", registry=reg)
+    path = tmp_path / "run.json"
+    ProfileRun(reg.records(), result, {}, startup_timeline(reg)).save(path)
+    out = tmp_path / "findings.json"
+    assert cli.main(["doctor", str(path), "--json", str(out)]) == 0
+    capsys.readouterr()
+
+    live = compiletrace.diagnose(reg)
+    assert sorted(f.kind.value for f in live) == ["recompiles", "useless_warmup"]
+    assert json.loads(out.read_text()) == json.loads(json.dumps(doctor_dict(live)))
 
 
 def test_the_doctor_command_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -986,8 +1011,8 @@ def test_a_warm_up_that_compiled_nothing_is_its_seconds_and_the_guard_is_the_fix
 
 
 def test_an_engines_warm_up_phases_are_judged_by_the_compiles_inside_them() -> None:
-    from compiletrace._app.doctor import diagnose_run
     from compiletrace._data.timeline import PhaseRecord, build_timeline
+    from compiletrace._doctor import diagnose_run
 
     inside = make_record("0/0", "model", start_unix_ns=2 * S, frame_ns=S)
     phases = [
