@@ -3,7 +3,6 @@ seconds, fix), and the fix it names applied to show what was at stake falls away
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import time
@@ -45,6 +44,7 @@ from compiletrace._doctor import (
 from compiletrace.distributed import GatherResult, RankTimes
 from compiletrace.reports._findings import findings_html, findings_text
 from tests.conftest import MS, FakeClock, S, make_record
+from tests.inputs.runs.rule_programs import Block, Text, Unrolled, Vision, churn, limited
 
 
 def _where(fn: Callable[..., Any]) -> str:
@@ -73,10 +73,6 @@ def _recompiles(reg: Registry) -> int:
 
 
 # -- recompiles: shape churn, a changing constant, a backend per block ---------------------
-
-
-def churn(x: torch.Tensor) -> torch.Tensor:
-    return x.sin() + 1
 
 
 def test_shape_churn_is_a_recompile_ledger_and_dynamic_shapes_end_it() -> None:
@@ -158,15 +154,6 @@ def test_a_changing_python_constant_recompiles_until_it_is_a_tensor() -> None:
     assert tensor_model.step.item() == 5.0  # the count still counts
 
 
-class Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).relu() * 2
-
-
 def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not() -> None:
     torch.manual_seed(0)
     blocks = [Block() for _ in range(4)]
@@ -202,10 +189,6 @@ def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not
 
 
 # -- the recompile limit ---------------------------------------------------------------------
-
-
-def limited(x: torch.Tensor) -> torch.Tensor:
-    return x.cos() * 3
 
 
 def test_a_frame_past_the_recompile_limit_is_its_own_loud_finding() -> None:
@@ -329,24 +312,6 @@ def test_a_break_inside_a_loop_skips_the_whole_frame() -> None:
 
 
 # -- repeated graphs -------------------------------------------------------------------------
-
-
-class Unrolled(nn.Module):
-    """Four identical blocks with a graph break between each: four frames, one structure."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.blocks = nn.ModuleList(Block() for _ in range(4))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.blocks[0](x)
-        torch._dynamo.graph_break()
-        x = self.blocks[1](x)
-        torch._dynamo.graph_break()
-        x = self.blocks[2](x)
-        torch._dynamo.graph_break()
-        return self.blocks[3](x)
 
 
 def test_identical_blocks_compiled_in_separate_frames_are_a_regional_compile_candidate() -> None:
@@ -531,36 +496,6 @@ def test_expect_no_compiles_sees_lazy_backwards_and_checks_its_argument() -> Non
 
 
 # -- frames shared by components -------------------------------------------------------------
-
-
-def shared_forward(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """Like transformers' forward decorator: every module's forward runs through one code object."""
-
-    @functools.wraps(fn)
-    def wrapper(self: nn.Module, *args: Any) -> torch.Tensor:
-        return fn(self, *args)
-
-    return wrapper
-
-
-class Vision(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(4, 4)
-
-    @shared_forward
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).relu()
-
-
-class Text(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(4, 4)
-
-    @shared_forward
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).tanh()
 
 
 def test_a_frame_shared_by_components_names_both_and_the_limit_they_share() -> None:

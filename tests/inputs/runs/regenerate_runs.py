@@ -80,10 +80,10 @@ def _save_run(rule: str, registry: Any, meta: dict[str, Any], warmup: Any = None
 
 
 def recompiles() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     f = compiletrace.compile(p.churn, backend="eager", dynamic=False, registry=reg)
@@ -93,10 +93,10 @@ def recompiles() -> None:
 
 
 def recompile_limit() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     f = compiletrace.compile(p.limited, backend="eager", dynamic=False, registry=reg)
@@ -107,10 +107,10 @@ def recompile_limit() -> None:
 
 
 def graph_break() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     compiletrace.compile(p.printing, backend="eager", registry=reg)(torch.ones(2))
@@ -118,10 +118,10 @@ def graph_break() -> None:
 
 
 def repeated_graph() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     with torch.no_grad():
@@ -130,10 +130,10 @@ def repeated_graph() -> None:
 
 
 def _inductor_gelu(rule: str) -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     compiletrace.compile(p.gelu, backend="inductor", registry=reg)(torch.randn(64))
@@ -150,19 +150,19 @@ def expensive_hit() -> None:
 
 def fill_cache() -> None:
     """A cold process's compile, to fill the cache directory ``expensive_hit`` starts from."""
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     compiletrace.compile(p.gelu, backend="inductor", registry=compiletrace.Registry())(torch.randn(64))
 
 
 def compile_after_warmup() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     f = compiletrace.compile(p.churn, backend="eager", dynamic=False, registry=reg)
@@ -172,10 +172,10 @@ def compile_after_warmup() -> None:
 
 
 def shared_frame() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     enc = compiletrace.compile(p.Vision(), is_encoder=True, backend="eager", registry=reg)
@@ -186,10 +186,10 @@ def shared_frame() -> None:
 
 
 def costly_trace() -> None:
-    import rule_programs as p
     import torch
 
     import compiletrace
+    from tests.inputs.runs import rule_programs as p
 
     reg = compiletrace.Registry()
     model = compiletrace.compile(
@@ -212,12 +212,12 @@ def useless_warmup() -> None:
 
 def rank_divergence() -> None:
     """Two ranks of one job, as their gathered figures: rank 1 saw a second size."""
-    import rule_programs as p
     import torch
 
     import compiletrace
     from compiletrace._data.gather import GatherResult, RankTimes
     from compiletrace._doctor import diagnose_evidence, gather_evidence
+    from tests.inputs.runs import rule_programs as p
 
     ranks = []
     for rank, sizes in ((0, (2,)), (1, (2, 3))):
@@ -255,7 +255,7 @@ MAKERS: dict[str, Callable[[], None]] = {
 
 
 def _run_maker(name: str, cache_dir: str) -> None:
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir, "PYTHONPATH": str(HERE)}
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache_dir, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, __file__, "--maker", name], env=env, check=True, cwd=ROOT)
 
 
