@@ -281,7 +281,7 @@ class GraphRecord:
     shared_with: str | None = None  # another component that compiled this frame first (same code)
     restart_reasons: tuple[str, ...] = ()  # Dynamo restarted its analysis (not an error), and why
     discarded_ns: int = 0  # backend time of the attempts Dynamo threw away on those restarts
-    # What the doctor (compiletrace._app.doctor) reads, saved so a run can be diagnosed elsewhere:
+    # What the doctor (compiletrace._doctor) reads, saved so a run can be diagnosed elsewhere:
     code_filename: str = ""  # the compiled code's file ("" if unknown)
     code_firstlineno: int = 0  # ... and its first line
     graph_breaks: tuple[GraphBreak, ...] = ()  # breaks Dynamo made while compiling this frame
