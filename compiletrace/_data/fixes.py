@@ -18,6 +18,7 @@ A member's value is its spelling on the command line and in the doctor's JSON
 from __future__ import annotations
 
 import enum
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -118,14 +119,20 @@ def fix_names() -> list[str]:
     return sorted(fix.usage for fix in Fix)
 
 
-def fixes_help() -> str:
-    """One line per fix, what it does (for ``run --apply``'s help).
+def fixes_help(width: int = 100) -> str:
+    """Each fix and what it does, aligned and wrapped to ``width`` columns (``run --help``).
 
-    >>> fixes_help().splitlines()[0]
-    'capture-scalar-outputs: keeps a .item() in the graph as a symbolic number, instead of breaking the \
-graph there'
+    >>> print(fixes_help(width=72).splitlines()[0])
+      capture-scalar-outputs  keeps a .item() in the graph as a symbolic
     """
-    return "\n".join(f"{fix.usage}: {fix.does}" for fix in sorted(Fix, key=lambda f: f.usage))
+    names = sorted(Fix, key=lambda f: f.usage)
+    column = 2 + max(len(fix.usage) for fix in names) + 2
+    lines = []
+    for fix in names:
+        wrapped = textwrap.wrap(fix.does, width=max(width - column, 20))
+        lines.append(f"  {fix.usage.ljust(column - 4)}  {wrapped[0]}")
+        lines.extend(" " * column + rest for rest in wrapped[1:])
+    return "\n".join(lines)
 
 
 def parse_fix(name: str) -> tuple[Fix, str | None]:
