@@ -30,10 +30,10 @@ import torch
 
 import compiletrace
 from compiletrace import CacheOutcome, GraphRecord, Registry
-from compiletrace._app.doctor import diagnose_records
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.tracker import get_tracker
 from compiletrace._data.records import GraphBreak
+from compiletrace._doctor import diagnose_records
 from compiletrace.models import DemoConfig, build_demo
 
 MS = 1_000_000

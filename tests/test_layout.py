@@ -189,8 +189,26 @@ def test_views_never_reach_torch_the_tracker_or_the_applications() -> None:
         assert not [m for m in reached if _imports_torch(m)], f"{name} reaches torch"
 
 
+def test_the_doctor_reads_data_only() -> None:
+    # The doctor's rules read records, never torch, the capture side or an application: a
+    # saved run is diagnosed on a machine without a GPU, and a rule is tested on a file.
+    allowed = ("compiletrace._doctor", "compiletrace._data", "compiletrace._io")
+    doctor = [name for name in MODULES if _in(name, "compiletrace._doctor")]
+    assert len(doctor) >= 15 and "compiletrace._doctor.rules.recompiles" in doctor
+    for name in doctor:
+        for dep in GRAPH[name]:
+            top = dep.split(".")[0]
+            assert _in(dep, *allowed) if top == ROOT else top in sys.stdlib_module_names, f"{name} -> {dep}"
+        reached = _closure(name) | {name}
+        assert [m for m in reached if not _in(m, *allowed)] == [], name
+        assert not [m for m in reached if _imports_torch(m)], f"{name} reaches torch"
+    # Torch's text is known in one torch-free module, which needs nothing but re.
+    assert GRAPH["compiletrace._data.torch_text"] <= {"re", "__future__"}
+
+
 def test_the_core_never_imports_views_or_applications() -> None:
     above = ("compiletrace.reports", "compiletrace.telemetry", "compiletrace._app", "compiletrace.cli")
+    above += ("compiletrace._doctor",)
     above += ("compiletrace.bench", "compiletrace.distributed", "compiletrace.models")
     for name in MODULES:
         if _in(name, "compiletrace._core"):

@@ -100,24 +100,9 @@ class ProfileJob(Job):
         """The doctor's findings, process by process (a finding's evidence names its
         process), and across the ranks of a distributed job (ranks whose graphs or cache
         outcomes differ from the others'), most seconds at stake first."""
-        from compiletrace._app.doctor import diagnose_ranks, diagnose_run
-        from compiletrace._data.gather import RankTimes
-        from compiletrace._data.registry import Registry
+        from compiletrace._doctor import diagnose_job
 
-        findings = []
-        for process in self.processes:
-            run = process.run
-            for finding in diagnose_run(run.graph_records, run.warmup, run.timeline, run.meta):
-                evidence = {**finding.evidence, "process": process.info.label}
-                findings.append(replace(finding, evidence=evidence))
-        ranks = []
-        for rank, process in self.ranks().items():
-            registry = Registry()
-            for record in process.run.graph_records:
-                registry.add(record)
-            ranks.append(replace(RankTimes.of(registry, rank), pid=process.info.pid, host=""))
-        findings.extend(diagnose_ranks(ranks))
-        return sorted(findings, key=lambda f: -f.seconds)
+        return diagnose_job(self)
 
     def summary(self) -> str:
         """The job's summary lines, then each compiling process's own tables."""
@@ -194,25 +179,18 @@ def bootstrap_directory() -> str:
 
 
 def check_fix_names(fixes: Sequence[str]) -> None:
-    """A fix name in neither table (torch's settings, the program fixes) is bad input,
-    before anything runs."""
-    if not fixes:  # the tables live beside torch's internals: torch is imported only when asked
-        return
-    from compiletrace._core import torch_compat as tc
+    """A name that is no :class:`~compiletrace._data.fixes.Fix`, or a malformed one, is bad
+    input, before anything runs."""
+    from compiletrace._data.fixes import check_fixes
 
-    program_fixes.check_program_fixes(fixes)
-    for name in fixes:
-        if not program_fixes.is_program_fix(name) and name not in tc.CONFIG_FIXES:
-            known = ", ".join(fix_names())
-            raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}")
+    check_fixes(fixes)
 
 
 def fix_names() -> list[str]:
     """Every fix ``run --apply`` takes, as a user writes it (``regional-compile=CLASS``)."""
-    from compiletrace._core import torch_compat as tc
+    from compiletrace._data import fixes
 
-    names = [*tc.CONFIG_FIXES, *program_fixes.PROGRAM_FIXES]
-    return sorted(f"{n}=CLASS" if n == program_fixes.REGIONAL_COMPILE else n for n in names)
+    return fixes.fix_names()
 
 
 def _resolve(command: Sequence[str], cwd: str | None = None) -> str:

@@ -14,7 +14,7 @@ from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 
 if TYPE_CHECKING:
-    from compiletrace._app.doctor import Finding
+    from compiletrace._data.findings import Finding
 
 __all__ = ["ProfileRun"]
 
@@ -59,9 +59,9 @@ class ProfileRun(Run):
         >>> [f.kind for f in profile(backend="eager").diagnose()]
         []
         """
-        from compiletrace._app.doctor import diagnose_run
+        from compiletrace._doctor import diagnose_evidence, gather_evidence
 
-        return diagnose_run(self.graph_records, self.warmup, self.timeline, self.meta)
+        return diagnose_evidence(gather_evidence(self))
 
     def summary(self) -> str:
         """The header (model, backend, versions, cache state), the text tables and the

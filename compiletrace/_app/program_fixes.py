@@ -12,14 +12,19 @@ edit to the program (the others are torch settings: ``torch_compat.CONFIG_FIXES`
   ``use_cache=False``, here or in its generation config): the cache's tensors keep one
   shape, so the compiled forward stops recompiling as a dynamic cache grows.
 
-Each is installed in a job's process before the program can call what it changes: the
-bootstrap calls :func:`install` once ``torch`` is imported. Nothing here may break the
-program: a fix that cannot be made is one warning, and the program runs unfixed.
+The fixes' names, and what each does, are the vocabulary of
+:class:`compiletrace._data.fixes.Fix`; this module makes its members that change the program's
+calls (:data:`PROGRAM_FIXES`). Each is installed in a job's process before the program can
+call what it changes: the bootstrap calls :func:`install` once ``torch`` is imported.
+Nothing here may break the program: a fix that cannot be made is one warning, and the
+program runs unfixed.
 
 >>> parse_fix("regional-compile=LlamaDecoderLayer")
 ('regional-compile', 'LlamaDecoderLayer')
 >>> parse_fix("static-cache")
 ('static-cache', None)
+>>> sorted(fix.value for fix in PROGRAM_FIXES)
+['regional-compile', 'static-cache']
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from typing import Any
 
 from compiletrace._app.engine_phases import EntryPoint, Installed
 from compiletrace._app.engine_phases import install as install_wrappers
+from compiletrace._data.fixes import Fix, check_fixes
+from compiletrace._data.fixes import parse_fix as parse_fix_name
 from compiletrace._data.registry import Registry
 from compiletrace._io.errors import UsageError
 from compiletrace._io.state import warn_once
@@ -51,13 +58,8 @@ __all__ = [
     "regional_targets",
 ]
 
-REGIONAL_COMPILE = "regional-compile"
-STATIC_CACHE = "static-cache"
-# What each does, as the user would write it in their own code to keep the fix.
-PROGRAM_FIXES: dict[str, str] = {
-    REGIONAL_COMPILE: "torch.compile each CLASS block on its own (block.compile(...)) instead of the model",
-    STATIC_CACHE: "model.generate(..., cache_implementation='static')",
-}
+REGIONAL_COMPILE = Fix.REGIONAL_COMPILE
+STATIC_CACHE = Fix.STATIC_CACHE
 _MARK = "__compiletrace_fix__"  # set on a wrapper this module made: never wrapped twice
 _lock = threading.Lock()
 _applied: list[str] = []  # in this process, in the order installed
@@ -70,11 +72,11 @@ def regional_compile_fix(block_class: str) -> str:
     >>> regional_compile_fix("LlamaDecoderLayer")
     'regional-compile=LlamaDecoderLayer'
     """
-    return f"{REGIONAL_COMPILE}={block_class}"
+    return Fix.REGIONAL_COMPILE.spelled(block_class)
 
 
 def parse_fix(name: str) -> tuple[str, str | None]:
-    """A fix's name and its argument (``regional-compile=CLASS``: the class)."""
+    """A fix's name and its argument (``regional-compile=CLASS``: the class), unchecked."""
     base, sep, argument = name.partition("=")
     return base, argument if sep else None
 
@@ -86,26 +88,13 @@ def is_program_fix(name: str) -> bool:
 
 def check_program_fix(name: str) -> None:
     """Raise :class:`~compiletrace.UsageError` for a malformed fix of this module's."""
-    base, argument = parse_fix(name)
-    if base == REGIONAL_COMPILE:
-        if not argument or not all(part.isidentifier() for part in argument.split(".")):
-            raise UsageError(
-                f"{name!r}: regional-compile needs the block's class name, e.g. "
-                "regional-compile=LlamaDecoderLayer (the class the repeated_graph finding names)"
-            )
-    elif argument is not None:
-        raise UsageError(f"{name!r}: the fix {base!r} takes no '=' argument")
+    parse_fix_name(name)
 
 
 def check_program_fixes(names: Iterable[str]) -> None:
     """:func:`check_program_fix` on each of this module's fixes among ``names``, and at most
     one ``regional-compile`` (torch.compile is replaced once)."""
-    regional = [name for name in names if parse_fix(name)[0] == REGIONAL_COMPILE]
-    for name in names:
-        if is_program_fix(name):
-            check_program_fix(name)
-    if len(set(regional)) > 1:
-        raise UsageError(f"one regional-compile at a time: {', '.join(sorted(set(regional)))}")
+    check_fixes(name for name in names if is_program_fix(name))
 
 
 def applied() -> list[str]:
@@ -125,13 +114,8 @@ def install(names: Iterable[str]) -> list[str]:
             if name in _applied:
                 continue
         try:
-            check_program_fix(name)
-            base, argument = parse_fix(name)
-            if base == REGIONAL_COMPILE:
-                assert argument is not None
-                _install_regional(argument)
-            else:
-                _install_static_cache()
+            fix, argument = parse_fix_name(name)
+            PROGRAM_FIXES[fix](argument)
         except Exception as exc:  # never into the program
             with contextlib.suppress(Exception):
                 warn_once(f"the fix {name!r} is not applied in this process ({type(exc).__name__}: {exc})")
@@ -257,6 +241,18 @@ _GENERATE = EntryPoint(
 def _install_static_cache() -> None:
     # Wrapped now if transformers' generation module is imported, else once it is.
     _wrappers.append(install_wrappers(Registry(), entry_points=(_GENERATE,)))
+
+
+def _install_regional_fix(block_class: str | None) -> None:
+    assert block_class is not None  # parse_fix_name checked it
+    _install_regional(block_class)
+
+
+# What makes each of the fixes that change the program's calls, given the fix's argument.
+PROGRAM_FIXES: dict[Fix, Callable[[str | None], None]] = {
+    Fix.REGIONAL_COMPILE: _install_regional_fix,
+    Fix.STATIC_CACHE: lambda argument: _install_static_cache(),
+}
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ The job's command runs once as it is (the baseline) and once per fix the doctor 
 from outside the program (``compiletrace run --apply NAME``: a Dynamo setting made in every
 process before its first compile), each run in fresh processes on the same cache state: a
 private, empty compile cache of its own. Each finding then gets a verdict from what the two
-runs recorded:
+runs recorded, by the judge of the finding's rule (``compiletrace._doctor``):
 
 - ``verified``: the finding is gone and the program compiled fewer frames (for a function
   past torch's recompile limit: none is left running eagerly; for regional compilation,
@@ -40,18 +40,25 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from compiletrace._app.doctor import automatic_fix
 from compiletrace._app.job import ProfileJob, run_command
-from compiletrace._app.program_fixes import REGIONAL_COMPILE
 from compiletrace._data.files import read
-from compiletrace._data.findings import Finding, FindingKind
+from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
+from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, automatic_fix, judge
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
+from compiletrace.reports._verify import TrialFigures, VerifyRow, VerifyTable
+from compiletrace.reports._verify import verify_lines as table_lines
+from compiletrace.reports._verify import verify_table as table_of
 
 __all__ = [
+    "BROKE",
+    "DID_NOT_HELP",
+    "MANUAL",
+    "PARTLY",
+    "VERIFIED",
     "Trial",
     "Verdict",
     "VerifyTable",
@@ -63,14 +70,10 @@ __all__ = [
     "verify_job",
     "verify_lines",
     "verify_profile_run",
+    "verify_rows",
     "verify_table",
 ]
 
-VERIFIED = "verified"
-DID_NOT_HELP = "did not help"
-PARTLY = "helped in part"
-BROKE = "broke the program"
-MANUAL = "cannot be applied automatically"
 # Where torch's compile caches live: each run gets its own, empty, so no run warms another.
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
@@ -89,8 +92,17 @@ class Trial:
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
 
     @property
+    def exit_status(self) -> int:
+        return self.job.exit_status
+
+    @property
     def frame_compiles(self) -> int:
         return len(self.job.records())
+
+    @property
+    def recompile_limit_hit(self) -> bool:
+        """Whether any code hit torch's recompile limit (and runs eagerly)."""
+        return any(r.recompile_limit_hit for r in self.job.records())
 
     @property
     def graph_nodes(self) -> int:
@@ -115,38 +127,6 @@ class Verdict:
     before: Trial
     after: Trial | None
     verdict: str
-
-
-def _identity(f: Finding) -> tuple[str, str, str]:
-    return (f.kind.value, f.component, f.location)
-
-
-def judge(finding: Finding, before: Trial, after: Trial) -> str:
-    """The verdict on one finding from the runs without and with its fix."""
-    if after.job.exit_status != before.job.exit_status:
-        return BROKE  # a crash compiles less too: never a fix
-    still = [f for f in after.findings if _identity(f) == _identity(finding)]
-    if still:
-        fewer = _recompiles_of(still[0]) < _recompiles_of(finding)
-        if finding.kind is FindingKind.RECOMPILES and fewer and after.frame_compiles < before.frame_compiles:
-            return PARTLY
-        return DID_NOT_HELP
-    limited = any(r.recompile_limit_hit for r in after.job.records())
-    if finding.kind is FindingKind.RECOMPILE_LIMIT:
-        # Raising the limit compiles every variant: more frames, none left running eagerly.
-        return VERIFIED if not limited else DID_NOT_HELP
-    if limited and not any(r.recompile_limit_hit for r in before.job.records()):
-        return DID_NOT_HELP  # the fix left code running eagerly that compiled before
-    if after.frame_compiles < before.frame_compiles:
-        return VERIFIED
-    regional = (automatic_fix(finding) or "").startswith(f"{REGIONAL_COMPILE}=")
-    fewer_nodes = after.graph_nodes < before.graph_nodes and after.frame_compiles <= before.frame_compiles
-    return VERIFIED if regional and fewer_nodes else DID_NOT_HELP
-
-
-def _recompiles_of(finding: Finding) -> int:
-    ids = finding.evidence.get("compile_ids")
-    return len(ids) if isinstance(ids, list) else 0
 
 
 def slowdown(before: Trial, after: Trial) -> float | None:
@@ -313,71 +293,41 @@ def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
     return found
 
 
-@dataclass(frozen=True)
-class VerifyTable:
-    """The before/after table, one row per finding, and the lines under it (for text and
-    HTML alike)."""
-
-    header: list[str]
-    rows: list[list[str]]
-    notes: list[str]
+def _figures(trial: Trial) -> TrialFigures:
+    return TrialFigures(
+        trial.frame_compiles, trial.graph_nodes, trial.compile_s, trial.wall_s, trial.steady_call_s
+    )
 
 
-def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
-    """The before/after table of ``verdicts``: finding, fix, frame compiles, graph nodes,
-    compile and wall seconds (and call ms, for a profile run), verdict."""
-    verdicts = list(verdicts)
-    steady = any(v.before.steady_call_s is not None for v in verdicts)
-    slowed: dict[str | None, float] = {}
+def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
+    """The table's rows: each verdict's figures, as plain data (a fix that slowed the
+    compiled model's call beyond the trials' spread says by how much)."""
     rows = []
     for v in verdicts:
         after = v.after
-        row = [
-            f"{v.finding.kind.value} ({v.finding.component})",
-            v.fix or "-",
-            f"{v.before.frame_compiles} -> {after.frame_compiles}" if after else f"{v.before.frame_compiles}",
-            f"{v.before.graph_nodes} -> {after.graph_nodes}" if after else f"{v.before.graph_nodes}",
-            f"{v.before.compile_s:.2f} -> {after.compile_s:.2f}" if after else f"{v.before.compile_s:.2f}",
-            f"{v.before.wall_s:.1f} -> {after.wall_s:.1f}" if after else f"{v.before.wall_s:.1f}",
-        ]
-        if steady:
-            row.append(
-                f"{_ms(v.before.steady_call_s)} -> {_ms(after.steady_call_s)}"
-                if after
-                else _ms(v.before.steady_call_s)
+        slower = None
+        if after is not None and slowed_beyond_noise(v.before, after):
+            slower = slowdown(v.before, after)
+        rows.append(
+            VerifyRow(
+                f"{v.finding.kind.value} ({v.finding.component})",
+                v.fix,
+                _figures(v.before),
+                None if after is None else _figures(after),
+                v.verdict,
+                slower,
             )
-            slower = slowdown(v.before, after) if after is not None else None
-            if after is not None and slower is not None and slowed_beyond_noise(v.before, after):
-                slowed.setdefault(v.fix, slower)
-        rows.append([printable(cell) for cell in [*row, v.verdict]])
-    header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile s", "wall s"]
-    if steady:
-        header.append("call ms")
-    notes = [
-        f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
-    ]
-    notes.append(
-        "Each run: fresh processes, an empty compile cache of its own. The verdict rests on frame "
-        "compiles and findings (counts); seconds are as measured"
-        + (
-            f"; call ms: the median of {STEADY_CALLS} calls after the warm-up."
-            if steady
-            else "; a command's steady-state speed is not."
         )
-    )
-    return VerifyTable([*header, "verdict"], rows, [printable(line) for line in notes])
+    return rows
+
+
+def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
+    """The before/after table of ``verdicts`` (:func:`compiletrace.reports._verify.verify_table`):
+    finding, fix, frame compiles, graph nodes, compile and wall seconds (and call ms, for a
+    profile run), verdict."""
+    return table_of(verify_rows(verdicts), steady_calls=STEADY_CALLS)
 
 
 def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
     """The before/after table as text, one row per finding."""
-    from compiletrace.reports._table import render_table
-
-    verdicts = list(verdicts)
-    if not verdicts:
-        return ["No findings: nothing to verify."]
-    table = verify_table(verdicts)
-    return [printable(line) for line in render_table(table.header, table.rows)] + table.notes
-
-
-def _ms(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds * 1000:.2f}"
+    return table_lines(verify_rows(verdicts), steady_calls=STEADY_CALLS)

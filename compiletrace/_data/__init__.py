@@ -7,6 +7,11 @@ them. Modules:
 
 - ``kinds``: every kind of file, with its schema version and what writes it;
 - ``findings``: what the doctor found (:class:`Finding`, :class:`FindingKind`);
+- ``fixes``: the fixes ``run --apply`` makes with no edit (:class:`Fix`), each saying what
+  it does and how to keep it in code;
+- ``torch_text``: every name and message format of torch's compiletrace reads (regions,
+  resume functions, failed guards, graph-break reasons), with a contract test per torch;
+- ``cache_hits``: which cache hits still compiled (a reading of records);
 - ``gather``: one rank's figures and a multi-rank job's (:class:`RankTimes`,
   :class:`GatherResult`);
 - ``files``: the one reader of every file compiletrace writes.

@@ -13,6 +13,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
+from compiletrace._data.torch_text import (
+    AOT_AUTOGRAD_REGIONS,
+    CACHE_REGIONS,
+    INDUCTOR_REGIONS,
+    KERNEL_COMPILE_REGIONS,
+    ONE_TIME_REGIONS,
+)
+
 __all__ = ["ONE_TIME_REGIONS", "PHASES", "TimedRegion", "one_time_ns", "phase_of", "split_phases"]
 
 # (region name, start ns, end ns), on one clock
@@ -26,41 +34,14 @@ OTHER = "other"  # the rest of the backend call
 
 PHASES = (AOT_AUTOGRAD, INDUCTOR, KERNEL_COMPILE, CACHE, OTHER)
 
-# First matching rule wins; a name matches a rule when it starts with one of its prefixes.
+# First matching rule wins; a name matches a rule when it starts with one of its prefixes
+# (torch's region names: compiletrace._data.torch_text).
 _RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (KERNEL_COMPILE, ("compile_file", "async_compile", "CppCodeCache", "TritonCodeCache", "triton.")),
-    (CACHE, ("AOTAutogradCache", "FxGraphCache", "PyCodeCache", "autograd_cache", "fx_graph_cache")),
-    (
-        INDUCTOR,
-        (
-            "compile_fx",
-            "fx_codegen_and_compile",
-            "GraphLowering",
-            "Scheduler",
-            "PythonWrapperCodegen",
-            "_recursive_pre_grad_passes",
-            "_recursive_post_grad_passes",
-            "pass.pre_grad",
-            "pass.post_grad",
-            "additional_fake_tensor_prop",
-        ),
-    ),
-    (
-        AOT_AUTOGRAD,
-        (
-            "create_aot_dispatcher_function",
-            "aot_",
-            "_recursive_joint_graph_passes",
-            "pass.joint_graph",
-            "min_cut_rematerialization_partition",
-        ),
-    ),
+    (KERNEL_COMPILE, KERNEL_COMPILE_REGIONS),
+    (CACHE, CACHE_REGIONS),
+    (INDUCTOR, INDUCTOR_REGIONS),
+    (AOT_AUTOGRAD, AOT_AUTOGRAD_REGIONS),
 )
-
-
-# torch's regions that run once per process, whichever graph compiles first: the keys of
-# its compile caches (a hash of torch's own sources; on CUDA builds, Triton's too).
-ONE_TIME_REGIONS = ("inductor_codecache_torch_key", "CacheBase.get_system")
 
 
 def one_time_ns(regions: Iterable[TimedRegion], window_start: int, window_end: int) -> int:

@@ -8,11 +8,11 @@ Chrome trace). Views never reach back into torch.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
+from compiletrace._data.torch_text import RESUME_NAME, RESUME_PREFIX
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import RunFileError
 
@@ -80,10 +80,6 @@ def qualified_type_name(exc: BaseException) -> str:
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-RESUME_PREFIX = "torch_dynamo_resume_in_"  # what Dynamo names the code after a graph break
-_RESUME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")
-
-
 def root_code_name(code_name: str) -> str:
     """The user's function behind Dynamo's resume functions.
 
@@ -91,7 +87,7 @@ def root_code_name(code_name: str) -> str:
     'forward'
     """
     while True:
-        match = _RESUME.match(code_name)
+        match = RESUME_NAME.match(code_name)
         if match is None:
             return code_name
         code_name = match[1]
@@ -285,7 +281,7 @@ class GraphRecord:
     shared_with: str | None = None  # another component that compiled this frame first (same code)
     restart_reasons: tuple[str, ...] = ()  # Dynamo restarted its analysis (not an error), and why
     discarded_ns: int = 0  # backend time of the attempts Dynamo threw away on those restarts
-    # What the doctor (compiletrace._app.doctor) reads, saved so a run can be diagnosed elsewhere:
+    # What the doctor (compiletrace._doctor) reads, saved so a run can be diagnosed elsewhere:
     code_filename: str = ""  # the compiled code's file ("" if unknown)
     code_firstlineno: int = 0  # ... and its first line
     graph_breaks: tuple[GraphBreak, ...] = ()  # breaks Dynamo made while compiling this frame

@@ -4,10 +4,11 @@
 
 from __future__ import annotations
 
-from compiletrace._app.doctor import Finding, diagnose_ranks
+from compiletrace._data.findings import Finding
 from compiletrace._data.gather import GATHER_KIND, GATHER_SCHEMA_VERSION, RankTimes
 from compiletrace._data.gather import GatherResult as _GatherData
 from compiletrace._data.records import LANGUAGE_MODEL, ordered_components
+from compiletrace._doctor import diagnose_evidence, gather_evidence
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
 
@@ -27,7 +28,7 @@ class GatherResult(_GatherData):
         >>> GatherResult.of([RankTimes(0, {"language_model": 1.0})]).diagnose()
         []
         """
-        return diagnose_ranks(self.ranks)
+        return diagnose_evidence(gather_evidence(ranks=self.ranks))
 
     def table(self) -> str:
         """The per-rank table, the maximum and the slowest rank, as text.

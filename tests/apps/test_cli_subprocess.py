@@ -89,11 +89,6 @@ def test_reading_a_run_and_every_help_import_no_torch(argv: list[str], tmp_path:
         assert said[argv[0]] in proc.stdout
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="run --apply's help lists the fixes, which the launcher reads from torch_compat "
-    "until the fix vocabulary is torch-free",
-)
 def test_run_help_imports_no_torch(tmp_path: Path) -> None:
     proc, modules = _imported(["run", "--help"], tmp_path)
     assert proc.returncode == 0 and "--apply FIX" in proc.stdout

@@ -163,7 +163,7 @@ def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_expensive_hits_need_a_hit_that_still_compiles() -> None:
-    from compiletrace._app.analysis import find_expensive_hits
+    from compiletrace._data.cache_hits import find_expensive_hits
 
     def rec(outcome: CacheOutcome, phases: dict[str, int]) -> GraphRecord:
         backend_ns = sum(phases.values())

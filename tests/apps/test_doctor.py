@@ -3,7 +3,6 @@ seconds, fix), and the fix it names applied to show what was at stake falls away
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import time
@@ -26,8 +25,12 @@ from compiletrace import (
     UnexpectedCompileError,
     cli,
 )
-from compiletrace._app.analysis import compile_ns
-from compiletrace._app.doctor import (
+from compiletrace._app.warmup import WarmupResult
+from compiletrace._core import torch_compat as tc
+from compiletrace._core.tracker import Tracker
+from compiletrace._data.cache_hits import compile_ns
+from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak, root_code_name
+from compiletrace._doctor import (
     DOCTOR_KIND,
     Finding,
     FindingKind,
@@ -37,15 +40,11 @@ from compiletrace._app.doctor import (
     diagnose_records,
     guard_fix,
     guard_text,
-    root_code_name,
 )
-from compiletrace._app.warmup import WarmupResult
-from compiletrace._core import torch_compat as tc
-from compiletrace._core.tracker import Tracker
-from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak
 from compiletrace.distributed import GatherResult, RankTimes
 from compiletrace.reports._findings import findings_html, findings_text
 from tests.conftest import MS, FakeClock, S, make_record
+from tests.inputs.runs.rule_programs import Block, Text, Unrolled, Vision, churn, limited
 
 
 def _where(fn: Callable[..., Any]) -> str:
@@ -74,10 +73,6 @@ def _recompiles(reg: Registry) -> int:
 
 
 # -- recompiles: shape churn, a changing constant, a backend per block ---------------------
-
-
-def churn(x: torch.Tensor) -> torch.Tensor:
-    return x.sin() + 1
 
 
 def test_shape_churn_is_a_recompile_ledger_and_dynamic_shapes_end_it() -> None:
@@ -159,15 +154,6 @@ def test_a_changing_python_constant_recompiles_until_it_is_a_tensor() -> None:
     assert tensor_model.step.item() == 5.0  # the count still counts
 
 
-class Block(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).relu() * 2
-
-
 def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not() -> None:
     torch.manual_seed(0)
     blocks = [Block() for _ in range(4)]
@@ -203,10 +189,6 @@ def test_a_backend_object_per_block_recompiles_one_code_and_one_backend_does_not
 
 
 # -- the recompile limit ---------------------------------------------------------------------
-
-
-def limited(x: torch.Tensor) -> torch.Tensor:
-    return x.cos() * 3
 
 
 def test_a_frame_past_the_recompile_limit_is_its_own_loud_finding() -> None:
@@ -330,24 +312,6 @@ def test_a_break_inside_a_loop_skips_the_whole_frame() -> None:
 
 
 # -- repeated graphs -------------------------------------------------------------------------
-
-
-class Unrolled(nn.Module):
-    """Four identical blocks with a graph break between each: four frames, one structure."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.blocks = nn.ModuleList(Block() for _ in range(4))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.blocks[0](x)
-        torch._dynamo.graph_break()
-        x = self.blocks[1](x)
-        torch._dynamo.graph_break()
-        x = self.blocks[2](x)
-        torch._dynamo.graph_break()
-        return self.blocks[3](x)
 
 
 def test_identical_blocks_compiled_in_separate_frames_are_a_regional_compile_candidate() -> None:
@@ -534,36 +498,6 @@ def test_expect_no_compiles_sees_lazy_backwards_and_checks_its_argument() -> Non
 # -- frames shared by components -------------------------------------------------------------
 
 
-def shared_forward(fn: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-    """Like transformers' forward decorator: every module's forward runs through one code object."""
-
-    @functools.wraps(fn)
-    def wrapper(self: nn.Module, *args: Any) -> torch.Tensor:
-        return fn(self, *args)
-
-    return wrapper
-
-
-class Vision(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(4, 4)
-
-    @shared_forward
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).relu()
-
-
-class Text(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.linear = nn.Linear(4, 4)
-
-    @shared_forward
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x).tanh()
-
-
 def test_a_frame_shared_by_components_names_both_and_the_limit_they_share() -> None:
     reg = Registry()
     vision, text = Vision(), Text()
@@ -724,7 +658,7 @@ def test_cache_advice_is_never_what_the_run_already_did() -> None:
     """A portable start (artifacts loaded into an empty cache directory, on the CPU) hits every
     cache and still compiles its kernels (tests/apps/test_portable_cache.py measures it): the
     fix is not to save and load the artifacts again, which is what the run did."""
-    from compiletrace._app.doctor import RunContext
+    from compiletrace._doctor import RunContext
 
     hit = make_record("0/0", "encoder", phases={"kernel_compile": 3 * S, "cache": 10 * MS},
                       fx_graph_cache=CacheOutcome.HIT, aot_autograd_cache=CacheOutcome.HIT)  # fmt: skip
@@ -793,6 +727,32 @@ def test_a_saved_run_is_diagnosed_elsewhere_the_same(
     capsys.readouterr()
     assert cli.main(["doctor", str(path), "--json", "-"]) == 0  # JSON alone on stdout
     assert json.loads(capsys.readouterr().out)["kind"] == DOCTOR_KIND
+
+
+def test_diagnose_and_the_doctor_command_give_the_same_findings_on_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compiletrace.diagnose(registry) and 'compiletrace doctor RUN.json' run one list of
+    rules: a warm-up that compiled nothing (a phase in the registry, the timeline in the
+    file) is found by both, beside the recompiles."""
+    from compiletrace._app.timeline import startup_timeline
+    from compiletrace._data.findings import doctor_dict
+
+    reg = Registry()
+    f = compiletrace.compile(churn, backend="eager", dynamic=False, registry=reg)
+    for n in range(2, 5):
+        f(torch.ones(n))
+    model = torch.nn.Linear(8, 8)  # never compiled: its warm-up compiles nothing
+    result = compiletrace.warm_up(lambda: model(torch.ones(2, 8)), compilation_mode="stock", registry=reg)
+    path = tmp_path / "run.json"
+    ProfileRun(reg.records(), result, {}, startup_timeline(reg)).save(path)
+    out = tmp_path / "findings.json"
+    assert cli.main(["doctor", str(path), "--json", str(out)]) == 0
+    capsys.readouterr()
+
+    live = compiletrace.diagnose(reg)
+    assert sorted(f.kind.value for f in live) == ["recompiles", "useless_warmup"]
+    assert json.loads(out.read_text()) == json.loads(json.dumps(doctor_dict(live)))
 
 
 def test_the_doctor_command_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -986,8 +946,8 @@ def test_a_warm_up_that_compiled_nothing_is_its_seconds_and_the_guard_is_the_fix
 
 
 def test_an_engines_warm_up_phases_are_judged_by_the_compiles_inside_them() -> None:
-    from compiletrace._app.doctor import diagnose_run
     from compiletrace._data.timeline import PhaseRecord, build_timeline
+    from compiletrace._doctor import diagnose_run
 
     inside = make_record("0/0", "model", start_unix_ns=2 * S, frame_ns=S)
     phases = [

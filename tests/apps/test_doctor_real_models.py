@@ -14,7 +14,7 @@ from torch import nn
 
 import compiletrace
 from compiletrace import Registry
-from compiletrace._app.doctor import Finding, FindingKind, diagnose_records
+from compiletrace._doctor import Finding, FindingKind, diagnose_records
 
 transformers = pytest.importorskip("transformers")
 

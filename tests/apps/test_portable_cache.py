@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compiletrace import CacheOutcome, GraphRecord, Registry
-from compiletrace._app.analysis import find_expensive_hits
+from compiletrace._data.cache_hits import find_expensive_hits
 
 pytestmark = [pytest.mark.inductor, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]

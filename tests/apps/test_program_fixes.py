@@ -1,7 +1,8 @@
-"""The fixes ``run --apply`` makes to how a program calls a public API: regional compilation
-of a repeated block, and transformers' static generation cache. Each is tested in this
-process (installed, then undone) on real compiles; ``tests/apps/test_verify.py`` proves them
-on unmodified programs through ``doctor --verify``."""
+"""The fixes ``run --apply`` makes: one vocabulary (``compiletrace._data.fixes.Fix``), each
+member made by torch's settings or by a change to how a program calls a public API
+(regional compilation of a repeated block, transformers' static generation cache). The
+program fixes are tested in this process (installed, then undone) on real compiles;
+``tests/apps/test_verify.py`` proves them on unmodified programs through ``doctor --verify``."""
 
 from __future__ import annotations
 
@@ -16,8 +17,44 @@ from torch import nn
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import check_fix_names, fix_names
-from compiletrace._app.program_fixes import installed_for_test, regional_targets
+from compiletrace._app.program_fixes import PROGRAM_FIXES, installed_for_test, regional_targets
+from compiletrace._core import torch_compat as tc
+from compiletrace._data.fixes import Fix, fixes_help, parse_fix
 from compiletrace._io.errors import UsageError
+
+
+def test_each_fix_is_spelled_as_the_command_line_and_the_json_have_always_spelled_it() -> None:
+    # These strings are in users' scripts (run --apply NAME) and in saved doctor files
+    # (evidence["auto_fix"]): renaming a member's value must fail here.
+    assert {fix.name: fix.value for fix in Fix} == {
+        "DYNAMIC_SHAPES": "dynamic-shapes",
+        "CAPTURE_SCALAR_OUTPUTS": "capture-scalar-outputs",
+        "REORDERABLE_PRINT": "reorderable-print",
+        "RAISE_RECOMPILE_LIMIT": "raise-recompile-limit",
+        "REGIONAL_COMPILE": "regional-compile",
+        "STATIC_CACHE": "static-cache",
+    }
+    assert fix_names() == [
+        "capture-scalar-outputs",
+        "dynamic-shapes",
+        "raise-recompile-limit",
+        "regional-compile=CLASS",
+        "reorderable-print",
+        "static-cache",
+    ]
+
+
+def test_every_fix_is_made_by_exactly_one_maker_and_says_what_it_does() -> None:
+    made_by_torch, made_in_the_program = set(tc.CONFIG_FIXES), set(PROGRAM_FIXES)
+    assert made_by_torch | made_in_the_program == set(Fix)
+    assert made_by_torch & made_in_the_program == set()
+    for fix, made in tc.CONFIG_FIXES.items():
+        assert made.fix is fix and made.name == fix.value and made.setting == fix.in_code
+    listed = " ".join(fixes_help(width=100).split())  # run --help's list, its wrapping undone
+    for fix in Fix:
+        assert fix.does and fix.in_code and f" {fix.usage} {fix.does}" in f" {listed}"
+    assert parse_fix(Fix.REGIONAL_COMPILE.spelled("pkg.Block")) == (Fix.REGIONAL_COMPILE, "pkg.Block")
+    assert tc.CONFIG_FIXES["dynamic-shapes"] is tc.CONFIG_FIXES[Fix.DYNAMIC_SHAPES]  # a name finds its member
 
 
 class Block(nn.Module):
@@ -164,6 +201,7 @@ def test_a_malformed_or_unknown_fix_is_refused_before_anything_runs(
         ("static-cache=yes", "the fix 'static-cache' takes no '=' argument"),
         (["regional-compile=A", "regional-compile=B"], "one regional-compile at a time: regional-compile=A"),
         ("faster", "unknown fix 'faster'; the fixes that apply with no edit: capture-scalar-outputs"),
+        ("dynamic-shapes=1", "the fix 'dynamic-shapes' takes no '=' argument"),
     ]
     for bad, message in cases:
         names = bad if isinstance(bad, list) else [bad]

@@ -15,22 +15,13 @@ import torch
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import ProfileJob
-from compiletrace._app.verify import (
-    BROKE,
-    DID_NOT_HELP,
-    PARTLY,
-    VERIFIED,
-    Trial,
-    Verdict,
-    judge,
-    verified_findings,
-    verify_lines,
-)
+from compiletrace._app.verify import Trial, Verdict, verified_findings, verify_lines
 from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.job import JobProcess, ProcessInfo
 from compiletrace._data.records import CompilationTimes
 from compiletrace._data.run import Run, WarmupResult
+from compiletrace._doctor import BROKE, DID_NOT_HELP, PARTLY, VERIFIED, judge
 from tests.conftest import make_record
 
 PROGRAM = str(Path(__file__).parents[1] / "programs" / "fixable.py")

@@ -259,7 +259,7 @@ def test_cli_export_without_trace_cost_is_refused(tmp_path: Path, capsys: pytest
 
 
 def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> None:
-    from compiletrace._app.doctor import FindingKind, diagnose_records
+    from compiletrace._doctor import FindingKind, diagnose_records
 
     records = _compile_hotspot()
     (finding,) = [f for f in diagnose_records(records) if f.kind == FindingKind.COSTLY_TRACE.value]
@@ -280,7 +280,7 @@ def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> Non
 
 
 def test_a_wrapper_around_the_forward_is_never_the_costly_function() -> None:
-    from compiletrace._app.doctor import diagnose_records
+    from compiletrace._doctor import diagnose_records
 
     # A library's decorator around forward: nearly all of the time below it, little its own.
     parts = tuple(TraceNode(f"Part{i}.forward", "m.py", 10 + i, S_NS // 5, 1) for i in range(4))
@@ -375,7 +375,7 @@ def test_a_healthy_vision_transformer_has_no_costly_trace() -> None:
     """transformers wraps every forward in decorators that hold nearly all of Dynamo's time
     below them and little of their own: ranked by inclusive time, one was the finding."""
     transformers = pytest.importorskip("transformers")
-    from compiletrace._app.doctor import diagnose_records
+    from compiletrace._doctor import diagnose_records
 
     torch.manual_seed(0)
     config = transformers.ViTConfig(

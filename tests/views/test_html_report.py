@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from compiletrace import CacheOutcome, ProfileRun, __version__
-from compiletrace._app.doctor import diagnose_records
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.records import GraphBreak, GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._data.timeline import PROCESS, PhaseRecord, build_timeline
+from compiletrace._doctor import diagnose_records
 from compiletrace.reports import (
     component_chart_svg,
     graph_timeline_svg,

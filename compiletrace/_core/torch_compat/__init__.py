@@ -93,16 +93,13 @@ from compiletrace._core.torch_compat.distributed import (
     DEFAULT_PROCESS_GROUP_TIMEOUT_S as DEFAULT_PROCESS_GROUP_TIMEOUT_S,
 )
 from compiletrace._core.torch_compat.distributed import process_group_timeout
+from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.event_logger import (
-    AOT_REGION,
-    BACKWARD_REGION,
-    FRAME_REGION,
     collect_cache_lookups,
     collect_timed_regions,
     install_cache_lookup_hook,
     install_region_hook,
 )
-from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.fixes import (
     CONFIG_FIXES,
     ConfigFix,
@@ -143,6 +140,7 @@ from compiletrace._core.torch_compat.tracing import (
     set_trace_collector,
     trace_collector,
 )
+from compiletrace._data.torch_text import AOT_REGION, BACKWARD_REGION, FRAME_REGION  # torch's names
 from compiletrace._io.state import warn_once as warn_once
 
 __all__ = [

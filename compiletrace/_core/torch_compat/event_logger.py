@@ -22,6 +22,13 @@ from typing import Any
 
 from compiletrace._core.torch_compat.frames import current_compile_context, current_compile_id
 from compiletrace._data.phases import TimedRegion
+from compiletrace._data.torch_text import (
+    AOT_REGION,
+    BACKWARD_REGION,
+    CACHE_EVENT_OUTCOMES,
+    CACHE_EVENT_TIERS,
+    FRAME_REGION,
+)
 from compiletrace._io.state import STATE, warn_once
 
 # ---------------------------------------------------------------------------------------
@@ -31,13 +38,10 @@ from compiletrace._io.state import STATE, warn_once
 # Regions arrive as phases.TimedRegion: (name, start, end) in time.time_ns() nanoseconds.
 
 # The regions whose bounds are torch's own figures for a whole frame compile
-# (``entire_frame_compile_time_s``) and a whole lazy backward compile. Their ends arrive on
-# the compiling thread whether or not torch's callbacks fired (its pending-callback counter
-# is process-wide, so another thread's compile can swallow them).
-FRAME_REGION = "entire_frame_compile"  # dynamo_timed("_compile.compile_inner", phase_name=...)
-BACKWARD_REGION = "entire_backward_compile"  # dynamo_timed("backward._backward_impl", phase_name=...)
-# torch's own figure for a whole ahead-of-time compile (aot_compile_fullgraph's region).
-AOT_REGION = "fullgraph_capture"
+# (``entire_frame_compile_time_s``), a whole lazy backward compile and an ahead-of-time
+# compile (their names: compiletrace._data.torch_text). Their ends arrive on the compiling
+# thread whether or not torch's callbacks fired (its pending-callback counter is
+# process-wide, so another thread's compile can swallow them).
 _BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION, AOT_REGION})
 
 # (region name, compile id, start ns, end ns, the CompileContext object current at its end)
@@ -125,9 +129,8 @@ def collect_timed_regions() -> Iterator[list[TimedRegion]]:
 # Torch's cache-lookup events (for each graph's cache keys)
 # ---------------------------------------------------------------------------------------
 
-# Torch's instant events for cache lookups: "<prefix><state>", state hit, miss, bypass.
-_CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
-_CACHE_STATES = frozenset({"hit", "miss", "bypass"})
+# Torch's instant events for cache lookups: "<prefix><state>", state hit, miss, bypass
+# (CACHE_EVENT_TIERS, CACHE_EVENT_OUTCOMES).
 
 
 def install_cache_lookup_hook() -> bool:
@@ -156,8 +159,8 @@ def install_cache_lookup_hook() -> bool:
 
 def _note_cache_lookup(lookups: list[tuple[str, str, str, str]], name: str, metadata: Any) -> None:
     try:
-        for prefix, tier in _CACHE_EVENT_TIERS:
-            if name.startswith(prefix) and name[len(prefix) :] in _CACHE_STATES:
+        for prefix, tier in CACHE_EVENT_TIERS:
+            if name.startswith(prefix) and name[len(prefix) :] in CACHE_EVENT_OUTCOMES:
                 info = metadata if isinstance(metadata, Mapping) else {}
                 detail = info.get("cache_bypass_reason") or ""
                 lookups.append((tier, name[len(prefix) :], str(info.get("key") or ""), str(detail)[:200]))

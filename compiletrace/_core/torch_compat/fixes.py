@@ -11,7 +11,11 @@ thread that makes it alone, so the fix changes each entry's default, which every
 (a server's workers, an engine's threads) reads. Their names move between releases: the
 capability table probes them (``config fixes``).
 
->>> sorted(CONFIG_FIXES)
+The fixes themselves, their names and what each does, are the vocabulary of
+:class:`compiletrace._data.fixes.Fix`; this module makes the settings of its members that
+are torch's.
+
+>>> sorted(fix.value for fix in CONFIG_FIXES)
 ['capture-scalar-outputs', 'dynamic-shapes', 'raise-recompile-limit', 'reorderable-print']
 """
 
@@ -22,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from compiletrace._data.fixes import RAISED_RECOMPILE_LIMIT, Fix
 from compiletrace._io.errors import CompiletraceError, UsageError
 
 __all__ = [
@@ -32,17 +37,24 @@ __all__ = [
     "config_fixes_available",
 ]
 
-RAISED_RECOMPILE_LIMIT = 64  # torch's default is 8
-
 
 @dataclass(frozen=True)
 class ConfigFix:
-    """A fix the doctor can apply with no edit: what it sets, as the user would write it."""
+    """How one :class:`Fix` is made: the torch._dynamo.config entry it sets, and the setting."""
 
-    name: str
-    setting: str  # the line a user puts in their own code to keep the fix
+    fix: Fix
     attribute: str  # the torch._dynamo.config attribute it sets
     apply: Callable[[], None]
+
+    @property
+    def name(self) -> str:
+        """The fix's name, as ``run --apply`` takes it."""
+        return self.fix.value
+
+    @property
+    def setting(self) -> str:
+        """The line a user puts in their own code to keep the fix."""
+        return self.fix.in_code
 
 
 def _config() -> object:
@@ -74,32 +86,15 @@ def _reorder_print() -> None:
     entry.default = {*entry.default, builtins.print}
 
 
-CONFIG_FIXES: dict[str, ConfigFix] = {
-    fix.name: fix
-    for fix in (
+# Keyed by the member, which is also its name (a str): CONFIG_FIXES["dynamic-shapes"] works.
+CONFIG_FIXES: dict[Fix, ConfigFix] = {
+    made.fix: made
+    for made in (
+        ConfigFix(Fix.DYNAMIC_SHAPES, "assume_static_by_default", _set("assume_static_by_default", False)),
+        ConfigFix(Fix.CAPTURE_SCALAR_OUTPUTS, "capture_scalar_outputs", _set("capture_scalar_outputs", True)),
+        ConfigFix(Fix.REORDERABLE_PRINT, "reorderable_logging_functions", _reorder_print),
         ConfigFix(
-            "dynamic-shapes",
-            "torch.compile(..., dynamic=True), or torch._dynamo.config.assume_static_by_default = False",
-            "assume_static_by_default",
-            _set("assume_static_by_default", False),
-        ),
-        ConfigFix(
-            "capture-scalar-outputs",
-            "torch._dynamo.config.capture_scalar_outputs = True",
-            "capture_scalar_outputs",
-            _set("capture_scalar_outputs", True),
-        ),
-        ConfigFix(
-            "reorderable-print",
-            "torch._dynamo.config.reorderable_logging_functions.add(print)",
-            "reorderable_logging_functions",
-            _reorder_print,
-        ),
-        ConfigFix(
-            "raise-recompile-limit",
-            f"torch._dynamo.config.recompile_limit = {RAISED_RECOMPILE_LIMIT}",
-            "recompile_limit",
-            _set("recompile_limit", RAISED_RECOMPILE_LIMIT),
+            Fix.RAISE_RECOMPILE_LIMIT, "recompile_limit", _set("recompile_limit", RAISED_RECOMPILE_LIMIT)
         ),
     )
 }
@@ -109,17 +104,17 @@ def check_config_fix_names(names: Iterable[str]) -> None:
     """Raise :class:`UsageError` for the first name not in :data:`CONFIG_FIXES`."""
     for name in names:
         if name not in CONFIG_FIXES:
-            known = ", ".join(sorted(CONFIG_FIXES))
+            known = ", ".join(sorted(fix.value for fix in CONFIG_FIXES))
             raise UsageError(f"unknown fix {name!r}; the fixes that apply with no edit: {known}")
 
 
-def apply_config_fix(name: str) -> ConfigFix:
+def apply_config_fix(name: str | Fix) -> ConfigFix:
     """Make the setting of the fix called ``name``; raises :class:`UsageError` for a name not
     in :data:`CONFIG_FIXES`, :class:`CompiletraceError` when this torch lacks the setting."""
     check_config_fix_names([name])
-    fix = CONFIG_FIXES[name]
-    fix.apply()
-    return fix
+    made = CONFIG_FIXES[Fix(name)]
+    made.apply()
+    return made
 
 
 def config_fixes_available() -> bool:

@@ -18,7 +18,7 @@ What is used, and why:
 - ``torch._dynamo.exc.RestartAnalysis`` and ``torch._dynamo.config.recompile_limit``:
   Dynamo restarting a frame's analysis (not an error), and how many entries it keeps per
   frame.
-- What the doctor reads (``compiletrace._app.doctor``): ``torch._dynamo.utils.graph_break_reasons``
+- What the doctor reads (``compiletrace._doctor``): ``torch._dynamo.utils.graph_break_reasons``
   (torch appends one ``GraphCompileReason``, reason and user stack, per graph break), and
   ``convert_frame.exceeds_recompile_limit`` (wrapped: a frame past the limit fires no
   compile callback and runs eagerly from then on).

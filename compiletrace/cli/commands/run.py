@@ -8,12 +8,13 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from compiletrace._data.fixes import fixes_help
 from compiletrace._io.errors import OutputError, UsageError
 from compiletrace._io.text import first_line, printable
 from compiletrace.cli.exit_codes import KilledBy
 from compiletrace.cli.options import check_outputs
 from compiletrace.cli.outputs import write_job_outputs
-from compiletrace.cli.parsing import PROG, add_common_options
+from compiletrace.cli.parsing import HELP_WIDTH, PROG, add_common_options
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -23,22 +24,15 @@ DESCRIPTION = (
     "when the command ends a summary goes to stderr. Its stdin, stdout and exit status are its own."
 )
 EPILOG = (
+    "fixes (--apply FIX), each made in every process before its first compile:\n"
+    + fixes_help(HELP_WIDTH)
+    + "\n\n"
     "examples:\n"
     "  compiletrace run -- python train.py --epochs 1\n"
     "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
     "  compiletrace run --component 'vision_tower*=encoder' -- python serve.py\n"
     "  compiletrace report job.json; compiletrace doctor job.json"
 )
-
-
-class _FixNames:
-    """The fixes ``--apply`` takes (``run --apply`` with no edit), listed in its help when the
-    help is shown: they come from the launcher, which parsing a command line never loads."""
-
-    def __str__(self) -> str:
-        from compiletrace._app.job import fix_names
-
-        return ", ".join(fix_names())
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -71,15 +65,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="time Dynamo's tracing of each user function (a tree per frame compile)",
     )
-    apply = parser.add_argument(
+    parser.add_argument(
         "--apply",
         action="append",
         default=[],
         metavar="FIX",
         help="apply a fix in every process before its first compile, with no edit to the program\n"
-        "(repeatable): %(fixes)s; 'doctor --verify' measures what each does",
+        "(repeatable; the fixes are listed below, each with what it does; 'doctor --verify' measures it)",
     )
-    apply.fixes = _FixNames()  # type: ignore[attr-defined]  # argparse expands %(fixes)s from it
     parser.add_argument(
         "--job-dir",
         metavar="DIR",

@@ -1,0 +1,173 @@
+"""The fixes ``compiletrace run --apply`` makes with no edit to the program, by name: one
+vocabulary for the doctor (which names the fix that applies its advice), ``doctor --verify``
+(which re-runs the program with it), and the two places that make them: torch's settings
+(``torch_compat.CONFIG_FIXES``) and the changes to how a program calls a public API
+(``_app.program_fixes``). Each member says what it does and how to keep it in code.
+
+A member's value is its spelling on the command line and in the doctor's JSON
+(``evidence["auto_fix"]``); a fix that takes an argument is written ``NAME=ARGUMENT``.
+
+>>> Fix.DYNAMIC_SHAPES.value, Fix.REGIONAL_COMPILE.spelled("LlamaDecoderLayer")
+('dynamic-shapes', 'regional-compile=LlamaDecoderLayer')
+>>> parse_fix("regional-compile=LlamaDecoderLayer")
+(<Fix.REGIONAL_COMPILE: 'regional-compile'>, 'LlamaDecoderLayer')
+>>> Fix.STATIC_CACHE.usage
+'static-cache'
+"""
+
+from __future__ import annotations
+
+import enum
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from compiletrace._io.errors import UsageError
+
+__all__ = ["RAISED_RECOMPILE_LIMIT", "Fix", "check_fixes", "fix_names", "fixes_help", "parse_fix"]
+
+RAISED_RECOMPILE_LIMIT = 64  # what raise-recompile-limit sets; torch's default is 8
+
+
+class Fix(str, enum.Enum):
+    """A fix that applies from outside the program (``compiletrace run --apply``)."""
+
+    DYNAMIC_SHAPES = "dynamic-shapes"  # torch's setting: every dimension dynamic from the first compile
+    CAPTURE_SCALAR_OUTPUTS = "capture-scalar-outputs"  # torch's setting: a .item() stays in the graph
+    REORDERABLE_PRINT = "reorderable-print"  # torch's setting: print moved out of the graph
+    RAISE_RECOMPILE_LIMIT = "raise-recompile-limit"  # torch's setting: more variants per frame
+    REGIONAL_COMPILE = "regional-compile"  # the program's torch.compile: each CLASS block on its own
+    STATIC_CACHE = "static-cache"  # the program's generate: a static generation cache
+
+    def __str__(self) -> str:  # "dynamic-shapes", in messages and f-strings alike
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @property
+    def does(self) -> str:
+        """What the fix changes, in a line."""
+        return _ABOUT[self].does
+
+    @property
+    def in_code(self) -> str:
+        """How to keep the fix in the program's own code."""
+        return _ABOUT[self].in_code
+
+    @property
+    def argument(self) -> str | None:
+        """What the fix's ``=ARGUMENT`` names (``CLASS``), or None for a fix that takes none."""
+        return _ABOUT[self].argument
+
+    @property
+    def usage(self) -> str:
+        """The fix as a user writes it: ``regional-compile=CLASS``, ``static-cache``."""
+        return self.value if self.argument is None else f"{self.value}={self.argument}"
+
+    def spelled(self, argument: str | None = None) -> str:
+        """The fix's name with its argument, as ``run --apply`` takes it and the doctor's
+        JSON carries it (``regional-compile=LlamaDecoderLayer``)."""
+        return self.value if argument is None else f"{self.value}={argument}"
+
+
+@dataclass(frozen=True)
+class _About:
+    does: str
+    in_code: str
+    argument: str | None = None  # what NAME=ARGUMENT names, for a fix that takes one
+
+
+_ABOUT: dict[Fix, _About] = {
+    Fix.DYNAMIC_SHAPES: _About(
+        "compiles every dimension of every input dynamic from the first call, as dynamic=True does",
+        "torch.compile(..., dynamic=True), or torch._dynamo.config.assume_static_by_default = False",
+    ),
+    Fix.CAPTURE_SCALAR_OUTPUTS: _About(
+        "keeps a .item() in the graph as a symbolic number, instead of breaking the graph there",
+        "torch._dynamo.config.capture_scalar_outputs = True",
+    ),
+    Fix.REORDERABLE_PRINT: _About(
+        "moves print() calls out of the compiled graph, instead of breaking the graph at each",
+        "torch._dynamo.config.reorderable_logging_functions.add(print)",
+    ),
+    Fix.RAISE_RECOMPILE_LIMIT: _About(
+        f"lets each frame compile {RAISED_RECOMPILE_LIMIT} variants (torch's default: 8) before it "
+        "runs eagerly",
+        f"torch._dynamo.config.recompile_limit = {RAISED_RECOMPILE_LIMIT}",
+    ),
+    Fix.REGIONAL_COMPILE: _About(
+        "torch.compile(model) compiles each CLASS block inside the model on its own, once, and runs "
+        "the model around the blocks as it is",
+        "torch.compile each CLASS block on its own (block.compile(...)) instead of the model",
+        "CLASS",
+    ),
+    Fix.STATIC_CACHE: _About(
+        "transformers' generate gets a static cache (cache_implementation='static') when the call "
+        "sets no cache of its own",
+        "model.generate(..., cache_implementation='static')",
+    ),
+}
+
+
+def fix_names() -> list[str]:
+    """Every fix ``run --apply`` takes, as a user writes it, sorted.
+
+    >>> fix_names()[:2]
+    ['capture-scalar-outputs', 'dynamic-shapes']
+    """
+    return sorted(fix.usage for fix in Fix)
+
+
+def fixes_help(width: int = 100) -> str:
+    """Each fix and what it does, aligned and wrapped to ``width`` columns (``run --help``).
+
+    >>> print(fixes_help(width=72).splitlines()[0])
+      capture-scalar-outputs  keeps a .item() in the graph as a symbolic
+    """
+    names = sorted(Fix, key=lambda f: f.usage)
+    column = 2 + max(len(fix.usage) for fix in names) + 2
+    lines = []
+    for fix in names:
+        wrapped = textwrap.wrap(fix.does, width=max(width - column, 20))
+        lines.append(f"  {fix.usage.ljust(column - 4)}  {wrapped[0]}")
+        lines.extend(" " * column + rest for rest in wrapped[1:])
+    return "\n".join(lines)
+
+
+def parse_fix(name: str) -> tuple[Fix, str | None]:
+    """The fix ``name`` spells and its argument. Raises :class:`~compiletrace.UsageError` for
+    a name that is no fix, an argument a fix does not take, or a missing or malformed one.
+
+    >>> parse_fix("static-cache")
+    (<Fix.STATIC_CACHE: 'static-cache'>, None)
+    """
+    base, sep, argument = name.partition("=")
+    try:
+        fix = Fix(base)
+    except ValueError:
+        raise UsageError(
+            f"unknown fix {name!r}; the fixes that apply with no edit: {', '.join(fix_names())}"
+        ) from None
+    if fix is Fix.REGIONAL_COMPILE:
+        if not sep or not argument or not all(part.isidentifier() for part in argument.split(".")):
+            raise UsageError(
+                f"{name!r}: regional-compile needs the block's class name, e.g. "
+                "regional-compile=LlamaDecoderLayer (the class the repeated_graph finding names)"
+            )
+        return fix, argument
+    if sep:
+        raise UsageError(f"{name!r}: the fix {base!r} takes no '=' argument")
+    return fix, None
+
+
+def check_fixes(names: Iterable[str]) -> list[tuple[Fix, str | None]]:
+    """:func:`parse_fix` on each name, and at most one ``regional-compile`` (torch.compile is
+    replaced once); raises :class:`~compiletrace.UsageError` at the first bad one."""
+    names = list(names)
+    parsed = [parse_fix(name) for name in names]
+    pairs = zip(names, parsed, strict=True)
+    regional = sorted({name for name, (fix, _) in pairs if fix is Fix.REGIONAL_COMPILE})
+    if len(regional) > 1:
+        raise UsageError(f"one regional-compile at a time: {', '.join(regional)}")
+    return parsed

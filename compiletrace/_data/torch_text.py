@@ -1,0 +1,165 @@
+"""Torch's text, in one place: every name and message format of torch's that compiletrace
+reads, as literals and patterns, free of torch.
+
+Torch has two faces compiletrace depends on: its APIs (``compiletrace._core.torch_compat``)
+and its text, which is here: the names of the regions torch times, the names Dynamo gives
+the code after a graph break, and the wording of its recompile reasons (failed guards) and
+graph-break reasons. A torch release that rewords one is a change to this module, and
+``tests/capture/test_torch_text_contract.py`` (run on every torch ``.ci/run`` tests)
+compiles real programs and checks that every pattern here still matches what the
+installed torch writes. The record keys of torch's TORCH_TRACE logs are read in
+:mod:`compiletrace._data.torch_trace`.
+
+Patterns are searched in one line of torch's text unless they say otherwise. Alternatives
+(``a|b``) are kept one wording each, so the contract can check every one.
+
+>>> bool(SIZE_MISMATCH.search("tensor 'x' size mismatch at index 0. expected 2, actual 3"))
+True
+>>> RESUME_NAME.match("torch_dynamo_resume_in_forward_at_12")[1]
+'forward'
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "AOT_AUTOGRAD_REGIONS",
+    "AOT_REGION",
+    "BACKWARD_REGION",
+    "BREAK_CONTEXT_MANAGER",
+    "BREAK_DATA_DEPENDENT",
+    "BREAK_EXPLANATION",
+    "BREAK_EXPLICIT",
+    "BREAK_HINT",
+    "BREAK_ITEM",
+    "BREAK_LOGGING",
+    "BREAK_PRINT",
+    "CACHE_EVENT_OUTCOMES",
+    "CACHE_EVENT_TIERS",
+    "CACHE_REGIONS",
+    "FRAME_REGION",
+    "GUARDED_ARGUMENT",
+    "GUARD_BACKEND",
+    "GUARD_DTYPE_DEVICE",
+    "GUARD_ENTRY_PREFIX",
+    "GUARD_GRAD_MODE",
+    "GUARD_IDENTITY",
+    "GUARD_SHAPE",
+    "GUARD_SOURCE_COMMENT",
+    "GUARD_VALUE",
+    "INDUCTOR_REGIONS",
+    "KERNEL_COMPILE_REGIONS",
+    "KWARGS_COUNT_GUARD",
+    "NUMBER_CONSTANT",
+    "ONE_TIME_REGIONS",
+    "RESUME_NAME",
+    "RESUME_PREFIX",
+    "SIZE_MISMATCH",
+    "STACK_VALUE",
+    "STRING_CONSTANT",
+    "UNSUPPORTED",
+    "VALUE_COMPARISON",
+]
+
+# -- the code Dynamo makes after a graph break ----------------------------------------------
+
+# Dynamo compiles the rest of a frame after a break as a new function, named for the one it
+# resumes and the line: "torch_dynamo_resume_in_forward_at_12" (nested for a second break).
+RESUME_PREFIX = "torch_dynamo_resume_in_"
+RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the function it resumes
+
+# -- the regions torch times (dynamo_timed, its chromium event logger) -----------------------
+
+# Torch's own bounds of a whole frame compile (its metrics' entire_frame_compile_time_s:
+# dynamo_timed("_compile.compile_inner", phase_name=...)), of a whole lazy backward compile
+# (dynamo_timed("backward._backward_impl", ...)), and of an ahead-of-time compile
+# (aot_compile_fullgraph's region).
+FRAME_REGION = "entire_frame_compile"
+BACKWARD_REGION = "entire_backward_compile"
+AOT_REGION = "fullgraph_capture"
+
+# The regions inside a backend call, by the phase they belong to: a region belongs to a
+# phase when its name starts with one of the phase's prefixes (first phase listed wins).
+KERNEL_COMPILE_REGIONS = ("compile_file", "async_compile", "CppCodeCache", "TritonCodeCache", "triton.")
+CACHE_REGIONS = ("AOTAutogradCache", "FxGraphCache", "PyCodeCache", "autograd_cache", "fx_graph_cache")
+INDUCTOR_REGIONS = (
+    "compile_fx",
+    "fx_codegen_and_compile",
+    "GraphLowering",
+    "Scheduler",
+    "PythonWrapperCodegen",
+    "_recursive_pre_grad_passes",
+    "_recursive_post_grad_passes",
+    "pass.pre_grad",
+    "pass.post_grad",
+    "additional_fake_tensor_prop",
+)
+AOT_AUTOGRAD_REGIONS = (
+    "create_aot_dispatcher_function",
+    "aot_",
+    "_recursive_joint_graph_passes",
+    "pass.joint_graph",
+    "min_cut_rematerialization_partition",
+)
+# Regions that run once per process, whichever graph compiles first: the keys of torch's
+# compile caches (a hash of its own sources; on CUDA builds, Triton's too).
+ONE_TIME_REGIONS = ("inductor_codecache_torch_key", "CacheBase.get_system")
+
+# Torch's instant events for a cache lookup: "<prefix><outcome>" ("fx_graph_cache_miss"),
+# carrying the key. Prefix -> the cache tier, as records name it.
+CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
+CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
+
+# -- recompile reasons: the guard that failed -------------------------------------------------
+
+# Torch prefixes a reason with the cache entry whose guard failed ("0/1: "), and pads a
+# guard with the source line that made it ("self.step == 2    # self.step += 1  # m.py:3").
+GUARD_ENTRY_PREFIX = re.compile(r"^\d+/\d+:\s*")
+GUARD_SOURCE_COMMENT = re.compile(r"\s+#.*$")
+
+# What each kind of failed guard says. A guard's first line is searched, kinds in this
+# order: a backend swapped, the grad mode, a shape, a dtype or device, an object's identity,
+# then a Python value.
+GUARD_BACKEND = re.compile(r"BACKEND_MATCH|different backend")
+GUARD_GRAD_MODE = re.compile(r"grad_mode|requires_grad mismatch")
+GUARD_SHAPE = re.compile(
+    r"size mismatch|stride mismatch|rank mismatch|\.size\(\)|\.stride\(\)|storage_offset"
+)
+GUARD_DTYPE_DEVICE = re.compile(r"dtype mismatch|device mismatch|device index mismatch|dispatch key set")
+GUARD_IDENTITY = re.compile(r"___check_obj_id|___check_type_id|ID_MATCH|TYPE_MATCH")
+GUARD_VALUE = re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains")
+
+# A static size guard: the tensor, the dimension, and (where torch gives them) the size the
+# entry was compiled for and the size seen: "tensor 'x' size mismatch at index 0. expected
+# 2, actual 3".
+SIZE_MISMATCH = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
+# A value guard: what was guarded, and the constant it had to equal ("self.step == 2").
+VALUE_COMPARISON = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")
+STRING_CONSTANT = re.compile(r"^(['\"]).*\1$")  # a constant that is a string ('default')
+NUMBER_CONSTANT = re.compile(r"^-?(?:[\d.]+(?:e[-+]?\d+)?|inf|nan)$")  # one that is a number (2.0)
+# A value on the stack of a resume function: what the code before a graph break computed in
+# Python (a .item(), a .tolist()) and handed to the graph after it ("___stack0 == 2.0").
+STACK_VALUE = re.compile(r"^(?:L\[['\"])?___stack\d+")
+# The number of keyword arguments of a function taking **kwargs ("len(kwargs) == 6").
+KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
+# How a guard names an argument: x, kwargs['input_ids'], and in older releases L['x'] and
+# L['kwargs']['mask']. Group 1: the argument's own name.
+GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
+
+# -- graph-break reasons ----------------------------------------------------------------------
+
+# Torch's reason for a break: a first line, then indented "Explanation:" and "Hint:" lines
+# (searched with re.MULTILINE: each hint is a line of its own).
+BREAK_EXPLANATION = "Explanation:"
+BREAK_HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
+# The causes of a break the doctor knows a fix for.
+BREAK_PRINT = re.compile(r"`print`")  # a print() in the compiled code
+BREAK_LOGGING = re.compile(r"logging|logger")  # a logging call
+BREAK_ITEM = re.compile(r"Tensor\.item\(\)|capture_scalar_outputs")  # a .item()
+BREAK_EXPLICIT = re.compile(r"graph_break\(\)|Call to `torch._dynamo.graph_break")  # graph_break()
+BREAK_DATA_DEPENDENT = re.compile(r"Data.dependent|data.dependent|generic_jump|jump")  # if on a tensor
+BREAK_CONTEXT_MANAGER = re.compile(r"context manager")  # a with-block Dynamo cannot enter (a lock)
+# The name of the exception Dynamo raises at a break it cannot split on (fullgraph=True):
+# torch._dynamo.exc.Unsupported, as a record's error_type ends.
+UNSUPPORTED = "Unsupported"

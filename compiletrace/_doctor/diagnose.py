@@ -1,0 +1,138 @@
+"""The doctor's one entry point: :func:`diagnose_evidence` runs every rule of
+:data:`~compiletrace._doctor.rules.RULES` on one :class:`~compiletrace._doctor.evidence.Evidence`,
+most seconds at stake first. Every caller goes through it: ``compiletrace.diagnose``
+(a registry), ``ProfileRun.diagnose`` and ``compiletrace doctor`` (a run), ``ProfileJob.diagnose``
+(each process of a job, and its ranks), ``GatherResult.diagnose`` (ranks). :func:`judge`
+reads a fix's before and after with the judge of the finding's rule (``doctor --verify``).
+
+>>> diagnose_evidence(gather_evidence([]))
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from compiletrace._data.findings import Finding, FindingKind
+from compiletrace._data.gather import RankTimes
+from compiletrace._data.job import Job
+from compiletrace._data.records import GraphRecord
+from compiletrace._data.registry import Registry, get_registry
+from compiletrace._data.run import WarmupResult
+from compiletrace._data.timeline import Timeline
+from compiletrace._doctor.evidence import Evidence, RunContext, gather_evidence, job_evidence
+from compiletrace._doctor.rule import Rule
+from compiletrace._doctor.rules import RULES
+from compiletrace._doctor.verdicts import BROKE, Measured, by_counts
+
+__all__ = [
+    "diagnose",
+    "diagnose_evidence",
+    "diagnose_job",
+    "diagnose_ranks",
+    "diagnose_records",
+    "diagnose_run",
+    "judge",
+    "rule_for",
+]
+
+
+def diagnose_evidence(evidence: Evidence, rules: Sequence[Rule] = RULES) -> list[Finding]:
+    """Every finding ``rules`` (all of them by default) make of ``evidence``, most seconds
+    at stake first; each names the job's process the evidence is of, if any."""
+    findings = [finding for rule in rules for finding in rule.check(evidence)]
+    if evidence.process:
+        findings = [replace(f, evidence={**f.evidence, "process": evidence.process}) for f in findings]
+    return _ranked(findings)
+
+
+_ORDER = {kind: i for i, kind in enumerate(FindingKind)}
+
+
+def _ranked(findings: Iterable[Finding]) -> list[Finding]:
+    """Most seconds first; of equal seconds, in :class:`FindingKind` order, then as found."""
+    return sorted(findings, key=lambda f: (-f.seconds, _ORDER.get(f.kind, len(_ORDER))))
+
+
+def diagnose(registry: Registry | None = None) -> list[Finding]:
+    """The doctor's findings on a registry's records and phases (the process registry by
+    default): why the compile time went where it went and what to change, most seconds at
+    stake first.
+
+    >>> import torch, compiletrace
+    >>> reg = compiletrace.Registry()
+    >>> f = compiletrace.compile(lambda x: x * 2, backend="eager", dynamic=False, registry=reg)
+    >>> _ = f(torch.ones(2)), f(torch.ones(3))
+    >>> [(str(d.kind), list(d.evidence["guards"])) for d in compiletrace.diagnose(reg)]
+    [('recompiles', ['tensor shape/stride'])]
+    """
+    return diagnose_evidence(gather_evidence(registry if registry is not None else get_registry()))
+
+
+def diagnose_records(records: Sequence[GraphRecord], context: RunContext | None = None) -> list[Finding]:
+    """Every finding in ``records`` (a run's, in the order compiles finished), most seconds
+    at stake first; ``context`` (the run's meta) fits the cache advice to what the run did.
+
+    >>> import compiletrace
+    >>> diagnose_records(compiletrace.Registry().records())
+    []
+    """
+    return diagnose_evidence(gather_evidence(records, context=context))
+
+
+def diagnose_run(
+    records: Sequence[GraphRecord],
+    warmup: WarmupResult | None = None,
+    timeline: Timeline | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> list[Finding]:
+    """The findings of a whole run: its records, its warm-up and start-up timeline
+    (warm-ups that ran and compiled nothing), and its meta (loaded artifacts, the device,
+    which fit the cache advice), most seconds at stake first.
+
+    >>> from compiletrace._data.records import CompilationTimes
+    >>> [f.kind.value for f in diagnose_run([], WarmupResult(False, 2.5, CompilationTimes()))]
+    ['useless_warmup']
+    """
+    return diagnose_evidence(gather_evidence(records, warmup=warmup, timeline=timeline, meta=meta))
+
+
+def diagnose_ranks(ranks: Sequence[RankTimes]) -> list[Finding]:
+    """Findings on a gathered multi-rank result: ranks whose graphs or cache outcomes differ
+    from the others', per component (``rank_divergence``).
+
+    >>> diagnose_ranks([])
+    []
+    """
+    return diagnose_evidence(gather_evidence(ranks=ranks))
+
+
+def diagnose_job(job: Job) -> list[Finding]:
+    """The findings of every process of a job (a finding's evidence names its process), and
+    across the ranks of a distributed job, most seconds at stake first."""
+    findings = [finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence)]
+    return sorted(findings, key=lambda f: -f.seconds)
+
+
+def rule_for(kind: FindingKind | str) -> Rule:
+    """The rule that makes findings of ``kind``.
+
+    >>> rule_for("recompiles").fixes[0].value
+    'dynamic-shapes'
+    """
+    return _BY_KIND[FindingKind(kind)]
+
+
+_BY_KIND = {rule.kind: rule for rule in RULES}
+
+
+def judge(finding: Finding, before: Measured, after: Measured) -> str:
+    """The verdict on one finding from the runs without and with its fix: "broke the
+    program" when the command ended otherwise with the fix (a crash compiles less too: never
+    a fix), else the judge of the finding's rule."""
+    if after.exit_status != before.exit_status:
+        return BROKE
+    rule = _BY_KIND.get(finding.kind)
+    return (rule.judge if rule is not None and rule.judge is not None else by_counts)(finding, before, after)

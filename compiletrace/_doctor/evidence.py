@@ -1,0 +1,141 @@
+"""What the rules read: one :class:`Evidence`, built once by :func:`gather_evidence` from
+whatever the caller has (a registry, a run, a job's process, plain records, the ranks of a
+distributed job), so that every caller runs the rules on the same thing.
+
+>>> from compiletrace._data.registry import Registry
+>>> evidence = gather_evidence(Registry())
+>>> evidence.records, evidence.context
+((), RunContext(loaded_artifacts=False, device=None))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from compiletrace._data.gather import RankTimes
+from compiletrace._data.job import Job, JobProcess
+from compiletrace._data.records import GraphRecord
+from compiletrace._data.registry import Registry
+from compiletrace._data.run import Run, WarmupResult
+from compiletrace._data.timeline import PhaseRecord, Timeline
+from compiletrace._doctor.shared import Owner, owners
+
+__all__ = ["Evidence", "RunContext", "gather_evidence", "job_evidence"]
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's meta says that changes the advice, not the findings."""
+
+    loaded_artifacts: bool = False  # cache artifacts were loaded before it compiled (--cache-artifacts)
+    device: str | None = None  # where it ran ("cpu", "cuda:0"), where the run says
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any] | None) -> RunContext:
+        meta = meta or {}
+        device = meta.get("device")
+        return cls(bool(meta.get("cache_artifacts")), str(device) if isinstance(device, str) else None)
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device is not None and self.device.startswith("cpu")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything a rule may read about one process's start-up (or, with ``ranks``, about the
+    ranks of a distributed job). Build it with :func:`gather_evidence`; every field but
+    ``records`` may be empty, and a rule finds nothing in what it lacks."""
+
+    records: tuple[GraphRecord, ...] = ()  # every graph compiled, in the order compiles finished
+    context: RunContext = RunContext()  # what the run's meta says (artifacts loaded, the device)
+    warmup: WarmupResult | None = None  # the run's own warm-up (compiletrace.warm_up, profile)
+    phases: tuple[PhaseRecord, ...] = ()  # the start-up's phases (its timeline's, or a registry's)
+    timeline: Timeline | None = None  # the start-up timeline, when the run has one
+    ranks: tuple[RankTimes, ...] = ()  # each rank's figures, for a distributed job's evidence
+    process: str = ""  # the job's process it is ("pid 41 (rank 1)"), named in each finding
+    baseline: Evidence | None = None  # a run to compare with (the same program, another start)
+    # Each record's owner (the user's function it belongs to), in order: derived, once.
+    owners: tuple[Owner, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", tuple(self.records))
+        object.__setattr__(self, "owners", tuple(owners(self.records)))
+
+    def by_owner(
+        self, keep: Callable[[GraphRecord], bool] = lambda r: True
+    ) -> dict[Owner, list[GraphRecord]]:
+        """The records ``keep`` keeps, by owner, in the order first seen."""
+        groups: dict[Owner, list[GraphRecord]] = {}
+        for r, owner in zip(self.records, self.owners, strict=True):
+            if keep(r):
+                groups.setdefault(owner, []).append(r)
+        return groups
+
+    def owned(self) -> Iterable[tuple[GraphRecord, Owner]]:
+        """Each record with its owner."""
+        return zip(self.records, self.owners, strict=True)
+
+
+Source = Registry | Run | JobProcess | Sequence[GraphRecord]
+
+
+def gather_evidence(
+    source: Source = (),
+    *,
+    warmup: WarmupResult | None = None,
+    timeline: Timeline | None = None,
+    meta: Mapping[str, Any] | None = None,
+    context: RunContext | None = None,
+    ranks: Iterable[RankTimes] = (),
+    baseline: Evidence | None = None,
+) -> Evidence:
+    """The evidence in ``source``: a registry (its records and phases), a run (its records,
+    warm-up, meta and timeline), a job's process (its run, and its name), or plain records.
+    ``warmup``, ``timeline`` and ``meta`` (or the ``context`` read from it), when given,
+    stand for what a source of plain records lacks; ``ranks`` are a distributed job's.
+
+    >>> gather_evidence(ranks=[RankTimes(0, {"lm": 1.0})]).ranks
+    (RankTimes(rank=0, by_component={'lm': 1.0}, graphs=0, host='', pid=0, graph_cache={}),)
+    """
+    process = ""
+    if isinstance(source, JobProcess):
+        process, source = source.info.label, source.run
+    phases: tuple[PhaseRecord, ...] = ()
+    if isinstance(source, Registry):
+        records, phases = source.records(), source.phase_records()
+    elif isinstance(source, Run):
+        records = source.graph_records
+        warmup = source.warmup if warmup is None else warmup
+        timeline = source.timeline if timeline is None else timeline
+        meta = source.meta if meta is None else meta
+    else:
+        records = tuple(source)
+    if timeline is not None:
+        phases = tuple(timeline.phases)
+    return Evidence(
+        records=tuple(records),
+        context=context if context is not None else RunContext.of(meta),
+        warmup=warmup,
+        phases=phases,
+        timeline=timeline,
+        ranks=tuple(ranks),
+        process=process,
+        baseline=baseline,
+    )
+
+
+def job_evidence(job: Job) -> list[Evidence]:
+    """A job's evidence: each process's, then its ranks' together (a distributed job's
+    processes compared with each other)."""
+    found = [gather_evidence(process) for process in job.processes]
+    ranks = []
+    for rank, process in job.ranks().items():
+        registry = Registry()
+        for record in process.run.graph_records:
+            registry.add(record)
+        ranks.append(replace(RankTimes.of(registry, rank), pid=process.info.pid, host=""))
+    found.append(gather_evidence(ranks=ranks))
+    return found

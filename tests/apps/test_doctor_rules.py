@@ -1,0 +1,207 @@
+"""Each rule of the doctor on its saved run (``tests/inputs/runs/``, made by compiletrace from
+a tiny real compile: ``regenerate_runs.py``): no compile here, milliseconds a rule. What a
+finding must say is read off the run's own records, not written down twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compiletrace import cli
+from compiletrace._data.cache_hits import COMPILE_PHASES
+from compiletrace._data.files import read
+from compiletrace._data.findings import Finding, FindingKind, doctor_dict
+from compiletrace._data.fixes import Fix
+from compiletrace._data.gather import GatherResult
+from compiletrace._data.records import GraphRecord
+from compiletrace._data.run import Run
+from compiletrace._doctor import (
+    RULES,
+    Evidence,
+    diagnose_evidence,
+    fix_of,
+    gather_evidence,
+    rule_for,
+)
+
+RUNS = Path(__file__).parents[1] / "inputs" / "runs"
+
+
+def _evidence(rule: str) -> Evidence:
+    paths = [RUNS / f"{rule}.run.json", RUNS / f"{rule}.gather.json"]
+    (path,) = [p for p in paths if p.exists()]
+    loaded = read(path)
+    if isinstance(loaded, GatherResult):
+        return gather_evidence(ranks=loaded.ranks)
+    assert isinstance(loaded, Run)
+    return gather_evidence(loaded)
+
+
+def _check(rule: str) -> list[Finding]:
+    """The findings of one rule alone on its run, each of the rule's kind, naming only the
+    fixes the rule says it may name."""
+    found = list(rule_for(rule).check(_evidence(rule)))
+    for finding in found:
+        assert finding.kind is FindingKind(rule)
+        fix = finding.evidence.get("auto_fix")
+        if fix is not None:
+            named = fix_of(finding)
+            assert named is not None and named[0] in rule_for(rule).fixes, fix
+    return found
+
+
+def _at(r: GraphRecord) -> str:
+    return f"{r.code_filename}:{r.code_firstlineno}"
+
+
+def _seconds(records: list[GraphRecord]) -> float:
+    return sum(r.total_s for r in records)
+
+
+# -- the rule list itself --------------------------------------------------------------------
+
+
+def test_every_kind_has_one_rule_and_every_rule_a_saved_run() -> None:
+    assert [rule.kind for rule in RULES].count(FindingKind.RECOMPILES) == 1
+    assert sorted(rule.kind.value for rule in RULES) == sorted(kind.value for kind in FindingKind)
+    for rule in RULES:
+        assert rule.kind in {f.kind for f in diagnose_evidence(_evidence(rule.kind.value))}, rule.kind
+        # A fix that applies from outside the program is judged when verified; no fix, no judge.
+        assert (rule.judge is not None) == bool(rule.fixes), rule.kind
+
+
+@pytest.mark.parametrize("path", sorted(RUNS.glob("*.json")), ids=lambda p: p.name)
+def test_the_doctor_command_and_the_one_entry_point_agree_on_each_saved_run(
+    path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "findings.json"
+    assert cli.main(["doctor", str(path), "--json", str(out)]) == 0
+    capsys.readouterr()
+    expected = diagnose_evidence(_evidence(path.name.split(".")[0]))
+    assert json.loads(out.read_text()) == json.loads(json.dumps(doctor_dict(expected)))
+
+
+# -- each rule on its run --------------------------------------------------------------------
+
+
+def test_recompiles() -> None:
+    records = list(_evidence("recompiles").records)
+    recompiled = [r for r in records if r.is_recompile]
+    (finding,) = _check("recompiles")
+    assert (finding.component, finding.location) == ("language_model", _at(records[0]))
+    assert finding.seconds == pytest.approx(_seconds(recompiled))
+    assert finding.evidence["compile_ids"] == [r.compile_id for r in recompiled]
+    n = len(recompiled)
+    assert finding.title == f"churn recompiled {n} times: tensor shape/stride ({n})"
+    (guards,) = finding.evidence["guards"].values()
+    assert guards["count"] == len(recompiled) and "size mismatch at index 0" in guards["reasons"][0]
+    assert "dynamic=True" in finding.fix and "torch._dynamo.mark_dynamic(x, 0)" in finding.fix
+    assert finding.evidence["auto_fix"] == Fix.DYNAMIC_SHAPES.value
+
+
+def test_recompile_limit() -> None:
+    records = list(_evidence("recompile_limit").records)
+    (refused,) = [r for r in records if r.recompile_limit_hit]
+    (finding,) = _check("recompile_limit")
+    assert finding.location == _at(records[0]) and finding.seconds == pytest.approx(_seconds(records))
+    assert finding.title == "limited hit torch's recompile limit (3) and now runs eagerly, uncompiled"
+    assert finding.evidence["frames_refused"] == [f"limited ({_at(refused)})"]
+    assert finding.evidence["last_guard"]["kind"] == "tensor shape/stride"
+    assert "mark_dynamic(x, 0)" in finding.fix and "raise torch._dynamo.config.recompile_limit" in finding.fix
+    assert finding.evidence["auto_fix"] == Fix.DYNAMIC_SHAPES.value  # a shape guard: dynamic shapes first
+
+
+def test_graph_break() -> None:
+    records = list(_evidence("graph_break").records)
+    (finding,) = _check("graph_break")
+    (where,) = {b.location for r in records for b in r.graph_breaks}
+    assert finding.location == where and finding.seconds == pytest.approx(_seconds(records))
+    assert finding.title.startswith("a graph break split printing into 2 graphs: Failed to trace builtin")
+    assert "`print`" in finding.title
+    assert "reorderable_logging_functions.add(print)" in finding.fix
+    assert finding.evidence["auto_fix"] == Fix.REORDERABLE_PRINT.value
+    assert finding.evidence["frame_compile_ids"] == [r.compile_id for r in records]
+
+
+def test_repeated_graph() -> None:
+    records = list(_evidence("repeated_graph").records)
+    (finding,) = _check("repeated_graph")
+    assert finding.seconds == pytest.approx(_seconds(records[1:]))  # every compile after the first
+    assert finding.title == (
+        "4 structurally identical graphs of 7 nodes compiled in 4 frames (each a call of Block): "
+        "a regional-compile candidate"
+    )
+    assert finding.location == records[0].module_forward  # Unrolled.forward, not a resume function
+    assert finding.evidence["block"] == "Block"
+    assert finding.evidence["auto_fix"] == Fix.REGIONAL_COMPILE.spelled("Block")
+
+
+def test_cache_miss() -> None:
+    (record,) = _evidence("cache_miss").records
+    (finding,) = _check("cache_miss")
+    assert finding.title == (
+        "1 of 1 graphs compiled afresh: the compile cache FX graph missed 1, AOTAutograd missed 1 "
+        "(a cold cache)"
+    )
+    compiling = sum(ns for phase, ns in record.phases if phase in COMPILE_PHASES)
+    assert finding.seconds == pytest.approx(compiling / 1e9)
+    (graph,) = finding.evidence["graphs"]
+    assert graph["keys"] == {c.tier: c.key for c in record.cache_lookups} and len(graph["keys"]) == 2
+    assert "the cache was cold" in finding.fix
+
+
+def test_expensive_hit() -> None:
+    (record,) = _evidence("expensive_hit").records
+    (finding,) = _check("expensive_hit")
+    assert finding.title.startswith("FX graph cache hit, but ") and "s compiling kernels" in finding.title
+    assert finding.evidence["dominant_phase"] == "kernel_compile"
+    assert finding.evidence["dominant_s"] == pytest.approx(record.phase_ns["kernel_compile"] / 1e9)
+    # Made on the CPU: the artifacts never carried the kernels, so the fix is the directory.
+    assert "C++ kernels" in finding.fix and "will not remove this" in finding.fix
+
+
+def test_compile_after_warmup() -> None:
+    records = list(_evidence("compile_after_warmup").records)
+    (late,) = [r for r in records if r.after_warmup]
+    (finding,) = _check("compile_after_warmup")
+    assert finding.title == "churn compiled 1 time after warm-up returned: a latency spike while serving"
+    assert finding.seconds == pytest.approx(late.total_s)
+    assert finding.evidence["compile_ids"] == [late.compile_id]
+    assert "mark_dynamic(x, 0)" in finding.fix and "expect_no_compiles()" in finding.fix
+
+
+def test_shared_frame() -> None:
+    records = list(_evidence("shared_frame").records)
+    (finding,) = _check("shared_frame")
+    assert finding.evidence["components"] == ["encoder", "language_model"]
+    assert finding.location == _at(records[0]) and finding.evidence["entries_used"] == 2
+    assert finding.seconds == pytest.approx(records[1].total_s)
+    assert "compile below the shared wrapper" in finding.fix
+
+
+def test_costly_trace() -> None:
+    (record,) = _evidence("costly_trace").records
+    (finding,) = _check("costly_trace")
+    (hotspot,) = [n for root in record.trace_cost for n in root.children if n.name == "planted_hotspot"]
+    assert finding.evidence["function"] == "planted_hotspot" and finding.location == hotspot.location
+    assert finding.seconds == pytest.approx(hotspot.self_ns / 1e9)
+    assert "tracing the body of planted_hotspot" in finding.title and "Python loop" in finding.fix
+
+
+def test_useless_warmup() -> None:
+    evidence = _evidence("useless_warmup")
+    (phase,) = [p for p in evidence.phases if p.name == "Warmup (CPU)"]
+    (finding,) = _check("useless_warmup")
+    assert finding.seconds == phase.duration_s and finding.evidence["phase"] == "Warmup (CPU)"
+    assert "compiled nothing" in finding.title and "CompilationMode.NONE" in finding.fix
+
+
+def test_rank_divergence() -> None:
+    ranks = _evidence("rank_divergence").ranks
+    (finding,) = _check("rank_divergence")
+    absent = [key for key in ranks[1].graph_cache if key not in ranks[0].graph_cache]
+    assert finding.evidence["ranks"] == [0] and list(finding.evidence["graphs"]) == absent
+    assert finding.seconds == pytest.approx(abs(ranks[1].total_s - ranks[0].total_s))
+    assert "make every rank compile the same graphs" in finding.fix

@@ -1,0 +1,406 @@
+"""The contract with torch's text: every name and pattern of ``compiletrace._data.torch_text``
+still matches what the installed torch writes.
+
+Real compiles on this torch (eager and aot_eager here; one inductor compile, cold then warm,
+in a process of its own) make torch write its recompile reasons, graph-break reasons,
+resume-function names, error types and timed regions; each constant of the module, and each
+alternative (``a|b``) of each pattern, must match at least one of them. A torch that rewords
+one fails here, naming it: the fix is a change to ``torch_text.py``. What this machine
+cannot make torch write (a second GPU, a Triton build) is listed with the reason, and only
+that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import torch
+
+import compiletrace
+from compiletrace._core import torch_compat as tc
+from compiletrace._data import torch_text
+from compiletrace._data.records import GraphRecord
+from compiletrace._doctor.guards import guard_text
+
+# -- what this torch writes -----------------------------------------------------------------
+
+
+@dataclass
+class Written:
+    """Torch's own text, as compiletrace recorded it from real compiles."""
+
+    reasons: list[str] = field(default_factory=list)  # recompile reasons, whole
+    breaks: list[str] = field(default_factory=list)  # graph-break reasons, whole
+    code_names: list[str] = field(default_factory=list)  # compiled frames' code names
+    error_types: list[str] = field(default_factory=list)  # the exceptions compiles raised
+    regions: set[str] = field(default_factory=set)  # timed-region names
+
+    def add(self, records: Iterable[GraphRecord]) -> None:
+        for r in records:
+            if r.recompile_reason:
+                self.reasons.append(r.recompile_reason)
+            self.breaks.extend(b.reason for b in r.graph_breaks)
+            self.code_names.append(r.code_name)
+            if r.error_type:
+                self.error_types.append(r.error_type)
+
+    @property
+    def guards(self) -> list[str]:
+        """Each failed guard itself (the first line, without torch's entry prefix and padding)."""
+        return [guard_text(reason) for reason in self.reasons]
+
+    @property
+    def compared(self) -> list[tuple[str, str]]:
+        """(what was guarded, the constant it had to equal) of each value guard."""
+        found = (torch_text.VALUE_COMPARISON.match(g) for g in self.guards)
+        return [(m[1], m[2].strip()) for m in found if m]
+
+    @property
+    def guarded_names(self) -> list[str]:
+        """How guards name what they guard: the tensor of a size guard, the value of a comparison."""
+        sizes = (torch_text.SIZE_MISMATCH.search(g) for g in self.guards)
+        return [m[1] for m in sizes if m] + [name for name, _ in self.compared]
+
+
+def _calls(fn: Callable[..., Any], *calls: tuple[Any, ...], **options: Any) -> list[GraphRecord]:
+    """Compile ``fn`` (eager) and call it once per argument tuple; the records."""
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    compiled = compiletrace.compile(fn, backend="eager", registry=reg, **options)
+    for args in calls:
+        with contextlib.suppress(Exception):  # fullgraph=True raises at the break: its record says so
+            compiled(*args)
+    return list(reg.records())
+
+
+def _ones(*shape: int, **kwargs: Any) -> torch.Tensor:
+    return torch.ones(*shape, **kwargs)
+
+
+class _Holder:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _A:
+    v = 1
+
+
+class _B:
+    v = 1
+
+
+def _kwargs_size(**kwargs: torch.Tensor) -> torch.Tensor:
+    return kwargs["x"].sin()
+
+
+def _kwargs_count(x: torch.Tensor, **kwargs: int) -> torch.Tensor:
+    return x * len(kwargs)
+
+
+def _item_then_use(x: torch.Tensor) -> torch.Tensor:
+    value = x.sum().item()  # a break; the number goes to the graph after it
+    return x * value
+
+
+def _tensor_branch(x: torch.Tensor) -> torch.Tensor:
+    if x.sum() > 0:  # a Python if on a tensor's value
+        return x.sin()
+    return x.cos()
+
+
+def _scalar_branch(x: torch.Tensor) -> torch.Tensor:
+    n = x.sum().item()
+    if n > 0:  # a branch on a captured scalar: data-dependent
+        return x.sin()
+    return x.cos()
+
+
+def _printing(x: torch.Tensor) -> torch.Tensor:
+    x = x.sin()
+    print("torch text contract: a print in compiled code")
+    return x.cos()
+
+
+_log = logging.getLogger("compiletrace.tests.torch_text")
+
+
+def _logging(x: torch.Tensor) -> torch.Tensor:
+    _log.debug("a log call in compiled code")
+    return x.sin()
+
+
+_lock = threading.Lock()
+
+
+def _locked(x: torch.Tensor) -> torch.Tensor:
+    with _lock:  # a context manager Dynamo cannot enter
+        return x.sin()
+
+
+def _explicit_break(x: torch.Tensor) -> torch.Tensor:
+    x = x.sin()
+    torch._dynamo.graph_break()
+    return x.cos()
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x).relu()
+
+
+class _Tower(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = _Block()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x) * 2
+
+
+@pytest.fixture(scope="module")
+def written() -> Written:
+    w = Written()
+    f1, f2 = (lambda t: t + 1), (lambda t: t + 2)
+    # Recompile reasons: one scenario per kind of failed guard.
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(3),), (_ones(1),), dynamic=False))  # size, 0/1
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(3),), (_ones(1),)))  # 2 <= x.size()[0]
+    w.add(_calls(lambda x: x.sin(), (_ones(2, 3),), (_ones(3, 2).t(),), dynamic=False))  # stride
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(2, 2),), dynamic=False))  # rank
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(2, dtype=torch.float64),)))  # dtype
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(2, device="meta"),)))  # dispatch key set
+    w.add(_calls(lambda x: x.sin(), (_ones(2),), (_ones(2, requires_grad=True),)))  # requires_grad
+    w.add(_calls(lambda x, n: x * n, (_ones(2), 2), (_ones(2), 3), dynamic=False))  # a value: n == 2
+    string = (_ones(2), "a"), (_ones(2), "b")
+    w.add(_calls(lambda x, m: x.sin() if m == "a" else x.cos(), *string))  # mode == 'a'
+    w.add(_calls(lambda x, lst: x * len(lst), (_ones(2), [1, 2]), (_ones(2), [1, 2, 3])))  # len(lst)
+    keys = (_ones(2), {"k": 1}), (_ones(2), {"j": 1})
+    w.add(_calls(lambda x, d: x + 1 if "k" in d else x - 1, *keys))  # ___dict_contains('k', d)
+    held = (_ones(2), _Holder(None)), (_ones(2), _Holder(3))
+    w.add(_calls(lambda x, o: x * 2 if o.value is None else x + 1, *held))  # o.value is None
+    w.add(_calls(lambda x, fn: fn(x), (_ones(2), f1), (_ones(2), f2)))  # ___check_obj_id
+    w.add(_calls(lambda x, o: x * o.v, (_ones(2), _A()), (_ones(2), _B())))  # ___check_type_id
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    by_keyword = compiletrace.compile(_kwargs_size, backend="eager", registry=reg, dynamic=False)
+    by_keyword(x=_ones(2))
+    by_keyword(x=_ones(3))  # tensor 'kwargs['x']' size mismatch
+    counted = compiletrace.compile(_kwargs_count, backend="eager", registry=reg)
+    counted(_ones(2), a=1)
+    counted(_ones(2), a=1, b=2)  # len(kwargs) == 1
+    w.add(reg.records())
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    grad = compiletrace.compile(lambda x: x.sin() * 2, backend="eager", registry=reg)
+    with torch.no_grad():
+        grad(_ones(2))
+    grad(_ones(2))  # GLOBAL_STATE changed: grad_mode
+    w.add(reg.records())
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    block = _Block()
+    for _ in range(2):  # a backend object per call: BACKEND_MATCH
+        torch.compile(block, backend=compiletrace.backend(backend="eager", registry=reg))(_ones(2, 4))
+    w.add(reg.records())
+    w.add(_calls(_item_then_use, (_ones(2),), (_ones(2) * 2,)))  # .item(), and ___stack0 == 2.0
+    # Graph-break reasons.
+    w.add(_calls(_printing, (_ones(2),)))
+    w.add(_calls(_printing, (_ones(2),), fullgraph=True))  # raises Unsupported at the break
+    w.add(_calls(_logging, (_ones(2),)))
+    w.add(_calls(_locked, (_ones(2),)))
+    w.add(_calls(_explicit_break, (_ones(2),)))
+    w.add(_calls(_tensor_branch, (_ones(2),)))
+    w.add(_calls(_tensor_branch, (_ones(2),), fullgraph=True))
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        w.add(_calls(_scalar_branch, (_ones(2),)))
+    # Timed regions: a frame, a lazy backward (aot_eager), torch's ahead-of-time path.
+    torch._dynamo.reset()
+    tc.install_region_hook()
+    with tc.collect_timed_regions() as regions:
+        trained = compiletrace.compile(_Tower(), backend="aot_eager", registry=compiletrace.Registry())
+        trained(torch.randn(2, 4)).sum().backward()
+        ahead = torch.compile(_Tower.forward, fullgraph=True, backend="aot_eager")
+        ahead.aot_compile(((_Tower(), torch.randn(2, 4)), {}))
+    w.regions |= {name for name, _, _ in regions}
+    return w
+
+
+# Alternatives this machine cannot make the installed torch write, and why. Nothing else may
+# go unmatched.
+NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
+    ("GUARD_DTYPE_DEVICE", "device mismatch"): "older releases' wording; 2.13 says 'device index mismatch'",
+    ("GUARD_DTYPE_DEVICE", "device index mismatch"): "needs two devices of one kind (cuda:0, cuda:1)",
+    ("GUARD_IDENTITY", "ID_MATCH"): "older releases named the guard that failed",
+    ("GUARD_IDENTITY", "TYPE_MATCH"): "older releases named the guard that failed",
+    ("GUARD_SHAPE", r"\.stride\(\)"): "a symbolic stride guard: dynamic strides torch does not make here",
+    ("GUARD_SHAPE", "storage_offset"): "a symbolic storage-offset guard: not made on these inputs",
+    ("GUARD_VALUE", "!="): "torch words value guards with ==; kept for a guard that negates",
+    ("GUARD_VALUE", " is not None"): "torch guards a value that is not None by its type or value",
+    ("BREAK_LOGGING", "logger"): "torch words a log call's break 'logging.Logger'",
+    ("KERNEL_COMPILE_REGIONS", "CppCodeCache"): "no such region in this release",
+    ("KERNEL_COMPILE_REGIONS", "TritonCodeCache"): "Triton: GPU builds",
+    ("KERNEL_COMPILE_REGIONS", "triton."): "Triton: GPU builds",
+    ("CACHE_REGIONS", "FxGraphCache"): "no such region in this release (its lookups are events)",
+    ("CACHE_REGIONS", "autograd_cache"): "no such region in this release (its lookups are events)",
+    ("CACHE_REGIONS", "fx_graph_cache"): "no such region in this release (its lookups are events)",
+}
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """A pattern's top-level alternatives (``a|b(c|d)`` -> ``a``, ``b(c|d)``)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]]
+
+
+def _unmatched(name: str, pattern: re.Pattern[str], texts: Iterable[str], how: str = "search") -> list[str]:
+    texts = list(texts)
+    assert texts, f"{name}: the scenarios made no text to check it against"
+    missing = []
+    for alternative in _alternatives(pattern.pattern):
+        compiled = re.compile(alternative, pattern.flags)
+        if not any(getattr(compiled, how)(text) for text in texts):
+            missing.append(alternative)
+    return missing
+
+
+def _prefixes_unmatched(prefixes: Iterable[str], names: set[str]) -> list[str]:
+    return [p for p in prefixes if not any(n.startswith(p) for n in names)]
+
+
+# Each constant, and the text of torch's it is read from.
+PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
+    "GUARD_ENTRY_PREFIX": (lambda w: w.reasons, "match"),
+    "GUARD_SOURCE_COMMENT": (lambda w: (r.splitlines()[0] for r in w.reasons), "search"),
+    "GUARD_BACKEND": (lambda w: w.guards, "search"),
+    "GUARD_GRAD_MODE": (lambda w: w.guards, "search"),
+    "GUARD_SHAPE": (lambda w: w.guards, "search"),
+    "GUARD_DTYPE_DEVICE": (lambda w: w.guards, "search"),
+    "GUARD_IDENTITY": (lambda w: w.guards, "search"),
+    "GUARD_VALUE": (lambda w: w.guards, "search"),
+    "SIZE_MISMATCH": (lambda w: w.guards, "search"),
+    "VALUE_COMPARISON": (lambda w: w.guards, "match"),
+    "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
+    "GUARDED_ARGUMENT": (lambda w: w.guarded_names, "match"),
+    "STACK_VALUE": (lambda w: (name for name, _ in w.compared), "match"),
+    "STRING_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
+    "NUMBER_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
+    "BREAK_HINT": (lambda w: w.breaks, "search"),
+    "BREAK_PRINT": (lambda w: w.breaks, "search"),
+    "BREAK_LOGGING": (lambda w: w.breaks, "search"),
+    "BREAK_ITEM": (lambda w: w.breaks, "search"),
+    "BREAK_EXPLICIT": (lambda w: w.breaks, "search"),
+    "BREAK_DATA_DEPENDENT": (lambda w: w.breaks, "search"),
+    "BREAK_CONTEXT_MANAGER": (lambda w: w.breaks, "search"),
+    "RESUME_NAME": (lambda w: w.code_names, "match"),
+}
+PREFIXES = (
+    "AOT_AUTOGRAD_REGIONS",
+    "CACHE_REGIONS",
+    "INDUCTOR_REGIONS",
+    "KERNEL_COMPILE_REGIONS",
+    "ONE_TIME_REGIONS",
+)
+# Checked by their own tests below.
+NAMES = ("RESUME_PREFIX", "BREAK_EXPLANATION", "UNSUPPORTED", "FRAME_REGION", "BACKWARD_REGION", "AOT_REGION")
+CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
+
+
+def test_the_contract_covers_every_constant_of_the_module() -> None:
+    covered = {*PATTERNS, *PREFIXES, *NAMES, *CACHE_EVENTS}
+    assert covered == set(torch_text.__all__)
+    assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_each_pattern_matches_what_this_torch_writes(name: str, written: Written) -> None:
+    texts, how = PATTERNS[name]
+    missing = _unmatched(name, getattr(torch_text, name), texts(written), how)
+    assert [m for m in missing if (name, m) not in NOT_WRITTEN_HERE] == []
+
+
+def test_the_names_match_what_this_torch_writes(written: Written) -> None:
+    resumed = [n for n in written.code_names if n.startswith(torch_text.RESUME_PREFIX)]
+    assert resumed and all(torch_text.RESUME_NAME.match(n) for n in resumed)
+    assert any(
+        line.strip().startswith(torch_text.BREAK_EXPLANATION)
+        for b in written.breaks
+        for line in b.splitlines()
+    )
+    assert any(t.rpartition(".")[2] == torch_text.UNSUPPORTED for t in written.error_types)
+    regions = written.regions
+    assert {torch_text.FRAME_REGION, torch_text.BACKWARD_REGION, torch_text.AOT_REGION} <= regions
+
+
+@pytest.mark.inductor
+def test_the_region_names_and_cache_events_match_what_inductor_writes(tmp_path: Any) -> None:
+    """A cold inductor compile of a training step, then a warm one after a reset, in a fresh
+    process (torch's once-per-process regions fire once) with an empty cache of its own."""
+    script = """
+import json, sys, torch
+from compiletrace._core import torch_compat as tc
+tc.install_region_hook()
+tc.install_cache_lookup_hook()
+names, lookups = set(), []
+for _ in range(2):
+    torch._dynamo.reset()
+    with tc.collect_timed_regions() as regions, tc.collect_cache_lookups() as seen:
+        step = torch.compile(lambda x: (x.sin() * 2).sum(), backend="inductor")
+        step(torch.ones(8, requires_grad=True)).backward()
+    names |= {name for name, _, _ in regions}
+    lookups += [(tier, outcome) for tier, outcome, _, _ in seen]
+json.dump({"regions": sorted(names), "lookups": lookups}, sys.stdout)
+"""
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout)
+    regions = set(found["regions"])
+    for name in PREFIXES:
+        missing = _prefixes_unmatched(getattr(torch_text, name), regions)
+        assert [p for p in missing if (name, p) not in NOT_WRITTEN_HERE] == [], name
+    excused = [(name, p) for name, p in NOT_WRITTEN_HERE if name in PREFIXES]
+    assert [(name, p) for name, p in excused if any(r.startswith(p) for r in regions)] == []
+    # The cache-lookup events, read through the names: a cold miss then a warm hit, each tier.
+    lookups = {tuple(pair) for pair in found["lookups"]}
+    assert {("fx_graph", "miss"), ("aot_autograd", "miss"), ("aot_autograd", "hit")} <= lookups
+    assert {tier for _, tier in torch_text.CACHE_EVENT_TIERS} == {tier for tier, _ in lookups}
+    assert {"hit", "miss"} <= torch_text.CACHE_EVENT_OUTCOMES
+
+
+def test_nothing_is_excused_that_this_torch_writes(written: Written) -> None:
+    # An excuse kept after torch starts writing the text would hide nothing, but would lie.
+    for (name, alternative), _ in NOT_WRITTEN_HERE.items():
+        if name in PATTERNS:
+            texts, how = PATTERNS[name]
+            compiled = re.compile(alternative, getattr(torch_text, name).flags)
+            assert not any(getattr(compiled, how)(t) for t in texts(written)), (name, alternative)
