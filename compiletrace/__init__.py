@@ -59,7 +59,6 @@ if _TYPE_CHECKING:
     from compiletrace import models as models
     from compiletrace import reports as reports
     from compiletrace import telemetry as telemetry
-    from compiletrace._app.doctor import Finding, diagnose
     from compiletrace._app.job import ProfileJob
     from compiletrace._app.profile import profile
     from compiletrace._app.profile_run import ProfileRun
@@ -69,6 +68,7 @@ if _TYPE_CHECKING:
     from compiletrace._core.compile import compile
     from compiletrace._core.passive import observe
     from compiletrace._core.tracker import FrameObserver as _FrameObserver
+    from compiletrace._doctor import Finding, diagnose
     from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
     from compiletrace.telemetry import instrument
@@ -77,12 +77,12 @@ if _TYPE_CHECKING:
 # the views and the profiling helpers load only when something asks for them.
 _LAZY = {
     "CompiletraceBackend": "compiletrace._core.backend",
-    "Finding": "compiletrace._app.doctor",
+    "Finding": "compiletrace._doctor",
     "ProfileJob": "compiletrace._app.job",
     "ProfileRun": "compiletrace._app.profile_run",
     "backend": "compiletrace._core.backend",
     "compile": "compiletrace._core.compile",
-    "diagnose": "compiletrace._app.doctor",
+    "diagnose": "compiletrace._doctor",
     "expect_no_compiles": "compiletrace._app.warmup",
     "export_chrome_trace": "compiletrace.reports",
     "instrument": "compiletrace.telemetry",

@@ -22,11 +22,10 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from compiletrace._app.analysis import graph_keys
 from compiletrace._data.bench import BenchResult, phase_metric
 from compiletrace._data.files import read
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, top_self_times
+from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, graph_keys, top_self_times
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
 from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.errors import UsageError

@@ -23,7 +23,7 @@ These kinds of event reach it:
    end of Dynamo's capture, the end of the backend call and its end (``aot_*``), bounded by
    torch's own region for it.
 
-Besides the times, each record carries what the doctor (``compiletrace._app.doctor``)
+Besides the times, each record carries what the doctor (``compiletrace._doctor``)
 needs to say why: the compiled code's file and line, torch's graph-break records made
 during the frame, a structural hash of the graph, each cache lookup's key, whether the
 frame compiled after a warm-up returned, and frames torch refused past its recompile limit.

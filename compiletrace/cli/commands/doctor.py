@@ -65,7 +65,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiletrace._app.doctor import FindingKind
+    from compiletrace._data.findings import FindingKind
     from compiletrace._data.kinds import FileKind
     from compiletrace._load import load
     from compiletrace.reports import findings_text
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:
     """The doctor's --json and --html outputs (``verify``: the before/after table)."""
-    from compiletrace._app.doctor import doctor_dict
+    from compiletrace._data.findings import doctor_dict
     from compiletrace.reports import doctor_html_report
 
     if args.json:

@@ -223,7 +223,7 @@ def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
 def print_profile(run: ProfileRun) -> None:
     """The report in reading order: header, tables, summary line (``run.summary()``), then
     the warm-up, then the notes (expensive cache hits) and the doctor's top findings."""
-    from compiletrace._app.analysis import find_expensive_hits
+    from compiletrace._data.cache_hits import find_expensive_hits
     from compiletrace.reports import profile_text
 
     hits = [hit.explanation() for hit in find_expensive_hits(run.records())]
