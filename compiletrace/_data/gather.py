@@ -14,7 +14,7 @@ from typing import Any, Self
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import CacheOutcome, CompilationTimes, graph_keys, ordered_components
 from compiletrace._data.registry import Registry
-from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import UsageError
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
@@ -146,9 +146,7 @@ class GatherResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` reads it back."""
-        return envelope(
-            GATHER_KIND,
-            GATHER_SCHEMA_VERSION,
+        return FileKind.GATHER.envelope(
             {
                 "world_size": self.world_size,
                 "ranks": [r.to_dict() for r in self.ranks],
@@ -165,7 +163,7 @@ class GatherResult:
     def from_dict(cls, data: Any, rank: int = 0, source: str = "gather result") -> Self:
         """Read :meth:`to_dict` output, checking every field."""
         f = Fields(data, source)
-        f.check_kind(GATHER_KIND, {GATHER_SCHEMA_VERSION}, "a compiletrace gather result")
+        FileKind.GATHER.check(f, "a compiletrace gather result")
         ranks = [RankTimes.from_dict(item.data, source, item.where) for item in f.items("ranks")]
         if not ranks:
             raise f.fail("ranks", "a non-empty list", [])
