@@ -95,8 +95,8 @@ class Finding:
             f.number("seconds", minimum=0.0),
             f.string("title"),
             f.string("fix"),
-            f.string("location", ""),
-            dict(f.obj("evidence", {}).data),
+            f.string("location"),
+            dict(f.obj("evidence").data),
         )
 
 

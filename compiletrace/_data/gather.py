@@ -33,7 +33,7 @@ class RankTimes:
     host: str = ""  # the machine the rank ran on
     pid: int = 0
     # Each graph ("component/code_name#occurrence", as compare matches graphs) and its cache
-    # outcome: what the doctor compares across ranks. Empty in files from before it.
+    # outcome: what the doctor compares across ranks.
     graph_cache: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -68,10 +68,10 @@ class RankTimes:
         return cls(
             rank=f.integer("rank", minimum=0),
             by_component=f.seconds_by_name("by_component"),
-            graphs=f.integer("graphs", 0, minimum=0),
-            host=f.string("host", ""),
-            pid=f.integer("pid", 0, minimum=0),
-            graph_cache=_graph_cache(f.obj("graph_cache", {})),
+            graphs=f.integer("graphs", minimum=0),
+            host=f.string("host"),
+            pid=f.integer("pid", minimum=0),
+            graph_cache=_graph_cache(f.obj("graph_cache")),
         )
 
     @classmethod

@@ -52,7 +52,7 @@ class Job:
     exit_status: int
     processes: tuple[JobProcess, ...]
     missing: tuple[ProcessInfo, ...] = ()
-    cwd: str = ""  # the directory the command ran in ("" in older files)
+    cwd: str = ""  # the directory the command ran in ("": not known, a trace's processes)
 
     def records(self) -> tuple[GraphRecord, ...]:
         """Every process's records, process by process."""
@@ -108,7 +108,7 @@ class Job:
             exit_status=f.integer("exit_status"),
             processes=tuple(processes),
             missing=missing,
-            cwd=f.string("cwd", ""),
+            cwd=f.string("cwd"),
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -66,14 +66,14 @@ class WarmupResult:
     def from_dict(cls, data: Any, source: str = "warm-up", where: str = "") -> WarmupResult:
         """Read :meth:`to_dict` output back, checking every field."""
         f = Fields(data, source, where)
-        by_component = f.seconds_by_name("by_component", {})
+        by_component = f.seconds_by_name("by_component")
         return cls(
             skipped=f.boolean("skipped"),
             duration_s=f.number("duration_s", minimum=0.0),
             compilation_times=CompilationTimes.from_components(by_component),
             by_component=by_component,
-            mode=f.choice("mode", CompilationMode, CompilationMode.STOCK_TORCH_COMPILE),
-            device=f.string("device", "cpu"),
+            mode=f.choice("mode", CompilationMode),
+            device=f.string("device"),
         )
 
 

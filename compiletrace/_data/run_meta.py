@@ -22,6 +22,12 @@ compiletrace._io.errors.RunFileError: run.json: field 'steady_calls' must be an 
 
 Callers that read a run's meta as a dict before it was typed still can (``run.meta["model"]``,
 ``run.meta["trace"]["missing"]``): a ``RunMeta`` reads as the mapping :meth:`to_dict` gives.
+
+To add a field: declare it on :class:`RunMeta` (``None`` by default, a comment saying what
+it holds), read it in :meth:`RunMeta.from_dict` with its checks (type, range, length), set
+it in the writer that records it, and add the run file's next version to
+:data:`compiletrace._data.kinds.VERSIONS` (a field added is a new version). Files of the
+versions before it lack the field and read as ``None``: no branch is needed.
 """
 
 from __future__ import annotations
