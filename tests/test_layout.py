@@ -317,3 +317,113 @@ def test_the_cli_imports_no_private_view_module() -> None:
     assert private, "the check must see the views' own modules"
     for name in [n for n in MODULES if _in(n, CLI)]:
         assert sorted(GRAPH[name] & set(private)) == [], name
+
+
+# -- file kinds and run metadata ------------------------------------------------------------
+
+KINDS = "compiletrace._data.kinds"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the nodes that are docstrings (their examples may spell a kind)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _kind_declarations(tree: ast.AST, kinds: set[str]) -> list[int]:
+    """Lines that spell a file kind: a string equal to a known kind (or one of its own
+    kinds, ``compiletrace.run.x``), a string bound to a name ending in ``KIND``, or a
+    string given as the kind of an envelope (``envelope("...")``, ``check_kind("...")``,
+    ``{"kind": "..."}``)."""
+    docstrings = _docstrings(tree)
+
+    def literal(node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+
+    lines = []
+    for node in ast.walk(tree):
+        if literal(node) and any(node.value == k or node.value.startswith(k + ".") for k in kinds):  # type: ignore[attr-defined]
+            lines.append(node.lineno)  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            named = [t.id for t in targets if isinstance(t, ast.Name)]
+            if literal(node.value) and any(n.upper().endswith("KIND") for n in named):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if called in ("envelope", "check_kind") and node.args and literal(node.args[0]):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "kind" and literal(value):
+                    lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_every_file_kind_is_declared_in_one_module() -> None:
+    from compiletrace._data.kinds import FileKind
+
+    kinds = {k.value for k in FileKind}
+    # The check sees each way a kind could be spelled elsewhere.
+    for planted in (
+        'BENCH_KIND = "compiletrace.bench.startup"',
+        'NEW_KIND = "compiletrace.new"',
+        'envelope("compiletrace.new", 1, {})',
+        'f.check_kind("compiletrace.new", {1}, "a new file")',
+        'out = {"kind": "compiletrace.new", "schema_version": 1}',
+        'x = "compiletrace.job.started"',
+    ):
+        assert _kind_declarations(ast.parse(planted), kinds) == [1], planted
+    assert _kind_declarations(ast.parse('"""Doctest: {"kind": "compiletrace.run"}"""'), kinds) == []
+    assert _kind_declarations(ast.parse(MODULES[KINDS].read_text(encoding="utf-8")), kinds)
+    offenders = {
+        name: lines
+        for name, path in MODULES.items()
+        if name != KINDS and (lines := _kind_declarations(ast.parse(path.read_text(encoding="utf-8")), kinds))
+    }
+    assert offenders == {}, "declare a file kind in compiletrace/_data/kinds.py (FileKind)"
+
+
+def _meta_key_reads(tree: ast.AST) -> list[int]:
+    """Lines that read a run's meta by a string key: ``meta["model"]``, ``x.meta.get("model")``,
+    ``"model" in meta`` (a name or attribute called ``meta``)."""
+
+    def is_meta(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "meta") or (
+            isinstance(node, ast.Attribute) and node.attr == "meta"
+        )
+
+    def text(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    def reads(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            return is_meta(node.value) and text(node.slice)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            getter = node.func.attr in ("get", "pop", "setdefault")
+            return getter and is_meta(node.func.value) and text(node.args[0])
+        if isinstance(node, ast.Compare):
+            return text(node.left) and any(is_meta(c) for c in node.comparators)
+        return False
+
+    return sorted({node.lineno for node in ast.walk(tree) if reads(node)})  # type: ignore[attr-defined]
+
+
+def test_no_module_reads_run_meta_by_a_string_key() -> None:
+    # RunMeta's attributes are its fields, checked when read; a key read would skip them.
+    for planted in ('meta["model"]', 'run.meta.get("model")', '"source" not in job.meta', 'meta["x"] = 1'):
+        assert _meta_key_reads(ast.parse(planted)) == [1], planted
+    assert _meta_key_reads(ast.parse("run.meta.model; meta[key]")) == []
+    # torch's FX nodes carry a meta dict of their own, read where torch is.
+    checked = {name: path for name, path in MODULES.items() if not _in(name, TORCH_COMPAT)}
+    offenders = {
+        name: lines
+        for name, path in checked.items()
+        if (lines := _meta_key_reads(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert offenders == {}, "read a run's meta by its attributes (RunMeta), never by a string key"

@@ -49,6 +49,7 @@ from compiletrace._core.torch_compat import (
     inductor_cache_dir,
     quiet_cache_artifact_logs,
 )
+from compiletrace._data.run_meta import LoadedArtifacts
 from compiletrace._io.artifacts import (
     Digest,
     Global,
@@ -125,19 +126,23 @@ class CacheArtifacts:
     signature: str = UNSIGNED  # SIGNED_BY_YOU, SIGNED_BY_OTHER, SIGNATURE_BAD, UNSIGNED or NO_KEY
     key_id: str | None = None  # the key that signed it
 
+    def loaded(self) -> LoadedArtifacts:
+        """What a run's meta keeps of a file it loaded (``RunMeta.cache_artifacts``)."""
+        return LoadedArtifacts(
+            self.path,
+            self.size_bytes,
+            dict(self.artifacts),
+            self.seconds,
+            self.sha256,
+            self.digest,
+            self.torch_version,
+            self.checked,
+            self.signature,
+            self.key_id,
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "size_bytes": self.size_bytes,
-            "artifacts": dict(self.artifacts),
-            "seconds": self.seconds,
-            "sha256": self.sha256,
-            "digest": self.digest,
-            "torch_version": self.torch_version,
-            "checked": self.checked,
-            "signature": self.signature,
-            "key_id": self.key_id,
-        }
+        return self.loaded().to_dict()
 
     def describe(self) -> str:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.artifacts.items())) or "no artifacts"

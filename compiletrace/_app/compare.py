@@ -81,9 +81,11 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     name = os.fspath(path)
     data = read(name, accept={FileKind.RUN, FileKind.BENCH}, command="compare")
     if isinstance(data, Run):
+        meta = data.meta
+        shown = {"model": meta.model, "backend": meta.backend, "torch_version": meta.torch_version}
         # torch's trace names neither the model nor (for certain) the backend: only its torch.
-        known = ("torch_version",) if data.meta.get("source") == TRACE_SOURCE else ABOUT
-        about = {k: str(data.meta[k]) for k in known if isinstance(data.meta.get(k), str)}
+        known = ("torch_version",) if meta.source == TRACE_SOURCE else ABOUT
+        about = {k: value for k in known if (value := shown[k]) is not None}
         return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
     assert isinstance(data, BenchResult)
     return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))

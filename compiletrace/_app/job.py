@@ -55,7 +55,7 @@ from compiletrace._data.job_dir import (
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
-from compiletrace._io.errors import CommandNotFound, CompiletraceError, UsageError
+from compiletrace._io.errors import CommandNotFound, CompiletraceError, RunFileError, UsageError
 from compiletrace._io.files import write_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, private_cache_directory, unsafe_reason
 from compiletrace._io.signals import disown, owned_temporary_directory, process_alive
@@ -438,7 +438,9 @@ def collect_job(
             parsed = parse_json(data, source)
             run = read_data(parsed, source, accept={FileKind.RUN}, command="compiletrace run")
             assert isinstance(run, Run)
-            info = ProcessInfo.from_dict(run.meta, source, "meta")
+            info = run.meta.process
+            if info is None:  # a run file, but not one a job's process wrote
+                raise RunFileError(f"{source}: field 'meta.pid' is missing")
         except CompiletraceError as exc:
             # One process's damaged file must not cost the others theirs, nor the command
             # its exit status: it is named, and the process counts as leaving no run.

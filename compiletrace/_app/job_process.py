@@ -40,7 +40,6 @@ from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.passive import observe
-from compiletrace._data.job import ProcessInfo
 from compiletrace._data.job_dir import (
     JOB_DIR_ENV,
     JOB_DIR_ID_ENV,
@@ -55,8 +54,10 @@ from compiletrace._data.job_dir import (
 from compiletrace._data.records import CompilationTimes
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import Run, WarmupResult
+from compiletrace._data.run_meta import MAX_TEXT_CHARS, ProcessInfo, RunMeta
 from compiletrace._io.files import json_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory
+from compiletrace._io.text import clip
 from compiletrace._version import __version__
 
 __all__ = ["install_program_fixes", "process_role", "start"]
@@ -115,7 +116,7 @@ class _Recording:
     def name_process(self) -> None:
         """(Re)write the start marker, with the role as the process knows it now: a forked
         multiprocessing child learns its name after the fork."""
-        self.info = ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
+        self.info = ProcessInfo.this_process(process_role())
         self.job_dir.write(self.key + STARTED_SUFFIX, started_marker(self.info))
         self.marked = True
 
@@ -156,7 +157,7 @@ class _Recording:
                 self.job_dir.remove(self.key + STARTED_SUFFIX)
                 self.marked = False
             return
-        info = self.info or ProcessInfo(os.getpid(), os.getppid(), process_role(), tuple(sys.argv))
+        info = self.info or ProcessInfo.this_process(process_role())
         reg = Registry()
         for record in records:
             reg.add(record)
@@ -171,16 +172,16 @@ class _Recording:
             by_component=by_component,
         )
         backends = sorted({r.backend for r in records})
-        meta: dict[str, Any] = {
-            "source": "compiletrace run",
-            "model": " ".join(info.argv) or "?",  # what the header names the run by
-            "backend": ", ".join(backends) if backends else None,
-            "compiletrace_version": __version__,
-            "torch_version": _torch_version(),
-            "created_unix_s": time.time(),
-            "applied_fixes": list(self.fixes),
-            **info.to_dict(),
-        }
+        meta = RunMeta(
+            source="compiletrace run",
+            model=clip(" ".join(info.argv), MAX_TEXT_CHARS - 100) or "?",  # what the header names the run by
+            backend=", ".join(backends) if backends else None,
+            compiletrace_version=__version__,
+            torch_version=_torch_version(),
+            created_unix_s=time.time(),
+            applied_fixes=tuple(self.fixes),
+            process=info,
+        )
         run = Run(reg.records(), warmup, meta, startup_timeline(reg))
         self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))
 

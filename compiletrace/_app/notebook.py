@@ -41,7 +41,7 @@ __all__ = ["MAGIC_NAME", "NOTHING_COMPILED", "RESULT_NAME", "CellOptions", "cell
 MAGIC_NAME = "compiletrace"  # %%compiletrace
 RESULT_NAME = "_compiletrace"  # the last cell's run, in the user's namespace
 NOTHING_COMPILED = "compiletrace: this cell compiled nothing (no torch.compile graph was recorded)"
-SOURCE = "%%compiletrace"  # the run's meta["source"], as "compiletrace run" names its own
+SOURCE = "%%compiletrace"  # the run's meta.source, as "compiletrace run" names its own
 
 USAGE = """\
 %%compiletrace [--component PATTERN=NAME] [--trace-cost] [--json PATH] [--html PATH]
@@ -126,7 +126,7 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
     >>> import time
     >>> from compiletrace._data.registry import Registry
     >>> run = cell_run(Registry(), time.time_ns(), "cell In[1]")
-    >>> run.meta["source"], run.records(), run.timeline
+    >>> run.meta.source, run.records(), run.timeline
     ('%%compiletrace', (), None)
     """
     import torch
@@ -135,6 +135,7 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
     from compiletrace._data.records import CompilationTimes
     from compiletrace._data.registry import Registry, get_registry
     from compiletrace._data.run import WarmupResult
+    from compiletrace._data.run_meta import RunMeta
     from compiletrace._version import __version__
 
     own = registry.records()
@@ -157,15 +158,15 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
         by_component=by_component,
     )
     backends = sorted({r.backend for r in records})
-    meta: dict[str, Any] = {
-        "source": SOURCE,
-        "model": label,  # what the report's header names the run by
-        "backend": ", ".join(backends) if backends else None,
-        "created_unix_s": time.time(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "torch_version": str(torch.__version__),
-        "compiletrace_version": __version__,
-    }
+    meta = RunMeta(
+        source=SOURCE,
+        model=label,  # what the report's header names the run by
+        backend=", ".join(backends) if backends else None,
+        created_unix_s=time.time(),
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        torch_version=str(torch.__version__),
+        compiletrace_version=__version__,
+    )
     return ProfileRun(records, warmup, meta, None)
 
 
@@ -252,7 +253,7 @@ def _write_outputs(run: ProfileRun, options: CellOptions) -> None:
         run.save(options.json_path)
         print(f"wrote run to {options.json_path}")
     if options.html_path is not None:
-        write_text(options.html_path, run.html(title=f"compiletrace: {run.meta.get('model', 'cell')}"))
+        write_text(options.html_path, run.html(title=f"compiletrace: {run.meta.model or 'cell'}"))
         print(f"wrote HTML report to {options.html_path}")
 
 

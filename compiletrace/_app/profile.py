@@ -29,6 +29,7 @@ from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import RUN_KIND, RUN_SCHEMA_VERSION
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._io.errors import UsageError
 from compiletrace._version import __version__
 
@@ -203,8 +204,8 @@ def profile(
     (``GraphRecord.trace_cost``; shown by ``summary()``, exported by
     ``compiletrace.reports.write_speedscope``).
     ``steady_calls=N`` times N more calls of the request path after the warm-up, on
-    ``clock`` (seconds), and keeps the median seconds per call as ``meta["steady_call_s"]``
-    (their interquartile range as ``meta["steady_call_spread_s"]``):
+    ``clock`` (seconds), and keeps the median seconds per call as ``meta.steady_call_s``
+    (their interquartile range as ``meta.steady_call_spread_s``):
     the compiled model's steady-state speed, which a fix to its compile may change
     (``doctor --verify`` compares it).
     Raises :class:`UsageError` for bad input, before anything compiles.
@@ -287,29 +288,26 @@ def profile(
             run_fn()
             eager_run_s = time.perf_counter() - eager_start
 
-    steady_call_s = None
+    steady_call_s = steady_spread_s = None
     if steady_calls:
         with OwnPhase(STEADY_PHASE, registry=reg):
             steady_call_s, steady_spread_s = _call_times_s(run_fn, steady_calls, device, clock)
 
-    meta = {
-        "model": spec,
-        "backend": backend,
-        "mode": mode,
-        "compilation_mode": cmode.value,
-        "device": device,
-        "components": resolved,
-        "created_unix_s": time.time(),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "torch_version": str(torch.__version__),
-        "compiletrace_version": __version__,
-    }
-    if loaded is not None:
-        meta["cache_artifacts"] = loaded.to_dict()
-    if eager_run_s is not None:
-        meta["eager_run_s"] = eager_run_s
-    if steady_call_s is not None:
-        meta["steady_call_s"] = steady_call_s
-        meta["steady_call_spread_s"] = steady_spread_s
-        meta["steady_calls"] = steady_calls
+    meta = RunMeta(
+        model=spec,
+        backend=backend,
+        mode=mode,
+        compilation_mode=cmode,
+        device=device,
+        components=resolved,
+        created_unix_s=time.time(),
+        created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        torch_version=str(torch.__version__),
+        compiletrace_version=__version__,
+        cache_artifacts=loaded.loaded() if loaded is not None else None,
+        eager_run_s=eager_run_s,
+        steady_call_s=steady_call_s,
+        steady_call_spread_s=steady_spread_s,
+        steady_calls=steady_calls or None,
+    )
     return ProfileRun(reg.records(), result, meta, startup_timeline(reg))

@@ -41,7 +41,7 @@ class ProfileRun(Run):
     def __repr__(self) -> str:
         # Short, like the registry's: the records' nanoseconds and paths are for to_dict().
         parts = ", ".join(f"{name}={s:.3f}s" for name, s in self.by_component().items())
-        model = self.meta.get("model", "?")
+        model = self.meta.model or "?"
         return f"<ProfileRun {model}: {len(self.graph_records)} graphs{': ' + parts if parts else ''}>"
 
     @classmethod

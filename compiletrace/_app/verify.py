@@ -36,15 +36,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from compiletrace._app.job import ProfileJob, run_command
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.run import Run
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, automatic_fix, judge
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
@@ -168,13 +169,8 @@ def _steady_call_s(run_file: str) -> tuple[float | None, float]:
     if not os.path.exists(run_file):
         return None, 0.0  # the profile failed: its exit status says so
     run = read(run_file, accept={FileKind.RUN}, command="compiletrace doctor --verify")
-    meta = getattr(run, "meta", {})
-
-    def seconds(key: str) -> float | None:
-        value = meta.get(key)
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    return seconds("steady_call_s"), seconds("steady_call_spread_s") or 0.0
+    assert isinstance(run, Run)  # what accept={RUN} reads
+    return run.meta.steady_call_s, run.meta.steady_call_spread_s or 0.0
 
 
 def verify_command(
@@ -221,39 +217,35 @@ def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> li
     return verify_command(job.command, cwd=job.cwd or None, progress=progress)
 
 
-def profile_command(meta: Mapping[str, Any], python: str = sys.executable) -> list[str]:
+def profile_command(meta: RunMeta, python: str = sys.executable) -> list[str]:
     """The ``compiletrace profile`` command that re-runs a profile run, from its meta (with
     ``--steady-calls``). Raises :class:`~compiletrace.UsageError` for a run that names no
     model, or whose options are not what ``profile`` writes.
 
-    >>> profile_command({"model": "pkg.mod:build", "backend": "eager", "mode": None,
-    ...                  "compilation_mode": "stock", "device": "cpu",
-    ...                  "components": {"vision": "encoder"}}, python="python")[3:]
+    >>> from compiletrace._data.run_meta import CompilationMode
+    >>> meta = RunMeta(model="pkg.mod:build", backend="eager", compilation_mode=CompilationMode("stock"),
+    ...                device="cpu", components={"vision": "encoder"})
+    >>> profile_command(meta, python="python")[3:]
     ['profile', 'pkg.mod:build', '--backend', 'eager', '--compilation-mode', 'stock', '--device', \
 'cpu', '--component', 'vision=encoder', '--steady-calls', '20']
     """
 
-    def text(key: str, optional: bool = False) -> str | None:
-        value = meta.get(key)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value or value.startswith("-"):
+    def option(name: str, value: str | None) -> str:
+        # Each becomes an argument of a command: none may be taken for an option.
+        if not value or value.startswith("-"):
             raise UsageError(
-                f"the run's {key!r} is {printable(repr(value))}: not one 'compiletrace profile' wrote"
+                f"the run's {name!r} is {printable(repr(value))}: not one 'compiletrace profile' wrote"
             )
         return value
 
-    command = [python, "-m", "compiletrace", "profile", str(text("model")), "--backend", str(text("backend"))]
-    mode = text("mode", optional=True)
-    if mode is not None:
-        command += ["--mode", mode]
-    command += ["--compilation-mode", str(text("compilation_mode")), "--device", str(text("device"))]
-    components = meta.get("components") or {}
-    if not isinstance(components, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in components.items()
-    ):
-        raise UsageError("the run's 'components' is not a mapping of submodule paths to names")
-    for path, name in components.items():
+    model, backend = option("model", meta.model), option("backend", meta.backend)
+    command = [python, "-m", "compiletrace", "profile", model, "--backend", backend]
+    if meta.mode is not None:
+        command += ["--mode", option("mode", meta.mode)]
+    cmode = meta.compilation_mode.value if meta.compilation_mode is not None else None
+    command += ["--compilation-mode", option("compilation_mode", cmode)]
+    command += ["--device", option("device", meta.device)]
+    for path, name in (meta.components or {}).items():
         if not path or not name or "=" in path or path.startswith("-"):
             raise UsageError(
                 f"the run's component {printable(repr(path))} is not a submodule path profile wrote"
@@ -263,7 +255,7 @@ def profile_command(meta: Mapping[str, Any], python: str = sys.executable) -> li
 
 
 def verify_profile_run(
-    meta: Mapping[str, Any], *, cwd: str | None = None, progress: Callable[[str], None] | None = None
+    meta: RunMeta, *, cwd: str | None = None, progress: Callable[[str], None] | None = None
 ) -> list[Verdict]:
     """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
     (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""

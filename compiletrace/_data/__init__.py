@@ -5,7 +5,9 @@ field (see :mod:`compiletrace._data.files`); the capture side (``_core``) fills 
 from torch's events, and the views (``reports``, ``telemetry``) and the applications read
 them. Modules:
 
-- ``kinds``: every kind of file, with its schema version and what writes it;
+- ``kinds``: every kind of file, with its schema versions (what each added) and what
+  writes it; a field added to a file is a new version there;
+- ``run_meta``: how a run was made, typed (:class:`RunMeta`), read field by field;
 - ``findings``: what the doctor found (:class:`Finding`, :class:`FindingKind`);
 - ``fixes``: the fixes ``run --apply`` makes with no edit (:class:`Fix`), each saying what
   it does and how to keep it in code;

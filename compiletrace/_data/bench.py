@@ -45,13 +45,10 @@ class BenchResult:
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "bench") -> BenchResult:
-        """Read a bench file, checking every figure it holds; a file saved before the
-        envelope had a kind (only ``avg_*`` keys) reads as version 1."""
+        """Read a bench file, checking every figure it holds; averages with no envelope
+        (only ``avg_*`` keys: a baseline written by hand) read as version 1."""
         f = Fields(data, source)
-        bench = FileKind.BENCH
-        version = (
-            f.check_kind(bench.value, {bench.schema_version}, bench.description) if "kind" in f.data else 1
-        )
+        version = FileKind.BENCH.check(f) if "kind" in f.data else 1
         metrics = {
             key: f.number(key, minimum=0.0)
             for key in (f"avg_{p}_{m}" for p in BENCH_PREFIXES for m in BENCH_METRICS)
@@ -59,7 +56,7 @@ class BenchResult:
         }
         for prefix in BENCH_PREFIXES:
             key = f"avg_{prefix}_phase_time"
-            if key in f.data:  # absent from bench runs saved before phases were recorded
+            if key in f.data:  # a kind of start-up that was not run, or recorded no phase
                 for phase, seconds in f.seconds_by_name(key).items():
                     metrics[phase_metric(prefix, phase)] = seconds
         options = f.data.get("options")

@@ -24,9 +24,10 @@ from typing import Any
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.gather import GatherResult
-from compiletrace._data.job import Job, JobProcess, ProcessInfo
+from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
+from compiletrace._data.run_meta import ProcessInfo
 from compiletrace._data.torch_trace import ComponentNamer, is_trace_head, read_torch_trace
 from compiletrace._io.envelope import read_json
 from compiletrace._io.errors import CompiletraceError, RunFileError, UsageError
@@ -94,9 +95,8 @@ def _trace_data(source: str | InputFile, name: str, components: ComponentNamer |
         return found
     processes = []
     for info, run in found:
-        rank = info.get("rank")
-        role = f"rank {rank}" if rank is not None else f"pid {info['pid']}"
-        processes.append(JobProcess(ProcessInfo(int(info["pid"]), 0, role, ()), run))
+        role = f"rank {info.rank}" if info.rank is not None else f"pid {info.pid}"
+        processes.append(JobProcess(ProcessInfo(info.pid, 0, role, ()), run))
     return Job(command=(), exit_status=0, processes=tuple(processes), cwd="")
 
 
@@ -120,7 +120,7 @@ def read_data(
 ) -> FileData:
     """:func:`read` of a document already parsed from ``source``."""
     kind = FileKind.of(data)
-    wanted = list(FileKind) if accept is None else [k for k in FileKind if k in accept]
+    wanted = [k for k in FileKind if k.loadable and (accept is None or k in accept)]
     if kind is None or kind not in wanted:
         what = kind.description if kind is not None else "not a compiletrace run or any other file it writes"
         reads = " or ".join(k.description for k in wanted)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiletrace._data.kinds import FileKind
-from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.envelope import Fields
 
 __all__ = [
     "DOCTOR_KIND",
@@ -95,8 +95,8 @@ class Finding:
             f.number("seconds", minimum=0.0),
             f.string("title"),
             f.string("fix"),
-            f.string("location", ""),
-            dict(f.obj("evidence", {}).data),
+            f.string("location"),
+            dict(f.obj("evidence").data),
         )
 
 
@@ -106,12 +106,12 @@ def doctor_dict(findings: Iterable[Finding]) -> dict[str, Any]:
     >>> doctor_dict([])
     {'kind': 'compiletrace.doctor', 'schema_version': 1, 'findings': []}
     """
-    return envelope(DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, {"findings": [f.to_dict() for f in findings]})
+    return FileKind.DOCTOR.envelope({"findings": [f.to_dict() for f in findings]})
 
 
 def findings_from_dict(data: Any, source: str = "findings") -> list[Finding]:
     """Read :func:`doctor_dict` output; raises :class:`~compiletrace.RunFileError` naming
     the first bad field."""
     f = Fields(data, source)
-    f.check_kind(DOCTOR_KIND, {DOCTOR_SCHEMA_VERSION}, FileKind.DOCTOR.description)
+    FileKind.DOCTOR.check(f)
     return [Finding.from_fields(item) for item in f.items("findings")]

@@ -14,7 +14,7 @@ from typing import Any, Self
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import CacheOutcome, CompilationTimes, graph_keys, ordered_components
 from compiletrace._data.registry import Registry
-from compiletrace._io.envelope import Fields, envelope
+from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import UsageError
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
@@ -33,7 +33,7 @@ class RankTimes:
     host: str = ""  # the machine the rank ran on
     pid: int = 0
     # Each graph ("component/code_name#occurrence", as compare matches graphs) and its cache
-    # outcome: what the doctor compares across ranks. Empty in files from before it.
+    # outcome: what the doctor compares across ranks.
     graph_cache: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -68,10 +68,10 @@ class RankTimes:
         return cls(
             rank=f.integer("rank", minimum=0),
             by_component=f.seconds_by_name("by_component"),
-            graphs=f.integer("graphs", 0, minimum=0),
-            host=f.string("host", ""),
-            pid=f.integer("pid", 0, minimum=0),
-            graph_cache=_graph_cache(f.obj("graph_cache", {})),
+            graphs=f.integer("graphs", minimum=0),
+            host=f.string("host"),
+            pid=f.integer("pid", minimum=0),
+            graph_cache=_graph_cache(f.obj("graph_cache")),
         )
 
     @classmethod
@@ -146,9 +146,7 @@ class GatherResult:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; :meth:`from_dict` reads it back."""
-        return envelope(
-            GATHER_KIND,
-            GATHER_SCHEMA_VERSION,
+        return FileKind.GATHER.envelope(
             {
                 "world_size": self.world_size,
                 "ranks": [r.to_dict() for r in self.ranks],
@@ -165,7 +163,7 @@ class GatherResult:
     def from_dict(cls, data: Any, rank: int = 0, source: str = "gather result") -> Self:
         """Read :meth:`to_dict` output, checking every field."""
         f = Fields(data, source)
-        f.check_kind(GATHER_KIND, {GATHER_SCHEMA_VERSION}, "a compiletrace gather result")
+        FileKind.GATHER.check(f, "a compiletrace gather result")
         ranks = [RankTimes.from_dict(item.data, source, item.where) for item in f.items("ranks")]
         if not ranks:
             raise f.fail("ranks", "a non-empty list", [])

@@ -21,46 +21,13 @@ from typing import Any, Self
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.run import Run
-from compiletrace._io.envelope import Fields, envelope
+from compiletrace._data.run_meta import ProcessInfo
+from compiletrace._io.envelope import Fields
 from compiletrace._io.files import write_json
-from compiletrace._io.text import printable
 
 __all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo"]
 
 JOB_KIND = FileKind.JOB.value
-
-
-@dataclass(frozen=True)
-class ProcessInfo:
-    """Which process of the job this is."""
-
-    pid: int
-    ppid: int
-    role: str  # "main", "rank 1", a multiprocessing name such as "EngineCore_DP0", "pid 41"
-    argv: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pid": self.pid, "ppid": self.ppid, "role": self.role, "argv": list(self.argv)}
-
-    @classmethod
-    def from_dict(cls, data: Any, source: str, where: str) -> ProcessInfo:
-        f = Fields(data, source, where)
-        return cls(
-            pid=f.integer("pid", minimum=0),
-            ppid=f.integer("ppid", minimum=0),
-            role=f.string("role"),
-            argv=tuple(f.strings("argv")),
-        )
-
-    @property
-    def label(self) -> str:
-        r"""``pid 41 (main)``, for a terminal: the role comes from a file, and is shown
-        through :func:`~compiletrace._io.text.printable` (as every text view shows such text).
-
-        >>> ProcessInfo(41, 40, "main\rrank 0", ()).label
-        'pid 41 (main\\rrank 0)'
-        """
-        return f"pid {self.pid} ({printable(self.role)})"
 
 
 @dataclass(frozen=True)
@@ -85,7 +52,7 @@ class Job:
     exit_status: int
     processes: tuple[JobProcess, ...]
     missing: tuple[ProcessInfo, ...] = ()
-    cwd: str = ""  # the directory the command ran in ("" in older files)
+    cwd: str = ""  # the directory the command ran in ("": not known, a trace's processes)
 
     def records(self) -> tuple[GraphRecord, ...]:
         """Every process's records, process by process."""
@@ -114,9 +81,7 @@ class Job:
         return CompilationTimes.from_components(self.by_component())
 
     def to_dict(self) -> dict[str, Any]:
-        return envelope(
-            JOB_KIND,
-            FileKind.JOB.schema_version,
+        return FileKind.JOB.envelope(
             {
                 "command": list(self.command),
                 "exit_status": self.exit_status,
@@ -130,7 +95,7 @@ class Job:
     def from_dict(cls, data: Any, source: str = "job") -> Self:
         """Read :meth:`to_dict` output, checking every field (each process's run too)."""
         f = Fields(data, source)
-        f.check_kind(JOB_KIND, {FileKind.JOB.schema_version}, FileKind.JOB.description)
+        FileKind.JOB.check(f)
         processes = []
         for item in f.items("processes"):
             info = ProcessInfo.from_dict(item.obj("process").data, source, f"{item.where}.process")
@@ -143,7 +108,7 @@ class Job:
             exit_status=f.integer("exit_status"),
             processes=tuple(processes),
             missing=missing,
-            cwd=f.string("cwd", ""),
+            cwd=f.string("cwd"),
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from compiletrace._data.job import ProcessInfo
-from compiletrace._io.envelope import Fields, envelope, parse_json
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.run_meta import ProcessInfo
+from compiletrace._io.envelope import Fields, parse_json
 from compiletrace._io.files import json_bytes
 from compiletrace._io.signals import process_start_ticks
 
@@ -53,7 +54,7 @@ PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # "1": the bootstrap calls ins
 RANK_PID_ENV = "COMPILETRACE_RANK_PID"
 STARTED_SUFFIX = ".started.json"
 RUN_SUFFIX = ".run.json"
-STARTED_KIND = "compiletrace.job.started"  # the marker's envelope (read by the launcher only)
+STARTED_KIND = FileKind.JOB_STARTED.value  # the marker's envelope (read by the launcher only)
 MAX_MARKER_BYTES = 1 << 20  # a start marker is a few hundred bytes: argv, role, pids
 
 
@@ -78,12 +79,12 @@ def parse_key(key: str) -> tuple[int, int | None] | None:
 
 def started_marker(info: ProcessInfo) -> bytes:
     """The start marker's bytes."""
-    return json_bytes(envelope(STARTED_KIND, 1, {"process": info.to_dict()}), STARTED_SUFFIX)
+    return json_bytes(FileKind.JOB_STARTED.envelope({"process": info.to_dict()}), STARTED_SUFFIX)
 
 
 def read_started(data: bytes, source: str) -> ProcessInfo:
     """The process a start marker names; :class:`~compiletrace.RunFileError` when damaged."""
     f = Fields(parse_json(data, source), source)
-    f.check_kind(STARTED_KIND, {1}, "a job process's start marker")
+    FileKind.JOB_STARTED.check(f)
     process: Any = f.obj("process").data
     return ProcessInfo.from_dict(process, source, "process")

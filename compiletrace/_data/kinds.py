@@ -1,26 +1,37 @@
 """Every kind of file compiletrace writes, in one place: the ``kind`` string its versioned
-envelope carries, the schema version this compiletrace writes and reads, and what writes
-it (for messages that say what a file is and where it came from).
+envelope carries, the schema versions there are (what each one added), which of them this
+compiletrace reads and which it writes, and what writes the file (for messages that say what
+a file is and where it came from). No other module spells a kind.
 
->>> FileKind.RUN.value, FileKind.RUN.schema_version
-('compiletrace.run', 1)
+>>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
+('compiletrace.run', 1, frozenset({1}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
->>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench files written before kinds existed
+>>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
 <FileKind.BENCH: 'compiletrace.bench.startup'>
 >>> FileKind.of({"kind": "something else"}) is None
 True
+
+Adding a field to a kind's files is a new version of that kind: add a line to its table in
+:data:`VERSIONS` (``2: "what it added"``), write the field, and read it in the kind's reader
+as ``f.number("new_field") if version >= 2 else DEFAULT``, where ``version`` is what
+:meth:`FileKind.check` returned. Files of every version in the table still load; a file of a
+version this compiletrace does not know is refused, naming the versions it reads.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FileKind"]
+from compiletrace._io.envelope import Fields, envelope
 
-# Bench files saved before the envelope had a kind are told apart by these keys.
-_LEGACY_BENCH_KEYS = tuple(f"avg_{prefix}_startup_time" for prefix in ("cold", "warm", "portable"))
+__all__ = ["VERSIONS", "FileKind"]
+
+# Averages of a start-up benchmark with no envelope (a baseline written by hand, or by a
+# benchmark before its files had one) are told apart by these keys.
+_BARE_BENCH_KEYS = tuple(f"avg_{prefix}_startup_time" for prefix in ("cold", "warm", "portable"))
 
 
 class FileKind(enum.Enum):
@@ -31,16 +42,44 @@ class FileKind(enum.Enum):
     GATHER = "compiletrace.gather"  # per-rank figures of a multi-process job
     DOCTOR = "compiletrace.doctor"  # the doctor's findings
     JOB = "compiletrace.job"  # every process of one command (compiletrace run)
+    # A process's start marker in a job directory: the launcher's own, read by it alone.
+    JOB_STARTED = "compiletrace.job.started"
+
+    @property
+    def versions(self) -> Mapping[int, str]:
+        """Every schema version of this kind, with what it added."""
+        return VERSIONS[self]
 
     @property
     def schema_version(self) -> int:
-        """The version this compiletrace writes (and the only one it reads, so far)."""
-        return 1
+        """The version this compiletrace writes: the newest."""
+        return max(VERSIONS[self])
+
+    @property
+    def readable_versions(self) -> frozenset[int]:
+        """The versions this compiletrace reads: every one there has been."""
+        return frozenset(VERSIONS[self])
 
     @property
     def description(self) -> str:
         """What the file is, and the command that writes it."""
         return _DESCRIPTIONS[self]
+
+    @property
+    def loadable(self) -> bool:
+        """Whether the one reader (``compiletrace.load``, ``report``, ``doctor``, ``compare``)
+        reads this kind; a job's start markers are read by its launcher alone."""
+        return self is not FileKind.JOB_STARTED
+
+    def envelope(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The file to save: this kind, the version this compiletrace writes, then ``body``."""
+        return envelope(self.value, self.schema_version, body)
+
+    def check(self, f: Fields, hint: str | None = None) -> int:
+        """Check a parsed file's envelope: its kind must be this one and its version one this
+        compiletrace reads (else :class:`~compiletrace.RunFileError`, saying what the file
+        should have been: ``hint``, or the kind's description). Returns the version."""
+        return f.check_kind(self.value, self.readable_versions, hint or self.description)
 
     @classmethod
     def of(cls, data: Any) -> FileKind | None:
@@ -48,7 +87,7 @@ class FileKind(enum.Enum):
         if not isinstance(data, dict):
             return None
         kind = data.get("kind")
-        if kind is None and any(key in data for key in _LEGACY_BENCH_KEYS):
+        if kind is None and any(key in data for key in _BARE_BENCH_KEYS):
             return cls.BENCH
         try:
             return cls(kind)
@@ -56,10 +95,21 @@ class FileKind(enum.Enum):
             return None
 
 
+# Each kind's versions, and what each added to the one before.
+VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
+    FileKind.RUN: {1: "graph records and phases, warm-up, meta, the timeline's window"},
+    FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
+    FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
+    FileKind.DOCTOR: {1: "findings"},
+    FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
+    FileKind.JOB_STARTED: {1: "the process"},
+}
+
 _DESCRIPTIONS = {
     FileKind.RUN: "a profile run ('compiletrace profile --json')",
     FileKind.BENCH: "a start-up benchmark ('compiletrace bench startup --output-json')",
     FileKind.GATHER: "a multi-rank job's figures ('compiletrace profile --nproc N --json')",
     FileKind.DOCTOR: "the doctor's findings ('compiletrace doctor --json')",
     FileKind.JOB: "a command's job, every process ('compiletrace run --json')",
+    FileKind.JOB_STARTED: "a job process's start marker",
 }

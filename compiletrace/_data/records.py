@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
 from compiletrace._data.torch_text import RESUME_NAME, RESUME_PREFIX
@@ -396,7 +396,7 @@ class GraphRecord:
         """Read a record written by :meth:`to_dict`, checking every field (a file may come
         from anywhere). Raises :class:`~compiletrace.RunFileError` naming the bad field."""
         f = Fields(data, source, where)
-        missing = sorted(_REQUIRED - set(f.data))
+        missing = sorted(_FIELDS - set(f.data))
         if missing:
             at = f" (at {where})" if where else ""
             raise RunFileError(f"{source}: graph record lacks {missing}{at}")
@@ -404,7 +404,7 @@ class GraphRecord:
         end = f.integer("end_unix_ns", minimum=0)
         if end < start:
             raise f.fail("end_unix_ns", f"at least start_unix_ns ({start})", end)
-        phases = f.obj("phases", {})
+        phases = f.obj("phases")
         return cls(
             compile_id=f.string("compile_id"),
             component=_non_empty(f, "component"),
@@ -415,74 +415,64 @@ class GraphRecord:
             end_unix_ns=end,
             dynamo_ns=f.integer("dynamo_ns", optional=True, minimum=0),
             backend_ns=f.integer("backend_ns", minimum=0),
-            backend_start_unix_ns=f.integer("backend_start_unix_ns", None, optional=True, minimum=0),
-            backward_ns=f.integer("backward_ns", 0, minimum=0),
-            backward_start_unix_ns=f.integer("backward_start_unix_ns", None, optional=True, minimum=0),
-            is_recompile=f.boolean("is_recompile", False),
-            recompile_reason=f.string("recompile_reason", None, optional=True),
-            fx_graph_cache=f.choice("fx_graph_cache", CacheOutcome, CacheOutcome.NONE),
-            aot_autograd_cache=f.choice("aot_autograd_cache", CacheOutcome, CacheOutcome.NONE),
-            status=f.choice("status", CompileStatus, CompileStatus.OK),
-            error_type=f.string("error_type", None, optional=True),
-            rank=f.integer("rank", 0, minimum=0),
-            world_size=f.integer("world_size", 1, minimum=1),
+            backend_start_unix_ns=f.integer("backend_start_unix_ns", optional=True, minimum=0),
+            backward_ns=f.integer("backward_ns", minimum=0),
+            backward_start_unix_ns=f.integer("backward_start_unix_ns", optional=True, minimum=0),
+            is_recompile=f.boolean("is_recompile"),
+            recompile_reason=f.string("recompile_reason", optional=True),
+            fx_graph_cache=f.choice("fx_graph_cache", CacheOutcome),
+            aot_autograd_cache=f.choice("aot_autograd_cache", CacheOutcome),
+            status=f.choice("status", CompileStatus),
+            error_type=f.string("error_type", optional=True),
+            rank=f.integer("rank", minimum=0),
+            world_size=f.integer("world_size", minimum=1),
             phases=tuple(sorted((name, phases.integer(name, minimum=0)) for name in phases.data)),
-            frame_attempt=f.integer("frame_attempt", 0, minimum=0),
-            shared_with=f.string("shared_with", None, optional=True),
-            restart_reasons=tuple(f.strings("restart_reasons", [])),
-            discarded_ns=f.integer("discarded_ns", 0, minimum=0),
-            code_filename=f.string("code_filename", ""),
-            code_firstlineno=f.integer("code_firstlineno", 0, minimum=0),
+            frame_attempt=f.integer("frame_attempt", minimum=0),
+            shared_with=f.string("shared_with", optional=True),
+            restart_reasons=tuple(f.strings("restart_reasons")),
+            discarded_ns=f.integer("discarded_ns", minimum=0),
+            code_filename=f.string("code_filename"),
+            code_firstlineno=f.integer("code_firstlineno", minimum=0),
             graph_breaks=tuple(
                 GraphBreak(
                     b.string("reason"),
-                    b.string("filename", ""),
-                    b.integer("lineno", 0, minimum=0),
-                    b.boolean("frame_skipped", False),
+                    b.string("filename"),
+                    b.integer("lineno", minimum=0),
+                    b.boolean("frame_skipped"),
                 )
-                for b in _objects(f, "graph_breaks")
+                for b in f.items("graph_breaks")
             ),
-            structure_hash=f.string("structure_hash", None, optional=True),
-            graph_block=f.string("graph_block", ""),
+            structure_hash=f.string("structure_hash", optional=True),
+            graph_block=f.string("graph_block"),
             cache_lookups=tuple(
                 CacheLookup(
                     c.string("tier"),
                     c.choice("outcome", CacheOutcome).value,
-                    c.string("key", ""),
-                    c.string("detail", ""),
+                    c.string("key"),
+                    c.string("detail"),
                 )
-                for c in _objects(f, "cache_lookups")
+                for c in f.items("cache_lookups")
             ),
-            after_warmup=f.boolean("after_warmup", False),
-            recompile_limit=f.integer("recompile_limit", None, optional=True, minimum=0),
-            recompile_limit_hit=f.boolean("recompile_limit_hit", False),
-            module_class=f.string("module_class", ""),
-            module_path=f.string("module_path", ""),
-            module_forward=f.string("module_forward", ""),
-            setup_ns=f.integer("setup_ns", 0, minimum=0),
+            after_warmup=f.boolean("after_warmup"),
+            recompile_limit=f.integer("recompile_limit", optional=True, minimum=0),
+            recompile_limit_hit=f.boolean("recompile_limit_hit"),
+            module_class=f.string("module_class"),
+            module_path=f.string("module_path"),
+            module_forward=f.string("module_forward"),
+            setup_ns=f.integer("setup_ns", minimum=0),
             trace_cost=_trace_cost(f),
         )
 
 
-# The fields a record written by any compiletrace has; the rest have defaults.
-_REQUIRED = frozenset(
-    {"compile_id", "component", "backend", "code_name", "graph_node_count", "start_unix_ns", "end_unix_ns"}
-    | {"dynamo_ns", "backend_ns"}
-)
+# Every field: a record file holds each one (a field added is a new version of the run file).
+_FIELDS = frozenset(f.name for f in fields(GraphRecord))
 
 
 def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:
-    value = f.data.get("trace_cost", [])  # older files lack it
+    value = f.data["trace_cost"]
     if not isinstance(value, list):
         raise f.fail("trace_cost", "a list", value)
-    return tuple(
-        TraceNode.from_json(n, f.source, f"{f.where}.trace_cost" if f.where else "trace_cost") for n in value
-    )
-
-
-def _objects(f: Fields, key: str) -> list[Fields]:
-    """A JSON array of objects that older files lack (then empty)."""
-    return f.items(key) if key in f.data else []
+    return tuple(TraceNode.from_json(n, f.source, f.path("trace_cost")) for n in value)
 
 
 def _non_empty(f: Fields, key: str) -> str:

@@ -1,28 +1,29 @@
 """One profiled start-up as plain data: :class:`Run` holds the graph records, the warm-up
-(:class:`WarmupResult`), how it was run (``meta``) and the start-up timeline, and saves to
-and loads from the run file (``compiletrace.run``). The applications' ``ProfileRun`` is a
-``Run`` with its views (text, HTML, the doctor) attached.
+(:class:`WarmupResult`), how it was run (``meta``, a :class:`RunMeta`) and the start-up
+timeline, and saves to and loads from the run file (``compiletrace.run``). The applications'
+``ProfileRun`` is a ``Run`` with its views (text, HTML, the doctor) attached.
 
 >>> from compiletrace._data.records import CompilationTimes
->>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), {"model": "m"})
+>>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), RunMeta(model="m"))
 >>> Run.from_dict(run.to_dict()) == run
 True
+>>> run.meta.model, Run((), run.warmup, {"model": "m"}) == run  # a dict is read as a RunMeta
+('m', True)
 """
 
 from __future__ import annotations
 
-import enum
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.registry import Registry, registry_dict
+from compiletrace._data.run_meta import CompilationMode, RunMeta
 from compiletrace._data.timeline import Timeline, build_timeline
-from compiletrace._io.envelope import Fields, envelope
-from compiletrace._io.errors import ArgumentTypeError, UsageError
+from compiletrace._io.envelope import Fields
 from compiletrace._io.files import write_json
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "RUN_SCHEMA_VERSION",
     "CompilationMode",
     "Run",
+    "RunMeta",
     "RunOrRecords",
     "WarmupResult",
     "run_parts",
@@ -37,28 +39,6 @@ __all__ = [
 
 RUN_KIND = FileKind.RUN.value
 RUN_SCHEMA_VERSION = FileKind.RUN.schema_version
-
-
-class CompilationMode(enum.Enum):
-    """Whether an application compiles at all; one setting switches eager vs compiled."""
-
-    NONE = "none"  # no torch.compile: the model runs eagerly, warm-up is skipped
-    STOCK_TORCH_COMPILE = "stock"  # torch.compile through compiletrace's backend
-
-    @classmethod
-    def parse(cls, value: CompilationMode | str) -> CompilationMode:
-        """Accept a member or its value ("none", "stock")."""
-        if isinstance(value, cls):
-            return value
-        valid = ", ".join(f"CompilationMode.{m.name}" for m in cls)
-        if not isinstance(value, str):
-            raise ArgumentTypeError(
-                f"compilation mode must be a CompilationMode ({valid}), got {type(value).__name__}"
-            )
-        for member in cls:
-            if value.lower() in (member.value, member.name.lower()):
-                return member
-        raise UsageError(f"unknown compilation mode {value!r}; valid modes: {valid}")
 
 
 @dataclass(frozen=True)
@@ -86,27 +66,42 @@ class WarmupResult:
     def from_dict(cls, data: Any, source: str = "warm-up", where: str = "") -> WarmupResult:
         """Read :meth:`to_dict` output back, checking every field."""
         f = Fields(data, source, where)
-        by_component = f.seconds_by_name("by_component", {})
+        by_component = f.seconds_by_name("by_component")
         return cls(
             skipped=f.boolean("skipped"),
             duration_s=f.number("duration_s", minimum=0.0),
             compilation_times=CompilationTimes.from_components(by_component),
             by_component=by_component,
-            mode=f.choice("mode", CompilationMode, CompilationMode.STOCK_TORCH_COMPILE),
-            device=f.string("device", "cpu"),
+            mode=f.choice("mode", CompilationMode),
+            device=f.string("device"),
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Run:
     """One profiled start-up: the graph records, the warm-up result, how it was run, and the
-    start-up timeline (from the process's start to the end of the run; None for a run saved
-    before timelines were recorded). Holds records, not a live registry."""
+    start-up timeline (from the process's start to the end of the run; None where none was
+    recorded: a notebook cell's run, torch's trace). Holds records, not a live registry.
+
+    ``meta`` may be given as a dict, as before it was typed: it is read as a file's meta is
+    (:meth:`RunMeta.from_dict`, every field checked)."""
 
     graph_records: tuple[GraphRecord, ...]  # every graph of this run, in the order compiles finished
     warmup: WarmupResult
-    meta: dict[str, Any] = field(default_factory=dict)  # model, backend, mode, device, versions
-    timeline: Timeline | None = None  # the start-up timeline, up to the end of the run
+    meta: RunMeta  # what ran, where, with which torch, what else it measured, who recorded it
+    timeline: Timeline | None  # the start-up timeline, up to the end of the run
+
+    def __init__(
+        self,
+        graph_records: tuple[GraphRecord, ...],
+        warmup: WarmupResult,
+        meta: RunMeta | Mapping[str, Any] | None = None,
+        timeline: Timeline | None = None,
+    ) -> None:
+        object.__setattr__(self, "graph_records", graph_records)
+        object.__setattr__(self, "warmup", warmup)
+        object.__setattr__(self, "meta", RunMeta.of(meta, f"{type(self).__name__}(meta=...)"))
+        object.__setattr__(self, "timeline", timeline)
 
     def records(self) -> tuple[GraphRecord, ...]:
         return self.graph_records
@@ -130,7 +125,7 @@ class Run:
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "meta": dict(self.meta),
+            "meta": self.meta.to_dict(),
             "registry": registry_dict(
                 self.graph_records, self.timeline.phases if self.timeline is not None else ()
             ),
@@ -139,18 +134,19 @@ class Run:
         if self.timeline is not None:
             # The window alone: the phases are in the registry, the entries are derived.
             body["timeline"] = self.timeline.window_dict()
-        return envelope(RUN_KIND, RUN_SCHEMA_VERSION, body)
+        return FileKind.RUN.envelope(body)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "run") -> Self:
         """Read :meth:`to_dict` output, checking every field; raises
         :class:`~compiletrace.RunFileError` naming the first bad one."""
         f = Fields(data, source)
-        f.check_kind(RUN_KIND, {RUN_SCHEMA_VERSION}, FileKind.RUN.description)
+        FileKind.RUN.check(f)
         registry = Registry.from_dict(f.obj("registry").data, source, "registry")
         warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
+        meta = RunMeta.from_dict(f.obj("meta").data, source, "meta")
         timeline = None
-        if "timeline" in f.data:  # absent from runs saved before timelines were recorded
+        if "timeline" in f.data:  # absent when the run has none (a notebook cell's, torch's trace)
             start, end, origin, before_exec = Timeline.read_window(f.data["timeline"], source)
             timeline = build_timeline(
                 registry.phase_records(),
@@ -160,7 +156,7 @@ class Run:
                 origin=origin,
                 before_exec_ns=before_exec,
             )
-        return cls(registry.records(), warmup, dict(f.obj("meta", {}).data), timeline)
+        return cls(registry.records(), warmup, meta, timeline)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the run as JSON, atomically."""
@@ -174,12 +170,13 @@ RunOrRecords = Run | Sequence[GraphRecord]
 
 def run_parts(
     run: RunOrRecords,
-) -> tuple[tuple[GraphRecord, ...], WarmupResult | None, dict[str, Any], Timeline | None]:
-    """(records, warm-up, meta, timeline) of what a view was given.
+) -> tuple[tuple[GraphRecord, ...], WarmupResult | None, RunMeta, Timeline | None]:
+    """(records, warm-up, meta, timeline) of what a view was given (records alone: no
+    warm-up, an empty meta, no timeline).
 
     >>> run_parts([])
-    ((), None, {}, None)
+    ((), None, RunMeta(), None)
     """
     if isinstance(run, Run):
-        return run.graph_records, run.warmup, dict(run.meta), run.timeline
-    return tuple(run), None, {}, None
+        return run.graph_records, run.warmup, run.meta, run.timeline
+    return tuple(run), None, RunMeta(), None

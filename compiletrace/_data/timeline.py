@@ -122,10 +122,10 @@ class PhaseRecord(NamedTuple):
         end = f.integer("end_unix_ns", minimum=0)
         if end < start:
             raise f.fail("end_unix_ns", f"at least start_unix_ns ({start})", end)
-        kind = f.string("kind", PHASE)
+        kind = f.string("kind")
         if kind not in KINDS:
             raise f.fail("kind", f"one of {', '.join(KINDS)}", kind)
-        status = f.string("status", "ok")
+        status = f.string("status")
         if status not in ("ok", "error"):
             raise f.fail("status", '"ok" or "error"', status)
         return cls(
@@ -133,13 +133,13 @@ class PhaseRecord(NamedTuple):
             start_unix_ns=start,
             end_unix_ns=end,
             kind=kind,
-            thread=f.string("thread", ""),
-            thread_id=f.integer("thread_id", 0),
-            rank=f.integer("rank", 0, minimum=0),
-            phase_id=f.integer("phase_id", 0),
-            parent_id=f.integer("parent_id", None, optional=True),
+            thread=f.string("thread"),
+            thread_id=f.integer("thread_id"),
+            rank=f.integer("rank", minimum=0),
+            phase_id=f.integer("phase_id"),
+            parent_id=f.integer("parent_id", optional=True),
             status=status,
-            error_type=f.string("error_type", None, optional=True),
+            error_type=f.string("error_type", optional=True),
         )
 
 
@@ -205,8 +205,7 @@ class Timeline:
 
     ``before_exec_ns``: how long the process ran another program before exec'ing this one
     (a shell's earlier commands), outside the window, which starts at the exec (origin
-    "exec"); 0 when nothing ran before it; None when not known (origin "fork", and runs
-    saved before it was recorded).
+    "exec"); 0 when nothing ran before it; None when not known (origin "fork").
 
     The top-level entries' ``counted_ns`` add up to :attr:`total_ns` exactly:
     ``covered_ns + unattributed_ns == total_ns``.
@@ -300,13 +299,13 @@ class Timeline:
         data: Any, source: str = "timeline", where: str = "timeline"
     ) -> tuple[int, int, str, int | None]:
         """(start, end, origin, before_exec_ns) from :meth:`window_dict` output, every field
-        checked; ``before_exec_ns`` is None in runs saved before it was recorded."""
+        checked; ``before_exec_ns`` is None where it was not known (and not saved)."""
         f = Fields(data, source, where)
         start = f.integer("start_unix_ns", minimum=0)
         end = f.integer("end_unix_ns", minimum=0)
         if end < start:
             raise f.fail("end_unix_ns", f"at least start_unix_ns ({start})", end)
-        origin = f.string("origin", ORIGIN_PROCESS)
+        origin = f.string("origin")
         return start, end, origin, f.integer("before_exec_ns", None, minimum=0, optional=True)
 
 

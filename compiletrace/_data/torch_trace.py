@@ -15,10 +15,11 @@ read, per compile id:
 - the ``dynamo_graph_break_reason`` artifact: each graph break, its reason and its line;
 - the ``torch_version`` artifact.
 
-Every other record type is skipped and counted (``meta["trace"]["skipped"]``). A log that
-ends mid-entry (a crashed or killed job) keeps every whole entry before it
-(``meta["trace"]["truncated"]``); a damaged line inside is counted and skipped. Fields the
-log does not carry are named in ``meta["trace"]["missing"]``, never filled in.
+Every other record type is skipped and counted (``meta.trace.skipped``, a run's
+:class:`~compiletrace._data.run_meta.TraceInfo`). A log that ends mid-entry (a crashed or
+killed job) keeps every whole entry before it (``meta.trace.truncated``); a damaged line
+inside is counted and skipped. Fields the log does not carry are named in
+``meta.trace.missing``, never filled in.
 
 Logs are read line by line (a ``.gz`` too, and the members of a ``.zip``, the archive opened
 once): memory holds one entry and the compiles' own state, not the file. A log may come
@@ -26,7 +27,7 @@ through a pipe (``report <(zcat trace.log.gz)``): it is read once, through the b
 format was told from. What a compile keeps is bounded, whatever the log holds: the
 ``MAX_*`` limits below cap each list a compile keeps and each text (a long reason is kept
 as its head, then how much was cut and a digest of the whole), and what was cut is counted
-(``meta["trace"]["cut"]``); a log past the limits on its size, its processes or the
+(``meta.trace.cut``); a log past the limits on its size, its processes or the
 trace's compiles is refused, naming the limit. Plain data, free of torch.
 """
 
@@ -60,6 +61,7 @@ from compiletrace._data.records import (
 )
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
+from compiletrace._data.run_meta import MAX_TEXT_CHARS, RunMeta, TraceInfo
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import HEAD_BYTES, InputFile, open_input
 from compiletrace._io.text import clip, shorten
@@ -76,7 +78,7 @@ __all__ = [
     "trace_logs",
 ]
 
-TRACE_SOURCE = "TORCH_TRACE"  # a run's meta["source"] when it was read from torch's trace
+TRACE_SOURCE = "TORCH_TRACE"  # a run's meta.source when it was read from torch's trace
 
 # What a run read from a trace lacks, compared with one compiletrace recorded live.
 MISSING_FIELDS = (
@@ -309,7 +311,7 @@ class _OwningText(io.TextIOWrapper):
 class _Entry:
     pid: int
     rank: int | None  # the line's own rank prefix, where it has one
-    meta: dict[str, Any]
+    head: dict[str, Any]  # the entry's JSON, before its payload
     payload: list[str] | None  # None when the entry has none, or its kind keeps none
 
 
@@ -435,24 +437,24 @@ def _entries(lines: Iterable[str], stats: _Stats) -> Iterator[_Entry]:
         if not line.strip():
             continue
         found = _LINE.match(line) if raw is not _OVERLONG else None
-        meta = None
+        head = None
         if found is not None:
             try:
-                meta = json.loads(found[3])
+                head = json.loads(found[3])
             except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
-                meta = None
-        if found is None or not isinstance(meta, dict) or not meta:
+                head = None
+        if found is None or not isinstance(head, dict) or not head:
             stats.damaged += 1
             last_bad = not raw.endswith("\n")  # a last line cut short: the job was killed
             continue
         last_bad = False
         stats.entries += 1
-        kind = next(iter(meta))
-        keep = "has_payload" in meta and kind in _PAYLOAD_WANTED
+        kind = next(iter(head))
+        keep = "has_payload" in head and kind in _PAYLOAD_WANTED
         kept = 0
         where = f"{stats.source}, line {number}"
         rank = _bounded_int(found[1], "rank", where) if found[1] is not None else None
-        current = _Entry(_bounded_int(found[2], "pid", where), rank, meta, [] if keep else None)
+        current = _Entry(_bounded_int(found[2], "pid", where), rank, head, [] if keep else None)
     if current is not None:
         yield current
     if last_bad:
@@ -485,8 +487,8 @@ class _Compile:
     backward: dict[str, Any] | None = None
 
 
-def _compile_id(meta: dict[str, Any]) -> str | None:
-    frame, count = meta.get("frame_id"), meta.get("frame_compile_id")
+def _compile_id(head: dict[str, Any]) -> str | None:
+    frame, count = head.get("frame_id"), head.get("frame_compile_id")
     if isinstance(frame, int) and isinstance(count, int) and 0 <= frame < _MAX_ID and 0 <= count < _MAX_ID:
         return f"{frame}/{count}"
     return None
@@ -527,7 +529,7 @@ ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) ->
 
 def _read_log(
     log: TraceLog, namer: ComponentNamer | None, totals: _Totals
-) -> list[tuple[list[GraphRecord], dict[str, Any]]]:
+) -> list[tuple[list[GraphRecord], TraceInfo]]:
     """One log's records and what was read, per process: a log is one process's, but logs
     concatenated or interleaved into one file are told apart by the pid of each line."""
     stats = _Stats(log.source, totals)
@@ -574,19 +576,19 @@ def _read_log(
                 records.append(record)
         if not records and len(processes) > 1:
             continue  # a process of a shared log that compiled nothing
-        info = {
-            "log": log.source,
-            "pid": pid,
-            "rank": rank,
-            "entries": stats.entries,
-            "skipped": dict(sorted(stats.skipped.items())),
-            "damaged_lines": stats.damaged,
-            "rejected_compiles": stats.rejected,
-            "truncated": stats.truncated,
-            "cut": dict(sorted(stats.cut.items())),
-            "missing": list(MISSING_FIELDS),
-            "torch_version": torch_version,
-        }
+        info = TraceInfo(
+            log=clip(log.source, MAX_TEXT_CHARS - 100),
+            pid=pid,
+            rank=rank,
+            entries=stats.entries,
+            skipped=dict(sorted(stats.skipped.items())),
+            damaged_lines=stats.damaged,
+            rejected_compiles=stats.rejected,
+            truncated=stats.truncated,
+            cut=dict(sorted(stats.cut.items())),
+            missing=MISSING_FIELDS,
+            torch_version=torch_version,
+        )
         out.append((records, info))
     return out  # empty: not a trace (no entry in it)
 
@@ -616,20 +618,20 @@ class _Process:
 
 def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
     """Fold one entry into its process's compiles; the torch version, from its artifact."""
-    kind = next(iter(entry.meta))
-    cid = _compile_id(entry.meta)
+    kind = next(iter(entry.head))
+    cid = _compile_id(entry.head)
     if kind == "chromium_event":
         _region(entry, process, stats)
     elif kind in ("compilation_metrics", "bwd_compilation_metrics"):
-        m = entry.meta[kind]
+        m = entry.head[kind]
         if isinstance(m, dict) and _is_compile_id(m.get("compile_id")):
             c = process.get(m["compile_id"], stats)
             if kind == "bwd_compilation_metrics" or m.get("is_forward") is False:
                 c.backward = _kept_row(m, stats)
             else:
                 c.metrics = _kept_row(m, stats)
-    elif kind == "artifact" and isinstance(entry.meta[kind], dict):
-        name = entry.meta[kind].get("name")
+    elif kind == "artifact" and isinstance(entry.head[kind], dict):
+        name = entry.head[kind].get("name")
         lookup = _CACHE_ARTIFACT.match(name) if isinstance(name, str) else None
         if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
             c = process.get(cid, stats)
@@ -823,7 +825,7 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
 
 def read_torch_trace(
     path: str | os.PathLike[str] | InputFile, *, components: ComponentNamer | None = None
-) -> Run | list[tuple[dict[str, Any], Run]]:
+) -> Run | list[tuple[TraceInfo, Run]]:
     """The runs in torch's trace at ``path``: one :class:`Run` when it holds one process's
     log, else ``(info, run)`` per process (``info``: its log, rank, pid and what was
     skipped or cut). ``path`` may be an input already open (a pipe, read once).
@@ -850,7 +852,7 @@ def read_torch_trace(
     return runs
 
 
-def _run(records: list[GraphRecord], info: dict[str, Any], source: str) -> Run:
+def _run(records: list[GraphRecord], info: TraceInfo, source: str) -> Run:
     registry = Registry()
     for record in sorted(records, key=lambda r: r.end_unix_ns):
         registry.add(record)
@@ -861,11 +863,11 @@ def _run(records: list[GraphRecord], info: dict[str, Any], source: str) -> Run:
         compilation_times=CompilationTimes.from_components(by_component),
         by_component=by_component,
     )
-    meta: dict[str, Any] = {
-        "source": TRACE_SOURCE,
-        "model": f"TORCH_TRACE {source}",
-        "backend": ", ".join(sorted({r.backend for r in records})) or None,
-        "torch_version": info["torch_version"],
-        "trace": info,
-    }
+    meta = RunMeta(
+        source=TRACE_SOURCE,
+        model=clip(f"TORCH_TRACE {source}", MAX_TEXT_CHARS - 100),
+        backend=", ".join(sorted({r.backend for r in records})) or None,
+        torch_version=info.torch_version,
+        trace=info,
+    )
     return Run(registry.records(), warmup, meta, None)

@@ -21,6 +21,7 @@ from compiletrace._data.job import Job
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import WarmupResult
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.timeline import Timeline
 from compiletrace._doctor.evidence import Evidence, RunContext, gather_evidence, job_evidence
 from compiletrace._doctor.rule import Rule
@@ -86,7 +87,7 @@ def diagnose_run(
     records: Sequence[GraphRecord],
     warmup: WarmupResult | None = None,
     timeline: Timeline | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: RunMeta | Mapping[str, Any] | None = None,
 ) -> list[Finding]:
     """The findings of a whole run: its records, its warm-up and start-up timeline
     (warm-ups that ran and compiled nothing), and its meta (loaded artifacts, the device,

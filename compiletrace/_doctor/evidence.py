@@ -19,6 +19,7 @@ from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.timeline import PhaseRecord, Timeline
 from compiletrace._doctor.shared import Owner, owners
 
@@ -33,10 +34,10 @@ class RunContext:
     device: str | None = None  # where it ran ("cpu", "cuda:0"), where the run says
 
     @classmethod
-    def of(cls, meta: Mapping[str, Any] | None) -> RunContext:
-        meta = meta or {}
-        device = meta.get("device")
-        return cls(bool(meta.get("cache_artifacts")), str(device) if isinstance(device, str) else None)
+    def of(cls, meta: RunMeta | Mapping[str, Any] | None) -> RunContext:
+        """What ``meta`` says (a dict is read as a run file's meta is, every field checked)."""
+        known = RunMeta.of(meta)
+        return cls(known.cache_artifacts is not None, known.device)
 
     @property
     def on_cpu(self) -> bool:
@@ -87,7 +88,7 @@ def gather_evidence(
     *,
     warmup: WarmupResult | None = None,
     timeline: Timeline | None = None,
-    meta: Mapping[str, Any] | None = None,
+    meta: RunMeta | Mapping[str, Any] | None = None,
     context: RunContext | None = None,
     ranks: Iterable[RankTimes] = (),
     baseline: Evidence | None = None,

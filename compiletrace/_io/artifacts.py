@@ -579,7 +579,7 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise RunFileError(f"cannot read the digest {str(target)!r}: {exc}") from None
-    meta: dict[str, str] = {}
+    versions: dict[str, str] = {}  # "# torch X" and "# compiletrace Y" lines: who saved it
     digests: list[str] = []
     signatures: list[tuple[str, str]] = []
     for line in text.splitlines():
@@ -588,7 +588,7 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
         if line.startswith("#"):
             m = _META_LINE.match(line)
             if m:
-                meta[m.group(1)] = m.group(2)
+                versions[m.group(1)] = m.group(2)
             s = _SIGNATURE_LINE.match(line)
             if s:
                 signatures.append((s.group(1), s.group(2)))
@@ -602,4 +602,4 @@ def read_digest(path: str | os.PathLike[str]) -> Digest | None:
     if len(signatures) > 1:
         raise RunFileError(f"{target} holds {len(signatures)} signatures; 'cache save' writes one")
     signature, key_id = signatures[0] if signatures else (None, None)
-    return Digest(digests[0], meta.get("torch"), meta.get("compiletrace"), signature, key_id)
+    return Digest(digests[0], versions.get("torch"), versions.get("compiletrace"), signature, key_id)

@@ -104,12 +104,20 @@ class Fields:
         self.source = source
         self.where = where
 
-    def _name(self, key: str) -> str:
+    def path(self, key: str) -> str:
+        """Where ``key`` is in the file (``registry.records[3].phases``), for messages."""
         return f"{self.where}.{key}" if self.where else key
+
+    def key(self, key: str) -> str:
+        """``key``, a name this object holds, checked to be Unicode text (a JSON object's
+        keys are names a view may print)."""
+        if not _is_unicode(key):
+            raise self.fail(key, "named in Unicode text", key)
+        return key
 
     def fail(self, key: str, expected: str, value: Any) -> RunFileError:
         return RunFileError(
-            f"{self.source}: field {self._name(key)!r} must be {expected}, got {_describe(value)}"
+            f"{self.source}: field {self.path(key)!r} must be {expected}, got {_describe(value)}"
         )
 
     def _get(self, key: str, default: Any) -> tuple[Any, bool]:
@@ -117,7 +125,7 @@ class Fields:
         if key in self.data:
             return self.data[key], True
         if default is _MISSING:
-            raise RunFileError(f"{self.source}: field {self._name(key)!r} is missing")
+            raise RunFileError(f"{self.source}: field {self.path(key)!r} is missing")
         return default, False
 
     def check_kind(self, kind: str, versions: Collection[int], hint: str) -> int:
@@ -141,7 +149,10 @@ class Fields:
             )
         return version
 
-    def string(self, key: str, default: Any = _MISSING, *, optional: bool = False) -> Any:
+    def string(
+        self, key: str, default: Any = _MISSING, *, optional: bool = False, limit: int | None = None
+    ) -> Any:
+        """A string (of at most ``limit`` characters, when given)."""
         value, present = self._get(key, default)
         if not present or (optional and value is None):
             return value
@@ -149,6 +160,8 @@ class Fields:
             raise self.fail(key, "a string" + (" or null" if optional else ""), value)
         if not _is_unicode(value):
             raise self.fail(key, "a string of Unicode text (not a lone surrogate)", value)
+        if limit is not None and len(value) > limit:
+            raise self.fail(key, f"a string of at most {limit:,} characters", value)
         return value
 
     def integer(
@@ -165,9 +178,11 @@ class Fields:
             raise self.fail(key, expected + (" or null" if optional else ""), value)
         return value
 
-    def number(self, key: str, default: Any = _MISSING, *, minimum: float | None = None) -> Any:
+    def number(
+        self, key: str, default: Any = _MISSING, *, minimum: float | None = None, optional: bool = False
+    ) -> Any:
         value, present = self._get(key, default)
-        if not present:
+        if not present or (optional and value is None):
             return value
         ok = (
             isinstance(value, (int, float))
@@ -177,7 +192,7 @@ class Fields:
         )
         if not ok or (minimum is not None and value < minimum):
             expected = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
-            raise self.fail(key, expected, value)
+            raise self.fail(key, expected + (" or null" if optional else ""), value)
         return float(value)
 
     def boolean(self, key: str, default: Any = _MISSING) -> Any:
@@ -197,23 +212,28 @@ class Fields:
             raise self.fail(key, f"one of {allowed}", value) from None
 
     def obj(self, key: str, default: Any = _MISSING) -> Fields:
-        return Fields(self._get(key, default)[0], self.source, self._name(key))
+        return Fields(self._get(key, default)[0], self.source, self.path(key))
 
     def seconds_by_name(self, key: str, default: Any = _MISSING) -> dict[str, float]:
         """A JSON object of name -> finite, non-negative number."""
         inner = self.obj(key, default)
-        for name in inner.data:
-            if not _is_unicode(name):
-                raise inner.fail(name, "named in Unicode text", name)
-        return {name: inner.number(name, minimum=0.0) for name in inner.data}
+        return {inner.key(name): inner.number(name, minimum=0.0) for name in inner.data}
 
-    def strings(self, key: str, default: Any = _MISSING) -> list[str]:
-        """A JSON array of strings."""
+    def strings(
+        self, key: str, default: Any = _MISSING, *, limit: int | None = None, max_items: int | None = None
+    ) -> list[str]:
+        """A JSON array of strings (at most ``max_items`` of them, each of at most ``limit``
+        characters, when given)."""
         value, present = self._get(key, default)
         if present and not (
-            isinstance(value, list) and all(isinstance(v, str) and _is_unicode(v) for v in value)
+            isinstance(value, list)
+            and all(isinstance(v, str) and _is_unicode(v) for v in value)
+            and (max_items is None or len(value) <= max_items)
+            and (limit is None or all(len(v) <= limit for v in value))
         ):
-            raise self.fail(key, "a list of strings", value)
+            bounds = [f"at most {max_items:,} of them"] if max_items is not None else []
+            bounds += [f"each of at most {limit:,} characters"] if limit is not None else []
+            raise self.fail(key, "a list of strings" + (f" ({', '.join(bounds)})" if bounds else ""), value)
         return list(value)
 
     def items(self, key: str) -> list[Fields]:
@@ -221,7 +241,7 @@ class Fields:
         value, _ = self._get(key, _MISSING)
         if not isinstance(value, list):
             raise self.fail(key, "a list", value)
-        return [Fields(item, self.source, f"{self._name(key)}[{i}]") for i, item in enumerate(value)]
+        return [Fields(item, self.source, f"{self.path(key)}[{i}]") for i, item in enumerate(value)]
 
 
 def _is_unicode(text: str) -> bool:

@@ -47,7 +47,7 @@ def run(options: dict[str, Any]) -> dict[str, Any]:
         "cache_misses": sum(r.cache_outcome is CacheOutcome.MISS for r in records),
         "graphs": len(records),
         "by_component": by_component,
-        "artifact_load_time": float(result.meta.get("cache_artifacts", {}).get("seconds", 0.0)),
+        "artifact_load_time": loaded.seconds if (loaded := result.meta.cache_artifacts) is not None else 0.0,
         # Seconds per phase of this process's start-up, from its own start to the end of the
         # run: interpreter start, imports, the phases profile() and the model mark, unattributed.
         "phase_times": result.timeline.seconds_by_phase() if result.timeline is not None else {},

@@ -121,8 +121,7 @@ def pytorch_benchmark_records(
     """
     fields = Fields(data, _SOURCE)
     if "kind" in fields.data:  # what to_dict gives; a dict without one is read as its keys say
-        bench = FileKind.BENCH
-        fields.check_kind(bench.value, {bench.schema_version}, bench.description)
+        FileKind.BENCH.check(fields)
     options = fields.data.get("options")
     options = options if isinstance(options, Mapping) else {}
     benchmark_extra: dict[str, Any] = {"args": _json_ready(args)}

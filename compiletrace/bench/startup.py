@@ -37,6 +37,7 @@ import torch
 
 from compiletrace._app.progress import Progress
 from compiletrace._data.bench import seconds_lists
+from compiletrace._data.kinds import FileKind
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.signals import owned_temporary_directory, parent_death_preexec
 from compiletrace._io.text import tail_lines
@@ -55,8 +56,8 @@ __all__ = [
 ]
 
 PERCENTILES = (10, 25, 50, 75, 90, 99)
-BENCH_KIND = "compiletrace.bench.startup"
-BENCH_SCHEMA_VERSION = 1
+BENCH_KIND = FileKind.BENCH.value
+BENCH_SCHEMA_VERSION = FileKind.BENCH.schema_version
 
 # Environment variable -> subdirectory of an iteration's cache: every on-disk cache torch
 # keeps (inductor's FX graph and AOTAutograd caches live under TORCHINDUCTOR_CACHE_DIR).

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
@@ -24,6 +23,7 @@ from compiletrace._data.records import (
     component_totals,
 )
 from compiletrace._data.run import RunOrRecords, run_parts
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._io.text import shorten
 from compiletrace._version import __version__
 from compiletrace.reports._findings import findings_html
@@ -561,13 +561,13 @@ def _icicle(component: str, roots: Sequence[TraceNode]) -> str:
     return f"<h3>{_esc(component)}</h3>{svg}"
 
 
-def _header_line(records: Sequence[GraphRecord], meta: Mapping[str, Any]) -> str:
+def _header_line(records: Sequence[GraphRecord], meta: RunMeta) -> str:
     """compiletrace's and torch's versions, and what the compile caches did: the text
     report's cache line (:func:`~compiletrace.reports._text.cache_line`), its state word
     (cold, warm, mixed, none) in bold."""
-    parts = [f"compiletrace {_esc(meta.get('compiletrace_version') or __version__)}"]
-    if meta.get("torch_version"):
-        parts.append(f"torch {_esc(meta['torch_version'])}")
+    parts = [f"compiletrace {_esc(meta.compiletrace_version or __version__)}"]
+    if meta.torch_version:
+        parts.append(f"torch {_esc(meta.torch_version)}")
     state = cache_state(records)
     bold = f'cache: <strong class="cache-state">{state}</strong>'
     parts.append(_esc(cache_line(records)).replace(f"cache: {state}", bold, 1))
@@ -606,9 +606,17 @@ def _body(
     if startup is None:
         startup = timeline_html(timeline, records) if timeline is not None else ""
     facts: list[tuple[str, str]] = []
-    for key in ("model", "backend", "mode", "compilation_mode", "device", "created"):
-        if meta.get(key) not in (None, ""):
-            facts.append((key.replace("_", " "), str(meta[key])))
+    cmode = meta.compilation_mode.value if meta.compilation_mode is not None else None
+    for name, value in (
+        ("model", meta.model),
+        ("backend", meta.backend),
+        ("mode", meta.mode),
+        ("compilation mode", cmode),
+        ("device", meta.device),
+        ("created", meta.created),
+    ):
+        if value:
+            facts.append((name, value))
     facts.append(("graphs", str(len(records))))
     facts.append(("recompiles", str(sum(r.is_recompile for r in records))))
     if warmup is not None:
@@ -653,7 +661,7 @@ def report_fragment(run: RunOrRecords, *, findings: Sequence[Finding] | None = N
 
     >>> from compiletrace._data.records import CompilationTimes
     >>> from compiletrace._data.run import Run, WarmupResult
-    >>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), {"compiletrace_version": "0.1.0"})
+    >>> run = Run((), WarmupResult(False, 1.0, CompilationTimes()), RunMeta(compiletrace_version="0.1.0"))
     >>> fragment = report_fragment(run)
     >>> fragment.startswith('<div class="compiletrace-report">') and "<script" not in fragment
     True

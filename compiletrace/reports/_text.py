@@ -19,6 +19,7 @@ from compiletrace._data.records import (
     component_totals,
 )
 from compiletrace._data.run import Run, RunOrRecords, run_parts
+from compiletrace._data.run_meta import CompilationMode, LoadedArtifacts, RunMeta
 from compiletrace._io.text import printable, text_width
 from compiletrace.reports._findings import findings_text
 from compiletrace.reports._flame import top_functions_lines
@@ -120,8 +121,7 @@ def cache_line(records: Sequence[GraphRecord]) -> str:
     return f"cache: mixed ({parts})"
 
 
-def _meta_text(meta: Mapping[str, Any], key: str) -> str | None:
-    value = meta.get(key)
+def _shown(value: str | None) -> str | None:
     return None if value is None or value == "" else printable(value)
 
 
@@ -129,87 +129,74 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _artifacts_line(info: Any) -> str | None:
-    # ``meta["cache_artifacts"]`` as ``profile(cache_artifacts=...)`` records it; a run file
-    # may come from anywhere, so every field is optional here.
-    if not isinstance(info, Mapping):
-        return None
-    facts = []
-    size = _number(info.get("size_bytes"))
-    if size is not None:
-        facts.append(f"{size / 1e6:.2f} MB")
-    kinds = info.get("artifacts")
-    if isinstance(kinds, Mapping) and kinds:
-        facts.append(", ".join(f"{printable(n)} {printable(k)}" for k, n in sorted(kinds.items())))
-    checked = info.get("checked")
-    if isinstance(checked, bool):
-        facts.append("checked" if checked else "unchecked (--trust)")
-    seconds = _number(info.get("seconds"))
-    took = "" if seconds is None else f" in {seconds:.2f} s"
-    detail = f" ({'; '.join(facts)})" if facts else ""
-    return f"cache artifacts: loaded {printable(info.get('path', '?'))}{detail}{took}, before compiling"
+def _artifacts_line(info: LoadedArtifacts) -> str:
+    facts = [f"{info.size_bytes / 1e6:.2f} MB"]
+    if info.artifacts:
+        facts.append(", ".join(f"{n} {printable(k)}" for k, n in sorted(info.artifacts.items())))
+    facts.append("checked" if info.checked else "unchecked (--trust)")
+    return (
+        f"cache artifacts: loaded {printable(info.path)} ({'; '.join(facts)}) in {info.seconds:.2f} s, "
+        "before compiling"
+    )
 
 
-def header_lines(records: Sequence[GraphRecord], meta: Mapping[str, Any] | None = None) -> list[str]:
+def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) -> list[str]:
     """The lines above the tables: what ran and how (model, device, backend, mode,
     compilation mode when not stock), the torch and compiletrace versions and the cache
     state, and the cache artifacts loaded first, if any. Without ``meta`` (a registry
     has none), the cache line alone.
 
-    >>> meta = {"model": "m:f", "device": "cpu", "backend": "eager", "mode": None,
-    ...         "compilation_mode": "stock", "torch_version": "2.13.0", "compiletrace_version": "0.1.0"}
+    >>> meta = RunMeta(model="m:f", device="cpu", backend="eager", torch_version="2.13.0",
+    ...                compiletrace_version="0.1.0")
     >>> print("\\n".join(header_lines([], meta)))
     model m:f on cpu: backend eager
     torch 2.13.0, compiletrace 0.1.0; cache: none (no graph compiled)
     """
-    if not meta:
+    if meta is None or meta.empty:
         return [cache_line(records)]
-    what = f"model {_meta_text(meta, 'model') or '?'}"
-    device = _meta_text(meta, "device")
+    what = f"model {_shown(meta.model) or '?'}"
+    device = _shown(meta.device)
     if device is not None:
         what += f" on {device}"
-    backend = _meta_text(meta, "backend") or "?"
+    backend = _shown(meta.backend) or "?"
     how = [f"backend {backend}"]
-    mode = _meta_text(meta, "mode") or ("default" if backend == "inductor" else None)
+    mode = _shown(meta.mode) or ("default" if backend == "inductor" else None)
     if mode is not None:  # inductor's mode; other backends have none unless one was given
         how.append(f"mode {mode}")
-    cmode = _meta_text(meta, "compilation_mode")
-    if cmode is not None and cmode != "stock":
-        how.append(f"compilation mode {cmode}")
+    if meta.compilation_mode is CompilationMode.NONE:
+        how.append(f"compilation mode {meta.compilation_mode.value}")
     versions = [
-        f"{name} {_meta_text(meta, key) or '?'}"
-        for name, key in (("torch", "torch_version"), ("compiletrace", "compiletrace_version"))
+        f"{name} {_shown(version) or '?'}"
+        for name, version in (("torch", meta.torch_version), ("compiletrace", meta.compiletrace_version))
     ]
     lines = [f"{what}: {', '.join(how)}", f"{', '.join(versions)}; {cache_line(records)}"]
-    artifacts = _artifacts_line(meta.get("cache_artifacts"))
-    if artifacts is not None:
-        lines.append(artifacts)
+    if meta.cache_artifacts is not None:
+        lines.append(_artifacts_line(meta.cache_artifacts))
     return lines
 
 
-def steady_state_line(meta: Mapping[str, Any]) -> str | None:
+def steady_state_line(meta: RunMeta) -> str | None:
     """The compiled model's steady-state call time, when the run measured it
     (``profile --steady-calls N``).
 
-    >>> steady_state_line({"steady_call_s": 0.00125, "steady_calls": 20})
+    >>> steady_state_line(RunMeta(steady_call_s=0.00125, steady_calls=20))
     'steady state: 1.250 ms per call (median of 20 calls after the warm-up)'
     """
-    seconds = _number(meta.get("steady_call_s"))
-    calls = meta.get("steady_calls")
-    if seconds is None or not isinstance(calls, int):
+    if meta.steady_call_s is None or meta.steady_calls is None:
         return None
+    calls, seconds = meta.steady_calls, meta.steady_call_s
     return f"steady state: {seconds * 1000:.3f} ms per call (median of {calls} calls after the warm-up)"
 
 
-def eager_baseline_lines(meta: Mapping[str, Any]) -> list[str]:
+def eager_baseline_lines(meta: RunMeta) -> list[str]:
     """What a run in compilation mode none measured: one eager run of the model (the
     request path), the baseline a compiled start-up is weighed against.
 
-    >>> eager_baseline_lines({"eager_run_s": 0.25})
+    >>> eager_baseline_lines(RunMeta(eager_run_s=0.25))
     ['nothing was compiled (compilation mode none)', 'eager run (the baseline): 0.250 s']
     """
     lines = ["nothing was compiled (compilation mode none)"]
-    seconds = _number(meta.get("eager_run_s"))
+    seconds = meta.eager_run_s
     if seconds is None:
         lines.append("eager run (the baseline): not recorded in this run")
     else:
@@ -316,7 +303,7 @@ def summary_table(run: RunOrRecords) -> str:
     """
     records, _, meta, _ = run_parts(run)
     lines = [*header_lines(records, meta), ""]
-    if meta and meta.get("compilation_mode") == "none" and not records:
+    if meta.compilation_mode is CompilationMode.NONE and not records:
         return "\n".join([*lines, *eager_baseline_lines(meta)])
     if not records:
         lines += ["no graph was compiled", "", summary_line(records)]
@@ -350,7 +337,7 @@ def profile_text(
 
     >>> from compiletrace._data.records import CompilationTimes
     >>> from compiletrace._data.run import WarmupResult
-    >>> meta = {"steady_call_s": 0.002, "steady_calls": 5}
+    >>> meta = RunMeta(steady_call_s=0.002, steady_calls=5)
     >>> run = Run((), WarmupResult(False, 1.5, CompilationTimes()), meta)
     >>> text = profile_text(run, expensive_hits=["0/0 encoder: a hit that took 2.1 s"])
     >>> print(text[text.index("warm-up took") :])

@@ -22,6 +22,7 @@ from compiletrace import (
     GraphRecord,
     ProfileRun,
     Registry,
+    RunFileError,
     UnexpectedCompileError,
     cli,
 )
@@ -30,6 +31,7 @@ from compiletrace._core import torch_compat as tc
 from compiletrace._core.tracker import Tracker
 from compiletrace._data.cache_hits import compile_ns
 from compiletrace._data.records import CacheLookup, CompilationTimes, GraphBreak, root_code_name
+from compiletrace._data.run_meta import LoadedArtifacts, RunMeta
 from compiletrace._doctor import (
     DOCTOR_KIND,
     Finding,
@@ -557,7 +559,7 @@ def test_a_rank_on_a_cold_cache_diverges_from_its_warm_peers() -> None:
     assert diagnose_ranks([_rank(0, "hit", 0.5), _rank(1, "hit", 0.5), _rank(2, "hit", 0.6)]) == []
 
 
-def test_rank_figures_carry_each_graphs_outcome_and_read_old_files() -> None:
+def test_rank_figures_carry_each_graphs_outcome() -> None:
     reg = Registry()
     reg.add(make_record("0/0", "language_model", fx_graph_cache=CacheOutcome.MISS))
     reg.add(make_record("0/1", "language_model", fx_graph_cache=CacheOutcome.HIT))
@@ -570,9 +572,11 @@ def test_rank_figures_carry_each_graphs_outcome_and_read_old_files() -> None:
     }
     assert ranks.cache == {"miss": 1, "hit": 1, "none": 1}
     assert RankTimes.from_dict(json.loads(json.dumps(ranks.to_dict()))) == ranks
-    old = {k: v for k, v in ranks.to_dict().items() if k not in ("cache", "graph_cache")}
-    assert RankTimes.from_dict(old).graph_cache == {}
-    # Old figures: graph counts are all there is to compare.
+    # Every version of a gather file holds them: one without is not one compiletrace wrote.
+    lacking = {k: v for k, v in ranks.to_dict().items() if k not in ("cache", "graph_cache")}
+    with pytest.raises(RunFileError, match=r"^ranks.json: field 'graph_cache' is missing$"):
+        RankTimes.from_dict(lacking, "ranks.json")
+    # Figures without outcomes (made in memory): graph counts are all there is to compare.
     (counted,) = diagnose_ranks(
         [
             RankTimes(0, {"lm": 1.0}, graphs=2),
@@ -674,7 +678,10 @@ def test_cache_advice_is_never_what_the_run_already_did() -> None:
     (cold,) = [f for f in diagnose_records([miss]) if f.kind == "cache_miss"]
     assert "--cache-artifacts where it starts" in cold.fix
     # The run's meta is the context: a saved portable run is diagnosed the same way.
-    run = compiletrace.ProfileRun([hit], None, {"device": "cpu", "cache_artifacts": {"path": "a.bin"}})
+    loaded = LoadedArtifacts(
+        "a.bin", 10, {"inductor": 1}, 0.5, "0" * 64, "verified", None, True, "yours", None
+    )
+    run = compiletrace.ProfileRun([hit], None, RunMeta(device="cpu", cache_artifacts=loaded))
     assert "C++ kernels" in next(f for f in run.diagnose() if f.kind == "expensive_hit").fix
 
 

@@ -110,8 +110,8 @@ def test_a_cell_shows_the_report_of_its_compiles_and_keeps_the_run(shell: Any) -
     assert isinstance(run_, compiletrace.ProfileRun)
     assert sorted(r.component for r in run_.records()) == ["encoder", "loss"]
     assert {r.backend for r in run_.records()} == {"eager"}
-    assert run_.meta["source"] == "%%compiletrace" and run_.meta["backend"] == "eager"
-    assert run_.meta["model"] == f"cell In[{result.execution_count}]"  # the cell it recorded
+    assert run_.meta.source == "%%compiletrace" and run_.meta.backend == "eager"
+    assert run_.meta.model == f"cell In[{result.execution_count}]"  # the cell it recorded
 
     # One display: the report a ProfileRun shows in a notebook, the doctor's findings first.
     (html,) = html_outputs(captured)

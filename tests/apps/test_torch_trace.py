@@ -234,7 +234,7 @@ def test_a_log_reads_the_same_from_its_directory_a_file_a_gzip_and_a_zip(
     assert [bool(r.graph_breaks) for r in records] == [True, False, True, False]  # forward breaks
     assert [r.is_recompile for r in records] == [False, False, True, True]
     assert {r.component for r in records} == {"forward (fixable.py)"}  # the resume function is forward's
-    assert from_dir.meta["source"] == "TORCH_TRACE" and from_dir.meta["trace"]["missing"]
+    assert from_dir.meta.source == "TORCH_TRACE" and from_dir.meta.trace and from_dir.meta.trace.missing
     log = _log(fixable_trace)
     gz = tmp_path / "trace.log.gz"
     gz.write_bytes(gzip.compress(log.read_bytes()))
@@ -248,7 +248,7 @@ def test_a_log_reads_the_same_from_its_directory_a_file_a_gzip_and_a_zip(
 def test_a_log_cut_short_keeps_every_whole_entry_and_says_so(fixable_trace: Path, tmp_path: Path) -> None:
     text = _log(fixable_trace).read_text()
     whole = compiletrace.load(fixable_trace)
-    assert isinstance(whole, compiletrace.ProfileRun) and not whole.meta["trace"]["truncated"]
+    assert isinstance(whole, compiletrace.ProfileRun) and whole.meta.trace and not whole.meta.trace.truncated
     # Killed after the last frame's metrics row began: that compile is lost, the rest kept.
     last_row = text.rindex('{"compilation_metrics"')
     cut = tmp_path / "killed"
@@ -256,7 +256,7 @@ def test_a_log_cut_short_keeps_every_whole_entry_and_says_so(fixable_trace: Path
     (cut / "dedicated_log_torch_trace_x.log").write_text(text[: last_row + 200])
     run = compiletrace.load(cut)
     assert isinstance(run, compiletrace.ProfileRun)
-    assert run.meta["trace"]["truncated"] is True and run.meta["trace"]["damaged_lines"] == 0
+    assert run.meta.trace and run.meta.trace.truncated is True and run.meta.trace.damaged_lines == 0
     assert _figures(run) == _figures(whole)[:-1]
 
 
@@ -272,8 +272,9 @@ def test_unknown_records_and_damaged_lines_are_skipped_and_counted(
     )
     run = compiletrace.load(mixed)
     assert isinstance(run, compiletrace.ProfileRun)
-    assert run.meta["trace"]["skipped"]["a_record_from_a_newer_torch"] == 1
-    assert run.meta["trace"]["damaged_lines"] == 1 and run.meta["trace"]["truncated"] is False
+    trace = run.meta.trace
+    assert trace and trace.skipped["a_record_from_a_newer_torch"] == 1
+    assert trace.damaged_lines == 1 and trace.truncated is False
     assert _figures(run) == _figures(compiletrace.load(fixable_trace))
 
 
@@ -426,8 +427,8 @@ def test_crafted_entries_are_counted_never_a_crash_and_what_is_kept_reads_back(
     log.write_text("".join(crafted) + real_log)
     run = compiletrace.load(log.parent)
     assert isinstance(run, compiletrace.ProfileRun)
-    trace = run.meta["trace"]
-    assert trace["damaged_lines"] >= 3 and trace["rejected_compiles"] >= 2
+    trace = run.meta.trace
+    assert trace and trace.damaged_lines >= 3 and trace.rejected_compiles >= 2
     ids = [r.compile_id for r in run.graph_records]
     assert not {"91/0", "92/0"} & set(ids)  # out of range, or of the wrong type: not kept
     real = [r.compile_id for r in compiletrace.load(fixable_trace).graph_records]

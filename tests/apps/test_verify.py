@@ -173,7 +173,7 @@ def test_run_apply_makes_the_setting_in_every_process(
     loaded = compiletrace.load(job)
     assert isinstance(loaded, ProfileJob)
     (process,) = loaded.processes
-    assert process.run.meta["applied_fixes"] == ["dynamic-shapes"]
+    assert process.run.meta.applied_fixes == ("dynamic-shapes",)
     assert len(process.run.graph_records) == 2 and not any(r.is_recompile for r in process.run.graph_records)
 
 

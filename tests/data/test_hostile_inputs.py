@@ -277,14 +277,14 @@ def test_a_bomb_of_large_payloads_keeps_what_its_compiles_need(
     assert seen and all(
         kept <= torch_trace.MAX_REGIONS and still_open <= torch_trace.MAX_REGIONS for kept, still_open in seen
     )
-    trace = run.meta["trace"]
-    assert len(trace["skipped"]) <= torch_trace.MAX_SKIPPED_KINDS + 1
-    assert all(len(kind) <= 200 for kind in trace["skipped"])
-    assert sum(trace["skipped"].values()) == 2_000  # every one counted, if not by its own name
+    trace = run.meta.trace
+    assert trace is not None and len(trace.skipped) <= torch_trace.MAX_SKIPPED_KINDS + 1
+    assert all(len(kind) <= 200 for kind in trace.skipped)
+    assert sum(trace.skipped.values()) == 2_000  # every one counted, if not by its own name
     # What was cut is said, never silently dropped.
-    assert trace["cut"]["graph_breaks"] == 300 - len(reasons)
-    assert trace["cut"]["cache_lookups"] == 2_000 - len(rec.cache_lookups)
-    assert trace["cut"]["regions"] > 0 and trace["cut"]["texts"] > 0
+    assert trace.cut["graph_breaks"] == 300 - len(reasons)
+    assert trace.cut["cache_lookups"] == 2_000 - len(rec.cache_lookups)
+    assert trace.cut["regions"] > 0 and trace.cut["texts"] > 0
     # And the kept run is a file compiletrace reads back.
     saved = tmp_path / "kept.json"
     run.save(saved)

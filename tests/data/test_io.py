@@ -106,7 +106,7 @@ def _run_file(tmp_path: Path, record: dict[str, Any]) -> Path:
         "schema_version": 1,
         "meta": {},
         "registry": {"schema_version": 1, "records": [record]},
-        "warmup": {"skipped": False, "duration_s": 1.0, "mode": "stock", "device": "cpu"},
+        "warmup": {"skipped": False, "duration_s": 1.0, "by_component": {}, "mode": "stock", "device": "cpu"},
     }
     path.write_text(json.dumps(run))
     return path

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from compiletrace import CompilationTimes, ProfileJob, ProfileRun, WarmupResult, cli
 from compiletrace._data.job import JobProcess, ProcessInfo
 from compiletrace._data.records import TRACE_OTHER, GraphBreak, TraceNode
+from compiletrace._data.run_meta import CompilationMode, LoadedArtifacts, RunMeta
 from compiletrace._data.timeline import PhaseRecord, build_timeline
 from compiletrace._io import artifacts
 from compiletrace._io.text import printable
@@ -76,16 +77,21 @@ def _evil_run(evil: str = EVIL) -> ProfileRun:
         PhaseRecord(f"load weights{evil}", 0, S // 2, thread=f"loader{evil}", phase_id=1),
         PhaseRecord(f"warm up{evil}", S // 2, 2 * S, phase_id=2),
     ]
-    meta = {
-        "model": f"pkg.mod:make{evil}",
-        "device": f"cpu{evil}",
-        "backend": f"eager{evil}",
-        "mode": f"default{evil}",
-        "compilation_mode": f"stock{evil}",
-        "torch_version": f"2.13{evil}",
-        "compiletrace_version": f"0.1{evil}",
-        "cache_artifacts": {"path": f"demo{evil}.cache", "artifacts": {f"inductor{evil}": 2}},
-    }
+    # Built in memory, unchecked (a file's meta is checked when read: see the surrogate's test).
+    # Its compilation mode is one of two values: no text of a file's reaches the header there.
+    artifacts = LoadedArtifacts(
+        f"demo{evil}.cache", 0, {f"inductor{evil}": 2}, 0.0, "0" * 64, f"verified{evil}", None, True, "", None
+    )
+    meta = RunMeta(
+        model=f"pkg.mod:make{evil}",
+        device=f"cpu{evil}",
+        backend=f"eager{evil}",
+        mode=f"default{evil}",
+        compilation_mode=CompilationMode.NONE,
+        torch_version=f"2.13{evil}",
+        compiletrace_version=f"0.1{evil}",
+        cache_artifacts=artifacts,
+    )
     warmup = WarmupResult(False, 2.0, CompilationTimes(), {component: 0.5})
     return ProfileRun(records, warmup, meta, build_timeline(phases, records, 0, 3 * S))
 
@@ -119,8 +125,8 @@ def test_report_shows_every_name_of_a_crafted_run_escaped(
         assert shown in out
     # Each kind of name, escaped where its section shows it.
     assert f"model pkg.mod:make{printable(EVIL)} on cpu{printable(EVIL)}" in out
-    assert f"compilation mode stock{printable(EVIL)}" in out
-    assert f"loaded demo{printable(EVIL)}.cache (2 inductor{printable(EVIL)})" in out
+    assert f"mode default{printable(EVIL)}, compilation mode none" in out
+    assert f"loaded demo{printable(EVIL)}.cache (0.00 MB; 2 inductor{printable(EVIL)}; checked)" in out
     assert f"forward{printable(EVIL)}" in out  # the graph's code name
     assert f"tensor 'x{printable(EVIL)}' size mismatch" in out  # the recompile reason
     assert f"load weights{printable(EVIL)} [loader{printable(EVIL)}]" in out  # a phase and its thread

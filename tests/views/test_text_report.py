@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 import compiletrace
 from compiletrace import CacheOutcome, CompilationTimes, ProfileRun, WarmupResult, cli
 from compiletrace._app.progress import Progress, process_start_unix_s, wall_time_s
+from compiletrace._data.run_meta import CompilationMode, LoadedArtifacts, RunMeta
 from compiletrace.bench.startup import BenchOptions, format_results, run_startup_bench
 from compiletrace.cli.commands.profile import print_profile
 from compiletrace.reports import summary_table
@@ -30,15 +32,15 @@ from compiletrace.reports._table import by_cost, component_order
 from compiletrace.reports._text import cache_line, cache_state, header_lines, warmup_lines
 from tests.conftest import MS, S, make_record
 
-META = {
-    "model": "tests:build",
-    "backend": "inductor",
-    "mode": "max-autotune",
-    "compilation_mode": "stock",
-    "device": "cpu",
-    "torch_version": "2.13.0",
-    "compiletrace_version": "0.1.0",
-}
+META = RunMeta(
+    model="tests:build",
+    backend="inductor",
+    mode="max-autotune",
+    compilation_mode=CompilationMode.STOCK_TORCH_COMPILE,
+    device="cpu",
+    torch_version="2.13.0",
+    compiletrace_version="0.1.0",
+)
 
 
 def encoder_heavy() -> list[Any]:
@@ -147,11 +149,11 @@ def test_header_names_the_run_and_its_cache() -> None:
         "model tests:build on cpu: backend inductor, mode max-autotune",
         "torch 2.13.0, compiletrace 0.1.0; cache: warm (1 graph, every one a hit)",
     ]
-    assert header_lines(records, {**META, "mode": None})[0].endswith("backend inductor, mode default")
-    assert header_lines(records, {**META, "backend": "eager", "mode": None})[0].endswith(": backend eager")
-    artifacts = {"path": "/tmp/a.bin", "size_bytes": 1_500_000, "artifacts": {"inductor": 2}, "seconds": 0.42,
-                 "checked": True}  # fmt: skip
-    assert header_lines(records, {**META, "cache_artifacts": artifacts})[2] == (
+    assert header_lines(records, replace(META, mode=None))[0].endswith("backend inductor, mode default")
+    assert header_lines(records, replace(META, backend="eager", mode=None))[0].endswith(": backend eager")
+    artifacts = LoadedArtifacts("/tmp/a.bin", 1_500_000, {"inductor": 2}, 0.42, "0" * 64, "verified", None,
+                                True, "unsigned", None)  # fmt: skip
+    assert header_lines(records, replace(META, cache_artifacts=artifacts))[2] == (
         "cache artifacts: loaded /tmp/a.bin (1.50 MB; 2 inductor; checked) in 0.42 s, before compiling"
     )
     # A registry has no meta: the cache line alone, then the tables, the summary line last.
@@ -177,7 +179,7 @@ def test_a_saved_run_reports_its_header(tmp_path: Path, capsys: pytest.CaptureFi
 def test_compilation_mode_none_runs_the_model_once_for_a_baseline() -> None:
     run = compiletrace.profile(backend="eager", compilation_mode="none")
     assert run.records() == () and run.warmup.skipped
-    assert run.meta["eager_run_s"] > 0
+    assert run.meta.eager_run_s is not None and run.meta.eager_run_s > 0
     text = run.summary()
     assert "compilation mode none" in text.splitlines()[0]
     assert "eager run (the baseline): " in text

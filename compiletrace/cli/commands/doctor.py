@@ -126,7 +126,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     def progress(line: str) -> None:
         print(f"{PROG}: running {line}", file=sys.stderr)
 
-    profiled = isinstance(job, ProfileRun) and "source" not in job.meta and "model" in job.meta
+    profiled = isinstance(job, ProfileRun) and job.meta.source is None and job.meta.model is not None
     if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks
         raise UsageError(
             f"{args.run}: --verify re-runs a job's command or a profile run's MODEL, and this file names "

@@ -52,19 +52,20 @@ def _save(data: dict[str, Any], name: str) -> None:
 # -- in the maker's own process --------------------------------------------------------------
 
 
-def _meta(program: str, backend: str) -> dict[str, Any]:
+def _meta(program: str, backend: str) -> Any:
     import torch
 
-    return {
+    from compiletrace._data.run_meta import RunMeta
+
+    # What made it, in keys of the maker's own: every reader keeps them, and none reads them.
+    made = {
         "program": f"tests/inputs/runs/rule_programs.py:{program}",
-        "backend": backend,
-        "device": "cpu",
-        "torch": str(torch.__version__),
         "made_by": "tests/inputs/runs/regenerate_runs.py",
     }
+    return RunMeta(backend=backend, device="cpu", torch_version=str(torch.__version__), extra=made)
 
 
-def _save_run(rule: str, registry: Any, meta: dict[str, Any], warmup: Any = None) -> None:
+def _save_run(rule: str, registry: Any, meta: Any, warmup: Any = None) -> None:
     from compiletrace._app.profile import ProfileRun
     from compiletrace._app.timeline import startup_timeline
     from compiletrace._data.records import CompilationTimes
