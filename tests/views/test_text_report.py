@@ -53,11 +53,17 @@ def encoder_heavy() -> list[Any]:
 
 def table_rows(text: str, title: str) -> list[list[str]]:
     """The rows of the table under ``title`` (after its header and rule), split on runs of
-    two or more spaces."""
+    two or more spaces: the lines up to the first that is not a row of as many columns (a
+    note under the table, a blank line)."""
     lines = text.splitlines()
-    start = lines.index(title) + 3
-    end = lines.index("", start)
-    return [re.split(r"\s{2,}", line.strip()) for line in lines[start:end]]
+    width = len(table_header(text, title))
+    rows = []
+    for line in lines[lines.index(title) + 3 :]:
+        row = re.split(r"\s{2,}", line.strip())
+        if not line.strip() or len(row) != width:
+            break
+        rows.append(row)
+    return rows
 
 
 def table_header(text: str, title: str) -> list[str]:
