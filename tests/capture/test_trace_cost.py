@@ -140,8 +140,9 @@ def test_the_tree_round_trips_through_the_run_json_and_is_checked() -> None:
     data["trace_cost"][0][5][0][3] = -1
     with pytest.raises(RunFileError, match="trace_cost"):
         GraphRecord.from_dict(data)
-    del data["trace_cost"]  # an older file
-    assert GraphRecord.from_dict(data).trace_cost == ()
+    del data["trace_cost"]  # every version-1 record written today has it: its absence is damage
+    with pytest.raises(RunFileError, match="lacks \\['trace_cost'\\]"):
+        GraphRecord.from_dict(data)
     assert top_self_times(tree) == [("g", "m.py:5", 8, 4), ("f", "m.py:1", 2, 1)]
 
 
