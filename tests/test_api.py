@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 import compiletrace
 
 PUBLIC = {
@@ -64,6 +66,7 @@ def test_every_public_name_has_a_docstring() -> None:
         assert inspect.getdoc(getattr(compiletrace, name)), name
 
 
+@pytest.mark.slow
 def test_import_is_cheap_and_loads_no_telemetry() -> None:
     import subprocess
     import sys
@@ -112,6 +115,7 @@ def test_every_exception_is_a_compiletrace_error() -> None:
     assert issubclass(compiletrace.OutputError, OSError)
 
 
+@pytest.mark.slow
 def test_subpackages_load_on_first_use() -> None:
     import subprocess
     import sys
