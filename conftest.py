@@ -80,15 +80,16 @@ def _refuse_process(*args: Any, **kwargs: Any) -> Any:
 @contextlib.contextmanager
 def _no_process_unless_slow(item: pytest.Item) -> Iterator[None]:
     """While a test not marked slow is set up, run and torn down (its module's and session's
-    fixtures included), starting a process fails it: a subprocess, a multiprocessing child,
-    a fork."""
+    fixtures included), starting a process fails it: a subprocess, a multiprocessing child."""
     if item.get_closest_marker("slow") is not None:
         yield
         return
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess.Popen, "__init__", _refuse_process)
         patch.setattr(multiprocessing.process.BaseProcess, "start", _refuse_process)
-        for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp"):
+        # A bare fork (no new interpreter) costs milliseconds: tests may fork to act as
+        # another user; a fork that runs Python code goes through multiprocessing.
+        for name in ("system", "posix_spawn", "posix_spawnp"):
             if hasattr(os, name):
                 patch.setattr(os, name, _refuse_process)
         yield

@@ -84,6 +84,7 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
     assert callable(compiletrace.instrument) and callable(compiletrace.profile)
 
 
+@pytest.mark.slow
 def test_import_loads_no_torch_until_a_name_needs_it() -> None:
     """``compiletrace --help``, ``report`` and ``doctor`` import the front door: it loads no
     torch, and still wires telemetry to the tracker (torch-free, through the process state)."""
