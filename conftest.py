@@ -1,13 +1,23 @@
-"""Fixtures for every test, the package's doctests included: a private compile cache and a
-clean Dynamo around each test."""
+"""Fixtures for every test, the package's doctests included: a private compile cache, a
+clean Dynamo around each test, and the fast loop's rule.
+
+The fast loop is ``python -m pytest -m "not slow"``. ``slow`` is on every test that starts a
+process, compiles with inductor, or loads third-party model code (``inductor`` and
+``real_model`` imply it here), or takes more than about two seconds on a two-core machine.
+A test without it that starts a process fails, so the fast loop cannot grow a subprocess.
+"""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import multiprocessing.process
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -38,3 +48,66 @@ def clean_dynamo() -> Iterator[None]:
     yield
     assert STATE.unsettled() == [], "this test left the process state unclean"
     torch._dynamo.reset()
+
+
+# Markers that make a test slow by themselves: seconds of inductor compiles, third-party models.
+_SLOW_BY_NATURE = ("inductor", "real_model", "vllm")
+
+
+# A docstring example that runs a command starts a process: it cannot carry a mark itself.
+_STARTS_A_PROCESS = ("sys.executable", "subprocess")
+
+
+def _starts_a_process(item: pytest.Item) -> bool:
+    examples = getattr(getattr(item, "dtest", None), "examples", ())
+    return any(word in example.source for example in examples for word in _STARTS_A_PROCESS)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by it
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in _SLOW_BY_NATURE) or _starts_a_process(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def _refuse_process(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError(
+        "this test starts a process but is not marked slow: mark it @pytest.mark.slow "
+        "(or pytestmark = pytest.mark.slow for its module) so the fast loop stays fast"
+    )
+
+
+@contextlib.contextmanager
+def _no_process_unless_slow(item: pytest.Item) -> Iterator[None]:
+    """While a test not marked slow is set up, run and torn down (its module's and session's
+    fixtures included), starting a process fails it: a subprocess, a multiprocessing child."""
+    if item.get_closest_marker("slow") is not None:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", _refuse_process)
+        patch.setattr(multiprocessing.process.BaseProcess, "start", _refuse_process)
+        # A bare fork (no new interpreter) costs milliseconds: tests may fork to act as
+        # another user; a fork that runs Python code goes through multiprocessing.
+        for name in ("system", "posix_spawn", "posix_spawnp"):
+            if hasattr(os, name):
+                patch.setattr(os, name, _refuse_process)
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _no_process_unless_slow(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _no_process_unless_slow(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with _no_process_unless_slow(item):
+        return (yield)

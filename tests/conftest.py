@@ -15,7 +15,7 @@ from compiletrace import GraphRecord, ProfileRun, Registry, WarmupResult
 
 # tests/programs/ holds programs the tests run as a user would (a separate process, with
 # their own arguments), not modules to import: collecting them would run them. tests/inputs/
-# holds files tests read, and the scripts that make them.
+# holds committed inputs and the scripts that make them.
 collect_ignore = ["programs", "inputs"]
 
 if TYPE_CHECKING:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 import compiletrace
 
 PUBLIC = {
@@ -64,6 +66,7 @@ def test_every_public_name_has_a_docstring() -> None:
         assert inspect.getdoc(getattr(compiletrace, name)), name
 
 
+@pytest.mark.slow
 def test_import_is_cheap_and_loads_no_telemetry() -> None:
     import subprocess
     import sys
@@ -81,6 +84,7 @@ def test_import_is_cheap_and_loads_no_telemetry() -> None:
     assert callable(compiletrace.instrument) and callable(compiletrace.profile)
 
 
+@pytest.mark.slow
 def test_import_loads_no_torch_until_a_name_needs_it() -> None:
     """``compiletrace --help``, ``report`` and ``doctor`` import the front door: it loads no
     torch, and still wires telemetry to the tracker (torch-free, through the process state)."""
@@ -112,6 +116,7 @@ def test_every_exception_is_a_compiletrace_error() -> None:
     assert issubclass(compiletrace.OutputError, OSError)
 
 
+@pytest.mark.slow
 def test_subpackages_load_on_first_use() -> None:
     import subprocess
     import sys

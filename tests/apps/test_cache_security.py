@@ -390,6 +390,7 @@ def test_guard_expressions_of_the_shapes_torch_writes_pass(tmp_path: Path) -> No
 # -- a harmless file, the digest, garbage -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_checked_file_loads_and_the_digest_guards_it(
     tmp_path: Path, cache_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -305,6 +305,7 @@ FAKE_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_bench_caches_and_json_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "log.txt"
     monkeypatch.setenv("CT_TEST_LOG", str(log))
@@ -326,6 +327,7 @@ def test_bench_caches_and_json_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert not any("encoder" in k for k in data)  # no encoder compiled: no encoder keys
 
 
+@pytest.mark.slow
 def test_bench_failing_child_reports_stderr_tail(tmp_path: Path) -> None:
     script = (
         "import sys; print('line one', file=sys.stderr); print('it broke here', file=sys.stderr); sys.exit(3)"
@@ -338,6 +340,7 @@ def test_bench_failing_child_reports_stderr_tail(tmp_path: Path) -> None:
     assert info.value.stderr_tail.splitlines()[-1] == "it broke here"
 
 
+@pytest.mark.slow
 def test_bench_ctrl_c_ends_the_child_and_removes_the_cache(tmp_path: Path) -> None:
     info = tmp_path / "child.txt"
     script = (

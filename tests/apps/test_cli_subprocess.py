@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test starts the command line as a process
+
 
 @pytest.mark.slow
 def test_python_m_compiletrace_profile_then_report(tmp_path: Path) -> None:

@@ -249,6 +249,7 @@ def two_rank_job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[lis
     provider.shutdown()
 
 
+@pytest.mark.slow
 def test_gather_two_ranks_matches_each_registry(two_rank_job: Any) -> None:
     reports, _ = two_rank_job
     assert [r["record_ranks"] for r in reports] == [[[0, 2]], [[1, 2]]]  # records carry rank, world size
@@ -257,6 +258,7 @@ def test_gather_two_ranks_matches_each_registry(two_rank_job: Any) -> None:
     assert reports[0]["gathered"] == reports[1]["gathered"]
 
 
+@pytest.mark.slow
 def test_trace_propagates_to_every_rank(two_rank_job: Any) -> None:
     reports, parent = two_rank_job
     for report in reports:
@@ -278,6 +280,7 @@ def test_trace_propagates_to_every_rank(two_rank_job: Any) -> None:
 # -- four ranks, and ranks that never arrive ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_gather_four_ranks(tmp_path: Path) -> None:
     reports = _run_job(4, "plain", tmp_path)
     _check_gathered(reports, "gathered")
@@ -288,6 +291,7 @@ def test_gather_four_ranks(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["die", "hang"])
 def test_missing_rank_fails_the_others_within_the_timeout(tmp_path: Path, scenario: str) -> None:
     # gather(timeout=3) in the ranks; the rank that died or hangs is the last of three.

@@ -120,6 +120,7 @@ def test_a_backend_returning_nothing_is_recorded_as_the_error_torch_raises() -> 
     assert rec.error_type is not None and rec.error_type.endswith(type(raised.value).__name__)
 
 
+@pytest.mark.slow
 def test_only_a_live_telemetry_handle_keeps_an_exit_hook() -> None:
     # Each configure() used to leave the SDK's two exit hooks (and so live providers) behind,
     # even after shutdown(). Now a handle has one hook of its own, gone when it shuts down.

@@ -215,6 +215,7 @@ def test_a_malformed_or_unknown_fix_is_refused_before_anything_runs(
     assert "regional-compile=CLASS" in fix_names() and "static-cache" in fix_names()
 
 
+@pytest.mark.slow
 def test_a_job_with_a_program_fix_that_never_imports_torch_runs_as_it_is(tmp_path: Path) -> None:
     out = tmp_path / "out.txt"
     with warnings.catch_warnings():

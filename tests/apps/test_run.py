@@ -258,6 +258,7 @@ def test_a_program_that_changes_directory_probes_the_import_and_uses_compiletrac
     assert sorted(p.name for p in (tmp_path / "job").iterdir())[-1].endswith(".started.json")
 
 
+@pytest.mark.slow
 def test_the_programs_own_observe_and_the_job_each_record_every_compile(tmp_path: Path) -> None:
     code = (
         "import torch, compiletrace\n"
@@ -321,6 +322,7 @@ def test_bad_input_is_one_line_and_runs_nothing(tmp_path: Path) -> None:
         assert one_line(text) and message in text, (args, text)
 
 
+@pytest.mark.slow
 def test_a_program_that_exits_non_zero_keeps_its_status(tmp_path: Path) -> None:
     from compiletrace._app.job import run_command
 
@@ -416,6 +418,7 @@ def test_otlp_endpoint_gets_every_processs_compiles_as_spans(tmp_path: Path, met
     assert {attr(s, "compiletrace.component") for _, s in graph_spans} >= {"encoder", "language_model"}
 
 
+@pytest.mark.slow
 def test_a_bad_otlp_endpoint_is_bad_input_before_the_command_runs(tmp_path: Path) -> None:
     proc = ct_run("--otlp-endpoint", "not a url", "--", sys.executable, "-c", "print('ran')", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""

@@ -159,6 +159,7 @@ def test_a_process_that_outlives_its_command_keeps_no_path_another_user_can_take
     assert not Path(job_dir).exists()
 
 
+@pytest.mark.slow
 @needs_root
 def test_a_scratch_root_another_user_holds_is_never_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -243,6 +244,7 @@ def test_a_job_dir_that_cannot_be_a_directory_is_one_line_and_exit_2(tmp_path: P
         one_error_line(lambda p=path: main(["run", "--job-dir", p, "--", "true"]), 2, message, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_new_job_dir_is_made_private(tmp_path: Path) -> None:
     outcome = run_command(["true"], job_dir=tmp_path / "job")
     assert outcome.exit_status == 0
@@ -293,6 +295,7 @@ def test_unsafe_reason_names_what_another_user_could_change(tmp_path: Path) -> N
 # -- 3: a FIFO in the job directory ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_fifo_named_like_a_run_file_is_named_and_never_waited_on(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,6 +334,7 @@ def test_a_program_that_leaves_with_os_exit_keeps_its_compiles(tmp_path: Path) -
 # -- 5: the program's own sitecustomize, from a zip ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_programs_own_sitecustomize_from_a_zip_still_runs(tmp_path: Path) -> None:
     archive = tmp_path / "site.zip"
     with zipfile.ZipFile(archive, "w") as zf:

@@ -395,6 +395,7 @@ def _owned(root: Path, name: str, owner: Any) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_remove_stale_directories_removes_only_compiletraces_of_ended_owners(tmp_path: Path) -> None:
     from compiletrace._io import signals
 
@@ -593,6 +594,7 @@ def test_a_failing_rank_is_one_line_with_its_rank(
     ]
 
 
+@pytest.mark.slow
 def test_launch_sets_omp_threads_and_keeps_its_files_private(monkeypatch: pytest.MonkeyPatch) -> None:
     from compiletrace.distributed import launch
     from compiletrace.distributed.launch import JOB_ID_ENV

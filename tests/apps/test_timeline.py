@@ -601,6 +601,7 @@ def _bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phases: bool) -> dic
     return run_startup_bench(opts, child_command=[sys.executable, "-c", FAKE_CHILD]).to_dict()
 
 
+@pytest.mark.slow
 def test_bench_json_is_a_superset_of_todays_keys_with_phases_in_their_shape(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

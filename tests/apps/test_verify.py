@@ -124,6 +124,7 @@ def test_a_fix_reaches_every_thread_of_the_process() -> None:
     assert torch._dynamo.config.assume_static_by_default is True
 
 
+@pytest.mark.slow
 def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,7 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert "ct-findings" in plain.read_text() and 'data-table="verify"' not in plain.read_text()
 
 
+@pytest.mark.slow
 def test_run_apply_makes_the_setting_in_every_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,6 +179,7 @@ def test_run_apply_makes_the_setting_in_every_process(
     assert len(process.run.graph_records) == 2 and not any(r.is_recompile for r in process.run.graph_records)
 
 
+@pytest.mark.slow
 def test_bad_input_is_refused_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -304,6 +307,7 @@ def build():
 """
 
 
+@pytest.mark.slow
 def test_a_profile_run_is_verified_by_re_running_its_model_with_its_steady_state(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -173,6 +173,7 @@ def test_a_probe_neither_disarms_a_watch_nor_times_the_wrong_import(fresh_module
         del sys.modules["ct_fresh_clock"]
 
 
+@pytest.mark.slow
 def test_the_real_vector_probe_is_wrapped_and_restored_with_its_own_answer() -> None:
     module_name, name = tc.ONE_TIME_FUNCTIONS[0]
     isa = importlib.import_module(module_name)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import inspect
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,6 +62,23 @@ def _compile_hotspot(trace_cost: bool = True) -> list[GraphRecord]:
     )
     model(torch.randn(2, 4))
     return reg.records()
+
+
+@dataclasses.dataclass
+class Measured:
+    """One compile of the hotspot, and what the machine did meanwhile, for judging real
+    times by what this run measured of itself rather than by a margin."""
+
+    record: GraphRecord
+    drift_ns: int  # how far the wall clock moved against the monotonic one (slewed, stepped)
+    stalled_ns: int  # how long the compiling thread was not running: preempted, or waiting
+
+
+def _measured_hotspot() -> Measured:
+    wall, mono, cpu = time.time_ns(), time.perf_counter_ns(), time.thread_time_ns()
+    (record,) = _compile_hotspot()
+    wall, mono, cpu = time.time_ns() - wall, time.perf_counter_ns() - mono, time.thread_time_ns() - cpu
+    return Measured(record, abs(wall - mono), max(mono - cpu, 0))
 
 
 def test_the_collector_merges_calls_and_leaves_the_backend_out(fake_clock: FakeClock) -> None:
@@ -147,20 +166,27 @@ def test_the_tree_round_trips_through_the_run_json_and_is_checked() -> None:
 
 
 def test_the_planted_hotspot_holds_the_tracing_time_under_its_component() -> None:
-    (record,) = _compile_hotspot()
+    measured = _measured_hotspot()
+    record = measured.record
     assert record.component == "encoder" and record.dynamo_ns
     roots = record.trace_cost
     # Python's collections while it traced, if any, are a root of their own.
     collected = sum(r.total_ns for r in roots if r.name == TRACE_GC)
     assert [r.name for r in roots if r.name != TRACE_GC] == ["Layers.forward", TRACE_OTHER]
     traced = record.dynamo_ns - collected
-    # The roots add up to the record's Dynamo time (the other node takes the rest).
+    # The roots add up to the record's Dynamo time (the other node takes the rest), and the
+    # function's time lies inside it (the frame's bounds are torch's, read on its clock).
     assert abs(sum(r.total_ns for r in roots) - record.dynamo_ns) <= 0.05 * record.dynamo_ns
-    # ... and the tracing is measured, not filled in: the rest (guards, bookkeeping) is small.
-    assert roots[0].total_ns <= 1.05 * traced and roots[-1].total_ns <= 0.2 * traced
+    assert roots[0].total_ns <= 1.05 * traced
+    # ... and the tracing is measured, not filled in: the rest (guards, bookkeeping) is small,
+    # and the hotspot holds most of it. Shares of real time: the process's one-time set-up
+    # (imports in its first compile) is left out, and a stall of the thread may fall outside
+    # the hotspot, so each share is judged with the stall this run measured.
+    work = traced - record.setup_ns
     (hotspot,) = [p[-1] for p in walk_trace(roots) if p[-1].name == "planted_hotspot"]
     assert hotspot.location == f"{__file__}:{HOTSPOT_LINE}"
-    assert hotspot.total_ns >= 0.7 * traced
+    assert roots[-1].total_ns <= 0.2 * work + measured.stalled_ns
+    assert hotspot.total_ns + measured.stalled_ns >= 0.7 * work
     assert top_self_times(roots, 1)[0][:2] == ("planted_hotspot", hotspot.location)
     # torch's own functions (nn.Linear.forward, Module.__call__) fold into the user's.
     torch_dir = os.path.dirname(torch.__file__)
@@ -191,6 +217,14 @@ def test_text_report_names_the_top_functions_with_file_and_line() -> None:
     assert "Dynamo tracing per function" in text
     assert f"planted_hotspot ({__file__}:{HOTSPOT_LINE})" in text
     assert "Dynamo tracing per function" not in summary_table([make_record()])
+
+
+def _diagnose(records: list[GraphRecord]) -> list[compiletrace.Finding]:
+    """The doctor's findings on these records, through the public entry point."""
+    registry = compiletrace.Registry()
+    for record in records:
+        registry.add(record)
+    return compiletrace.diagnose(registry)
 
 
 def _tree_records() -> list[GraphRecord]:
@@ -260,10 +294,8 @@ def test_cli_export_without_trace_cost_is_refused(tmp_path: Path, capsys: pytest
 
 
 def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> None:
-    from compiletrace._doctor import FindingKind, diagnose_records
-
     records = _compile_hotspot()
-    (finding,) = [f for f in diagnose_records(records) if f.kind == FindingKind.COSTLY_TRACE.value]
+    (finding,) = [f for f in _diagnose(records) if f.kind == "costly_trace"]
     assert finding.component == "encoder"
     assert finding.evidence["function"] == "planted_hotspot"
     assert finding.location == f"{__file__}:{HOTSPOT_LINE}"
@@ -274,27 +306,25 @@ def test_the_doctor_names_the_costliest_function_with_the_fix_that_fits() -> Non
         "Block.forward", "m.py", 3, S_NS // 2, 8, (TraceNode("attn", "m.py", 9, S_NS // 10, 8),)
     )
     rec = make_record(trace_cost=(TraceNode("Model.forward", "m.py", 1, S_NS, 1, (block,)),))
-    (repeated,) = diagnose_records([rec])
+    (repeated,) = _diagnose([rec])
     assert repeated.evidence["function"] == "Block.forward" and "regionally" in repeated.fix
     assert repeated.evidence["calls"] == 8 and "over 8 calls" in repeated.title
-    assert not [f for f in diagnose_records([make_record()]) if f.kind == FindingKind.COSTLY_TRACE.value]
+    assert not [f for f in _diagnose([make_record()]) if f.kind == "costly_trace"]
 
 
 def test_a_wrapper_around_the_forward_is_never_the_costly_function() -> None:
-    from compiletrace._doctor import diagnose_records
-
     # A library's decorator around forward: nearly all of the time below it, little its own.
     parts = tuple(TraceNode(f"Part{i}.forward", "m.py", 10 + i, S_NS // 5, 1) for i in range(4))
     forward = TraceNode("Model.forward", "m.py", 5, 9 * S_NS // 10, 1, parts)
     wrapper = TraceNode("capture_outputs.wrapper", "lib.py", 3, 93 * S_NS // 100, 1, (forward,))
     root = TraceNode("merge_defaults.wrapper", "lib.py", 1, S_NS, 1, (wrapper,))
-    assert not diagnose_records([make_record(trace_cost=(root,), frame_ns=S_NS + 1, backend_ns=0)])
+    assert not _diagnose([make_record(trace_cost=(root,), frame_ns=S_NS + 1, backend_ns=0)])
     # The same tree with one part's own body holding 42%: that part, not the wrapper.
     heavy = parts[0]._replace(total_ns=S_NS // 2)
     forward = forward._replace(total_ns=11 * S_NS // 10, children=(heavy, *parts[1:]))
     wrapper = wrapper._replace(total_ns=112 * S_NS // 100, children=(forward,))
     root = root._replace(total_ns=12 * S_NS // 10, children=(wrapper,))
-    (finding,) = diagnose_records([make_record(trace_cost=(root,), frame_ns=root.total_ns + 1, backend_ns=0)])
+    (finding,) = _diagnose([make_record(trace_cost=(root,), frame_ns=root.total_ns + 1, backend_ns=0)])
     assert finding.evidence["function"] == "Part0.forward" and finding.location == "m.py:10"
 
 
@@ -376,8 +406,6 @@ def test_a_healthy_vision_transformer_has_no_costly_trace() -> None:
     """transformers wraps every forward in decorators that hold nearly all of Dynamo's time
     below them and little of their own: ranked by inclusive time, one was the finding."""
     transformers = pytest.importorskip("transformers")
-    from compiletrace._doctor import diagnose_records
-
     torch.manual_seed(0)
     config = transformers.ViTConfig(
         hidden_size=32,
@@ -399,7 +427,7 @@ def test_a_healthy_vision_transformer_has_no_costly_trace() -> None:
     wrapper = max(below_root, key=lambda n: n.total_ns)
     assert "wrapper" in wrapper.name and wrapper.total_ns > COSTLY_SHARE * dynamo  # the old headline
     assert wrapper.self_ns < 0.1 * wrapper.total_ns
-    assert not [f for f in diagnose_records(records) if f.kind == "costly_trace"]
+    assert not [f for f in _diagnose(records) if f.kind == "costly_trace"]
 
 
 @pytest.mark.skipif(
@@ -410,28 +438,47 @@ def test_torchs_dynamo_profiler_agrees_but_writes_to_the_programs_stdout(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The check the torch-range issue asks for before torch's own profiler could become the
-    source of ``trace_cost``: on one compile, both timing the same tracing."""
+    source of ``trace_cost``: on one compile, both timing the same tracing.
+
+    torch reads the wall clock (``time.time_ns``) and compiletrace a monotonic one, around
+    nested intervals: compiletrace's hook calls torch's ``inline_call``, which starts and
+    stops torch's clock inside it. So the two readings differ only by what happened between
+    the nested readings, which is judged here from what this run measured of itself, never
+    by a share of the time: how far the two clocks drifted apart across the compile, how
+    long the thread was not running (a loaded machine preempts it, in a gap as anywhere),
+    the garbage collections compiletrace takes out of a function's time, and one
+    millisecond of CPU for the few calls of bookkeeping between the readings."""
     import pstats
 
     import torch._dynamo.config as dynamo_config
 
     profile = tmp_path / "dynamo.prof"
     with dynamo_config.patch(dynamo_profiler=str(profile)):
-        (record,) = _compile_hotspot()
+        measured = _measured_hotspot()
+    record, drift_ns, stalled_ns = measured.record, measured.drift_ns, measured.stalled_ns
+    gc_ns = sum(n.total_ns for n in record.trace_cost if n.name == TRACE_GC)
+    bookkeeping_ns = 1_000_000
     stats = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
     # pstats rows: (file, line, name) -> (primitive calls, calls, self s, inclusive s, callers)
-    torchs = {(name, line): (row[2], row[3]) for (_, line, name), row in stats.items()}
+    torchs = {(name, line): row for (_, line, name), row in stats.items()}
     ours = {(n.name.rsplit(".", 1)[-1], n.lineno): n for n in (p[-1] for p in walk_trace(record.trace_cost))}
-    # An inlined user function: the same interval, timed inside compiletrace's own hook.
-    hotspot_ns = torchs[("planted_hotspot", HOTSPOT_LINE)][1] * 1e9
-    # torch reads the wall clock (time.time_ns), compiletrace a monotonic one: a clock the
-    # system adjusts meanwhile moves one against the other, so both ways, within 2% + 5 ms.
-    assert abs(ours[("planted_hotspot", HOTSPOT_LINE)].total_ns - hotspot_ns) <= 0.02 * hotspot_ns + 5e6
-    # The frame's function: torch stops its clock before the graph is built, compiletrace
-    # when Dynamo's translator returns, so torch's is the smaller.
+    # An inlined user function, called once: torch's interval inside compiletrace's.
+    hotspot = ours[("planted_hotspot", HOTSPOT_LINE)]
+    _, calls, _, inclusive_s, _ = torchs[("planted_hotspot", HOTSPOT_LINE)]
+    torch_hotspot_ns = inclusive_s * 1e9
+    assert calls == hotspot.calls == 1
+    assert hotspot.total_ns <= torch_hotspot_ns + drift_ns + stalled_ns + bookkeeping_ns
+    assert torch_hotspot_ns <= hotspot.total_ns + gc_ns + drift_ns + 1_000  # pstats keeps float seconds
+    # The frame's function: torch starts its clock a few calls before compiletrace's and stops
+    # it before the graph is built, compiletrace when Dynamo's translator returns, with the
+    # backend call taken out; so torch's is the smaller, short of those few calls.
     forward_line = inspect.getsourcelines(Layers.forward)[1]
-    torch_forward_ns = torchs[("forward", forward_line)][1] * 1e9
-    assert torch_forward_ns <= 1.02 * ours[("forward", forward_line)].total_ns + 5e6
+    torch_forward_ns = torchs[("forward", forward_line)][3] * 1e9
+    forward = ours[("forward", forward_line)]
+    assert (
+        torch_forward_ns
+        <= forward.total_ns + record.backend_ns + gc_ns + drift_ns + stalled_ns + bookkeeping_ns
+    )
     # Why it is not the source: at every frame it prints its tables to the program's stdout,
     # which compiletrace keeps the program's own (``compiletrace run``).
     assert "Dynamo Profiler (pstats)" in capfd.readouterr().out

@@ -302,6 +302,7 @@ FAKE_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_bench_progress_without_a_terminal_is_a_line_per_stage() -> None:
     log = io.StringIO()
     opts = BenchOptions(backend="eager", num_iters_cold=1, num_iters_warmup=1, num_iters_warm=2)
@@ -344,6 +345,7 @@ def test_bench_tables_say_what_they_hold() -> None:
 # -- wall time ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_process_start_time_is_read_to_the_hundredth() -> None:
     # The start is read before "now": a pause between the two only makes the figure larger,
     # and the child's life lies inside what the parent saw (to the hundredths /proc gives).
