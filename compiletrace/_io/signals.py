@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 import json
 import os
@@ -140,7 +139,9 @@ def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # The C library is loaded into every Python already: its symbols are the program's
+        # own (ctypes.util.find_library would start /sbin/ldconfig to look for it).
+        libc = ctypes.CDLL(None, use_errno=True)
         fn: Callable[..., int] = libc.prctl
     except (OSError, AttributeError):
         return None

@@ -594,7 +594,6 @@ def test_a_failing_rank_is_one_line_with_its_rank(
     ]
 
 
-@pytest.mark.slow
 def test_launch_sets_omp_threads_and_keeps_its_files_private(monkeypatch: pytest.MonkeyPatch) -> None:
     from compiletrace.distributed import launch
     from compiletrace.distributed.launch import JOB_ID_ENV
