@@ -161,7 +161,13 @@ class Cli:
         pytest.fail(f"no {count} x {what!r} within {START_BOUND_S:g} s; children: {self.children()}")
 
     def temp_entries(self, *prefixes: str) -> list[str]:
-        return sorted(p.name for p in self.tmpdir.iterdir() if p.name.startswith(prefixes))
+        """What the run left in its TMPDIR and in compiletrace's own directory there, which
+        holds every temporary directory compiletrace makes and is itself kept for good."""
+        scratch = self.tmpdir / f"compiletrace-{os.getuid()}"
+        entries = [p for p in self.tmpdir.iterdir() if p != scratch]
+        if scratch.is_dir():
+            entries += scratch.iterdir()
+        return sorted(p.name for p in entries if p.name.startswith(prefixes))
 
     def signal_and_wait(self, sig: int) -> tuple[int, float]:
         start = time.monotonic()

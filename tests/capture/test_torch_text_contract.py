@@ -251,7 +251,6 @@ NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
     ("GUARD_SHAPE", "storage_offset"): "a symbolic storage-offset guard: not made on these inputs",
     ("GUARD_VALUE", "!="): "torch words value guards with ==; kept for a guard that negates",
     ("GUARD_VALUE", " is not None"): "torch guards a value that is not None by its type or value",
-    ("BREAK_LOGGING", "logger"): "torch words a log call's break 'logging.Logger'",
     ("KERNEL_COMPILE_REGIONS", "CppCodeCache"): "no such region in this release",
     ("KERNEL_COMPILE_REGIONS", "TritonCodeCache"): "Triton: GPU builds",
     ("KERNEL_COMPILE_REGIONS", "triton."): "Triton: GPU builds",
@@ -259,6 +258,9 @@ NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
     ("CACHE_REGIONS", "autograd_cache"): "no such region in this release (its lookups are events)",
     ("CACHE_REGIONS", "fx_graph_cache"): "no such region in this release (its lookups are events)",
 }
+if torch.torch_version.TorchVersion(torch.__version__) < (2, 15):
+    # 2.15 explains the break: "logging.Logger methods are only supported if the logger ..."
+    NOT_WRITTEN_HERE[("BREAK_LOGGING", "logger")] = "before 2.15 a log call's break says 'logging.Logger'"
 
 
 def _alternatives(pattern: str) -> list[str]:
