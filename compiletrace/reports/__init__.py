@@ -10,6 +10,7 @@ made of that other views and notebooks use (``render_table``, the charts) are he
 """
 
 from compiletrace.reports._chrome import chrome_trace_dict, export_chrome_trace
+from compiletrace.reports._compare import comparison_rule, comparison_text, comparison_warning
 from compiletrace.reports._env import env_text
 from compiletrace.reports._findings import findings_html, findings_text
 from compiletrace.reports._flame import (
@@ -41,6 +42,9 @@ timeline_svg = graph_timeline_svg
 __all__ = [
     "chrome_trace_dict",
     "collapsed_stacks",
+    "comparison_rule",
+    "comparison_text",
+    "comparison_warning",
     "component_chart_svg",
     "component_trees",
     "doctor_html_report",
