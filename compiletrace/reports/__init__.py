@@ -9,6 +9,7 @@ trace, the flame files); the CLI imports no module of the package. The pieces a 
 made of that other views and notebooks use (``render_table``, the charts) are here too.
 """
 
+from compiletrace.reports._bench import bench_text
 from compiletrace.reports._chrome import chrome_trace_dict, export_chrome_trace
 from compiletrace.reports._compare import comparison_rule, comparison_text, comparison_warning
 from compiletrace.reports._env import env_text
@@ -21,6 +22,7 @@ from compiletrace.reports._flame import (
     write_collapsed,
     write_speedscope,
 )
+from compiletrace.reports._gather import gather_table
 from compiletrace.reports._html import (
     component_chart_svg,
     doctor_html_report,
@@ -40,6 +42,7 @@ from compiletrace.reports._timeline import timeline_html, timeline_text
 timeline_svg = graph_timeline_svg
 
 __all__ = [
+    "bench_text",
     "chrome_trace_dict",
     "collapsed_stacks",
     "comparison_rule",
@@ -52,6 +55,7 @@ __all__ = [
     "export_chrome_trace",
     "findings_html",
     "findings_text",
+    "gather_table",
     "graph_timeline_svg",
     "html_report",
     "job_summary_lines",
