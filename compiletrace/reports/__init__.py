@@ -10,6 +10,7 @@ made of that other views and notebooks use (``render_table``, the charts) are he
 """
 
 from compiletrace.reports._bench import bench_text
+from compiletrace.reports._cache import cache_artifacts_text
 from compiletrace.reports._chrome import chrome_trace_dict, export_chrome_trace
 from compiletrace.reports._compare import comparison_rule, comparison_text, comparison_warning
 from compiletrace.reports._env import env_text
@@ -43,6 +44,7 @@ timeline_svg = graph_timeline_svg
 
 __all__ = [
     "bench_text",
+    "cache_artifacts_text",
     "chrome_trace_dict",
     "collapsed_stacks",
     "comparison_rule",
