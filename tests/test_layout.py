@@ -101,10 +101,11 @@ def test_the_graph_sees_function_level_imports() -> None:
     # A check that cannot fail is no check: the reader must see an import inside a function.
     assert "compiletrace.reports" in GRAPH["compiletrace._app.profile_run"]  # imported in ProfileRun.summary
     assert "compiletrace._app.profile_run" in MODULES and len(MODULES) > 30
-    # ... and none under ``if TYPE_CHECKING:``, which never runs: the process state names the
-    # core's types there, and imports nothing of compiletrace.
-    assert "compiletrace._core.tracker" in MODULES["compiletrace._io.state"].read_text()
-    assert _internal("compiletrace._io.state") == set()
+    # ... and none under ``if TYPE_CHECKING:``, which never runs: a run names the doctor's
+    # findings there, and imports them only when it diagnoses itself.
+    source = MODULES["compiletrace._app.profile_run"].read_text()
+    assert "from compiletrace._data.findings import Finding" in source
+    assert "compiletrace._data.findings" not in GRAPH["compiletrace._app.profile_run"]
 
 
 def test_no_import_cycle() -> None:
