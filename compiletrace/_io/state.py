@@ -39,8 +39,10 @@ T = TypeVar("T")
 class Slot(Generic[T]):
     """One piece of the process state, of the type its declaring module gives it. Read
     ``slot.value`` anywhere (one attribute read: hot paths read it); write it, or read and
-    then write it, under ``STATE.lock``. ``unsettled`` says what about a value is not at
-    rest between two uses of compiletrace (the test suite checks it around every test)."""
+    then write it, under ``STATE.lock`` wherever threads may race (a slot written only where
+    no other thread runs, as in a fork handler, says so where it is declared). ``unsettled``
+    says what about a value is not at rest between two uses of compiletrace (the test suite
+    checks it around every test)."""
 
     __slots__ = ("name", "unsettled", "value")
 

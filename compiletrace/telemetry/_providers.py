@@ -84,7 +84,8 @@ def recording_possible(
 
 _NO_TRACES = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # no SDK: every span a no-op
 _UNREAD = object()
-# A memo: whether the API was asked once (after that, its own global is read; see below).
+# A memo, not state: whether the API was asked once (after that, its own global is read;
+# see tracing_possible).
 _api_asked = False
 
 

@@ -99,7 +99,7 @@ class _AotSink(threading.local):
     captured: bool = False  # its capture has ended
 
 
-_aot_sink = _AotSink()  # per thread: the ahead-of-time compile running on it
+_aot_sink = _AotSink()  # per thread (the ahead-of-time compile running on it): not process state
 # Told of torch's ahead-of-time compiles (the tracker).
 _AOT_LISTENER: Slot[AotCompileListener | None] = STATE.slot("ahead-of-time compile listener", None)
 

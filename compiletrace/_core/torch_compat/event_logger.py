@@ -53,6 +53,7 @@ class _RegionSink(threading.local):
     lookups: list[tuple[str, str, str, str]] | None = None  # see collect_cache_lookups
 
 
+# Per thread (the compile running on it collects its regions): not process state.
 _region_sink = _RegionSink()
 
 
