@@ -36,10 +36,14 @@ from compiletrace._io.state import STATE, Slot, warn_once
 
 __all__ = [
     "OBSERVER_FACTORY",
+    "TELEMETRY",
+    "CompileListener",
     "CompileObserver",
     "FrameObserver",
     "Observers",
     "OnCompile",
+    "Tokens",
+    "build_observer",
     "process_observers",
     "register_observer_factory",
 ]
@@ -135,6 +139,10 @@ class Observers:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def names(self) -> list[str]:
+        """What each observer is called, in the order added."""
+        return [e.name for e in self._entries]
+
     def frame_started(self) -> Tokens:
         """Each observer's token for a frame compile starting now."""
         return tuple((e, _safely(e, e.observer.frame_started)) for e in self._entries)
@@ -187,9 +195,19 @@ def _safely(entry: _Entry, method: Callable[..., Any], *args: Any) -> Any:
         return None
 
 
+TELEMETRY = "telemetry"  # the name of the process tracker's own observer, the factory's
+
+
+def _left_added(observers: Observers) -> list[str]:
+    left = [name for name in observers.names() if name != TELEMETRY]
+    return [f"observers of compiles are left added: {', '.join(left)}"] if left else []
+
+
 # The process tracker's observers: held here, not by the tracker, so that one is added
 # before the tracker is made (at the first compile) and without loading torch.
-_PROCESS_OBSERVERS: Slot[Observers] = STATE.slot("process tracker's observers", Observers())
+_PROCESS_OBSERVERS: Slot[Observers] = STATE.slot(
+    "process tracker's observers", Observers(), unsettled=_left_added
+)
 
 
 def process_observers() -> Observers:

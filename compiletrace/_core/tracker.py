@@ -49,6 +49,7 @@ from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.components import CompiledTarget, target_of
 from compiletrace._core.observers import (
     OBSERVER_FACTORY,
+    TELEMETRY,
     CompileListener,
     CompileObserver,
     FrameObserver,
@@ -891,7 +892,7 @@ class Tracker:
             self.observers.remove(self._own_observer)
         self._own_observer = observer
         if observer is not None:
-            self.observers.add(observer, name="telemetry")
+            self.observers.add(observer, name=TELEMETRY)
 
     def _frame_tokens(self) -> Tokens:
         self._refresh_own_observer()
