@@ -32,6 +32,7 @@ from compiletrace._core import import_timing as _import_timing
 # isort: split
 # Nothing here imports torch: the names that need it load on first use (below), so that
 # ``compiletrace --help``, ``report``, ``doctor`` and ``compare`` never wait for it.
+from compiletrace._core.observers import register_observer_factory as _register_observer_factory
 from compiletrace._core.startup import mark_import as _mark_import
 from compiletrace._data.records import CacheOutcome, CompilationTimes, CompileStatus, GraphRecord
 from compiletrace._data.registry import Registry, compilation_times, get_registry
@@ -49,7 +50,6 @@ from compiletrace._io.errors import (
     UnexpectedCompileError,
     UsageError,
 )
-from compiletrace._io.state import STATE as _STATE
 from compiletrace._version import __version__ as __version__
 
 if _TYPE_CHECKING:
@@ -66,8 +66,8 @@ if _TYPE_CHECKING:
     from compiletrace._app.warmup import expect_no_compiles, warm_up
     from compiletrace._core.backend import CompiletraceBackend, backend
     from compiletrace._core.compile import compile
+    from compiletrace._core.observers import CompileObserver as _CompileObserver
     from compiletrace._core.passive import observe
-    from compiletrace._core.tracker import FrameObserver as _FrameObserver
     from compiletrace._doctor import Finding, diagnose
     from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
@@ -171,7 +171,7 @@ def summary(registry: Registry | None = None) -> str:
     return text
 
 
-def _span_observer() -> "_FrameObserver":
+def _span_observer() -> "_CompileObserver":
     # Telemetry observes the core; the core never imports it. OpenTelemetry loads at the
     # first compile, not at import.
     from compiletrace.telemetry import CompileSpanObserver
@@ -208,6 +208,6 @@ def _register_notebook_display() -> None:
             load_ipython_extension(shell)
 
 
-_STATE.register_observer_factory(_span_observer)  # torch-free: the tracker reads it when made
+_register_observer_factory(_span_observer)  # torch-free: the tracker builds it when it needs it
 _register_notebook_display()
 _mark_import("import compiletrace")  # last: the timeline's "import compiletrace" ends here

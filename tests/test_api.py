@@ -93,8 +93,8 @@ def test_import_loads_no_torch_until_a_name_needs_it() -> None:
 
     code = (
         "import sys, compiletrace\n"
-        "from compiletrace._io.state import STATE\n"
-        "assert STATE.observer_factory is not None  # telemetry's observer, for the tracker to build\n"
+        "from compiletrace._core.observers import OBSERVER_FACTORY\n"
+        "assert OBSERVER_FACTORY.value is not None  # telemetry's observer, for the tracker to build\n"
         "print('torch' in sys.modules, end=' ')\n"
         "from compiletrace import Registry, CompilationMode, WarmupResult, UsageError, summary\n"
         "print('torch' in sys.modules, end=' ')\n"

@@ -2,8 +2,9 @@
 views and the applications, with no import cycle anywhere (function-level imports included).
 
 The graph is read from the source with ``ast``, so an import inside a function counts as
-much as one at the top of a module; imports under ``if TYPE_CHECKING:`` do not (they never
-run).
+much as one at the top of a module. Imports under ``if TYPE_CHECKING:`` never run: they are
+no part of the graph (nor of its cycles), but a type named from a layer above is an edge up
+all the same, and the layers' direction is checked for them too.
 
 Every private torch API lives in the package ``compiletrace._core.torch_compat``, one module
 per concept. Its ``__init__`` is its one door: nothing outside the package imports one of its
@@ -13,7 +14,9 @@ modules directly (the rest of ``_core`` included), and its modules never import 
 from __future__ import annotations
 
 import ast
+import io
 import sys
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,15 +38,24 @@ def _is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Name) and test.id.lstrip("_") == "TYPE_CHECKING"
 
 
-def _imports(tree: ast.AST, module: str, *, in_functions: bool = True) -> Iterator[str]:
+def _imports(
+    tree: ast.AST, module: str, *, in_functions: bool = True, type_checking: bool = False
+) -> Iterator[str]:
     """Every module ``module`` imports at run time, resolved to a module name; without
-    ``in_functions``, those it imports when it is itself imported (not in a function body)."""
+    ``in_functions``, those it imports when it is itself imported (not in a function body);
+    with ``type_checking``, those it imports under ``if TYPE_CHECKING:`` instead."""
     package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
     todo: list[ast.AST] = [tree]
     while todo:
         node = todo.pop()
         if isinstance(node, ast.If) and _is_type_checking(node.test):
+            if type_checking:
+                for inner in node.body:
+                    yield from _imports(inner, module)
             todo.extend(node.orelse)  # the body never runs
+            continue
+        if type_checking:
+            todo.extend(ast.iter_child_nodes(node))
             continue
         if not in_functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue  # its body runs when it is called (an import statement cannot be elsewhere in it)
@@ -72,6 +84,11 @@ def _graph(*, in_functions: bool = True) -> dict[str, set[str]]:
 GRAPH = _graph()
 # What importing each module runs: its imports outside function bodies.
 AT_IMPORT = _graph(in_functions=False)
+# What each module imports under ``if TYPE_CHECKING:`` (types only: it never runs).
+TYPES_FROM = {
+    name: set(_imports(ast.parse(path.read_text(encoding="utf-8")), name, type_checking=True))
+    for name, path in MODULES.items()
+}
 
 
 def _internal(name: str) -> set[str]:
@@ -101,10 +118,11 @@ def test_the_graph_sees_function_level_imports() -> None:
     # A check that cannot fail is no check: the reader must see an import inside a function.
     assert "compiletrace.reports" in GRAPH["compiletrace._app.profile_run"]  # imported in ProfileRun.summary
     assert "compiletrace._app.profile_run" in MODULES and len(MODULES) > 30
-    # ... and none under ``if TYPE_CHECKING:``, which never runs: the process state names the
-    # core's types there, and imports nothing of compiletrace.
-    assert "compiletrace._core.tracker" in MODULES["compiletrace._io.state"].read_text()
-    assert _internal("compiletrace._io.state") == set()
+    # ... and none under ``if TYPE_CHECKING:``, which never runs: a run names the doctor's
+    # findings there, and imports them only when it diagnoses itself.
+    source = MODULES["compiletrace._app.profile_run"].read_text()
+    assert "from compiletrace._data.findings import Finding" in source
+    assert "compiletrace._data.findings" not in GRAPH["compiletrace._app.profile_run"]
 
 
 def test_no_import_cycle() -> None:
@@ -156,6 +174,68 @@ def test_no_import_cycle_between_packages() -> None:
             if node not in seen:
                 seen.add(node)
                 todo.extend(sorted(edges.get(node, ())))
+
+
+# The layers, lowest first: a module imports from its own layer or the ones below it.
+LAYERS = (
+    ("compiletrace._io", "compiletrace._version"),  # the torch-free leaf
+    ("compiletrace._data",),  # the data and its formats
+    ("compiletrace._core", "compiletrace._doctor"),  # capture; the doctor (reading data only)
+    ("compiletrace.reports", "compiletrace.telemetry"),  # the views
+    ("compiletrace._app", "compiletrace.models"),  # the applications
+    ("compiletrace.bench", "compiletrace.distributed", "compiletrace._bootstrap"),
+    ("compiletrace._load",),  # compiletrace.load: a file given its views (runs, jobs, gathers)
+    ("compiletrace.cli",),
+    ("compiletrace", "compiletrace.__main__"),  # the front door
+)
+_LAYER = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
+
+
+def test_every_package_has_a_layer() -> None:
+    assert {_package(name) for name in MODULES} == set(_LAYER)
+
+
+def test_no_import_edge_up_the_layers_type_checking_ones_included() -> None:
+    # A type named under ``if TYPE_CHECKING:`` never runs, but it ties a module to a layer
+    # above it all the same (the process state once named the core's types that way).
+    up = []
+    edges = 0
+    for name in MODULES:
+        for kind, deps in (("imports", GRAPH[name]), ("names a type of", TYPES_FROM[name])):
+            for dep in deps & set(MODULES):
+                edges += kind != "imports"
+                if _LAYER[_package(dep)] > _LAYER[_package(name)]:
+                    up.append(f"{name} {kind} {dep}")
+    assert edges > 20, "the check must see the TYPE_CHECKING imports"
+    assert "compiletrace._data.findings" in TYPES_FROM["compiletrace._app.profile_run"]
+    assert up == []
+
+
+def _comment_lines(source: str) -> set[int]:
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    return {tok.start[0] for tok in tokens if tok.type == tokenize.COMMENT}
+
+
+def test_every_module_global_a_function_rebinds_says_why() -> None:
+    # Process state lives in STATE (compiletrace._io.state), in slots declared where its
+    # objects live. A module variable a function rebinds (``global``) is the exception: its
+    # assignment carries a comment, on its line or just above, saying why it is one (a memo
+    # of what the OS or sys.modules says, ...).
+    rebound, silent = [], []
+    for name, path in MODULES.items():
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        names = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
+        comments = _comment_lines(source)
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in names:
+                    rebound.append(f"{name}.{target.id}")
+                    if not {node.lineno, node.lineno - 1} & comments:
+                        silent.append(f"{name}.{target.id} (line {node.lineno})")
+    assert len(rebound) >= 4, "the check must see the module globals functions rebind"
+    assert silent == []
 
 
 def test_nothing_inside_imports_the_front_door() -> None:

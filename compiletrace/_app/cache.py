@@ -28,7 +28,7 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,18 @@ from compiletrace._core.torch_compat import (
     inductor_cache_dir,
     quiet_cache_artifact_logs,
 )
-from compiletrace._data.run_meta import LoadedArtifacts
+from compiletrace._data import cache_artifacts as _data
+from compiletrace._data.cache_artifacts import (
+    DIGEST_MISSING,
+    DIGEST_VERIFIED,
+    DIGEST_WRITTEN,
+    NO_KEY,
+    SIGNATURE_BAD,
+    SIGNED_BY_OTHER,
+    SIGNED_BY_YOU,
+    UNSIGNED,
+    ArtifactEntry,
+)
 from compiletrace._io.artifacts import (
     Digest,
     Global,
@@ -81,112 +92,17 @@ __all__ = [
     "save_cache_artifacts",
 ]
 
-# CacheArtifacts.digest: what is known about PATH.sha256.
-DIGEST_WRITTEN = "written"  # save wrote it
-DIGEST_VERIFIED = "verified"  # it is there and matches the file
-DIGEST_MISSING = "missing"  # there is none beside the file
 
-# CacheArtifacts.signature: what is known about the signature in PATH.sha256.
-SIGNED_BY_YOU = "yours"  # signed by this user's key, and it verifies
-SIGNED_BY_OTHER = "another key"  # signed, by a key that is not this user's
-SIGNATURE_BAD = "does not verify"  # signed with this user's key id, yet the HMAC does not match
-UNSIGNED = "unsigned"  # no signature (or no digest file at all)
-NO_KEY = "no key here"  # signed, but this user has no key to check it with
-
-
-@dataclass(frozen=True)
-class ArtifactEntry:
-    """One artifact in a file: its kind, its key, and the size of its content."""
-
-    kind: str
-    key: str
-    size_bytes: int
-
-
-@dataclass(frozen=True)
-class CacheArtifacts:
-    """What a cache-artifacts file holds (artifact keys per kind) and what handling it cost.
-
-    ``digest`` says what is known about the ``PATH.sha256`` beside it (``"written"``,
-    ``"verified"`` or ``"missing"``); ``torch_version`` is the torch that saved it, as the
-    digest file records it; ``checked`` is False when the file was loaded with
-    ``trust=True`` and compiletrace vouched for nothing.
-    """
-
-    path: str
-    size_bytes: int
-    artifacts: dict[str, int] = field(default_factory=dict)  # kind ("inductor", ...) -> count
-    seconds: float = 0.0  # time to save, to inspect, or to check and load
-    sha256: str = ""
-    digest: str = DIGEST_MISSING
-    torch_version: str | None = None
-    entries: tuple[ArtifactEntry, ...] = ()
-    globals: tuple[str, ...] = ()  # "module.name" of every class the pickles name, sorted
-    checked: bool = True
-    signature: str = UNSIGNED  # SIGNED_BY_YOU, SIGNED_BY_OTHER, SIGNATURE_BAD, UNSIGNED or NO_KEY
-    key_id: str | None = None  # the key that signed it
-
-    def loaded(self) -> LoadedArtifacts:
-        """What a run's meta keeps of a file it loaded (``RunMeta.cache_artifacts``)."""
-        return LoadedArtifacts(
-            self.path,
-            self.size_bytes,
-            dict(self.artifacts),
-            self.seconds,
-            self.sha256,
-            self.digest,
-            self.torch_version,
-            self.checked,
-            self.signature,
-            self.key_id,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return self.loaded().to_dict()
-
-    def describe(self) -> str:
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.artifacts.items())) or "no artifacts"
-        return f"{self.path}: {self.size_bytes / 1e6:.2f} MB, {kinds}"
+class CacheArtifacts(_data.CacheArtifacts):
+    """What a cache-artifacts file holds (:class:`compiletrace._data.cache_artifacts.CacheArtifacts`),
+    with what ``compiletrace cache inspect`` prints about it."""
 
     def report(self) -> str:
-        """What ``compiletrace cache inspect`` prints: the one-line description, the digest,
-        who saved it, what the check found, and one line per artifact."""
-        sidecar = digest_path(self.path).name
-        if self.digest == DIGEST_MISSING:
-            digest = f"{self.sha256} (no {sidecar} beside it: 'cache load' refuses it without --trust)"
-        else:
-            digest = f"{self.sha256} (matches {sidecar})"
-        here = str(torch.__version__)
-        saved = "unknown (no digest file)" if self.torch_version is None else f"torch {self.torch_version}"
-        if self.torch_version is not None and self.torch_version != here:
-            saved += f"; this is torch {here}, whose caches will not use it"
-        signed = {
-            SIGNED_BY_YOU: f"by your key {self.key_id}: 'cache load' takes it",
-            SIGNED_BY_OTHER: f"by another key ({self.key_id}): 'cache load' refuses it without --trust",
-            SIGNATURE_BAD: f"with your key id {self.key_id}, but the signature does not verify",
-            NO_KEY: f"by key {self.key_id}; there is no signing key here to check it with",
-            UNSIGNED: "no: 'cache load' refuses it without --trust",
-        }[self.signature]
-        lines = [
-            self.describe(),
-            f"sha256:   {digest}",
-            f"signed:   {signed}",
-            f"saved by: {saved}",
-        ]
-        if self.checked:
-            lines.append(
-                f"checked:  {len(self.entries)} artifacts; their pickles name {len(self.globals)} classes "
-                "and functions, all on the list of what torch's artifacts are made of; every path stays "
-                "inside the cache directory; nothing in the file was run"
-            )
-        else:
-            lines.append("checked:  no (trusted)")
-        width = max([len("kind"), *(len(printable(e.kind)) for e in self.entries)])
-        lines.append(f"{'kind':<{width}}  {'bytes':>9}  key")
-        lines += [
-            f"{printable(e.kind):<{width}}  {e.size_bytes:>9}  {printable(e.key)}" for e in self.entries
-        ]
-        return "\n".join(lines)
+        """The one-line description, the digest, who saved it, what the check found, and
+        one line per artifact (:func:`compiletrace.reports.cache_artifacts_text`)."""
+        from compiletrace.reports import cache_artifacts_text
+
+        return cache_artifacts_text(self, str(torch.__version__))
 
 
 def _counts(info: Any) -> dict[str, int]:

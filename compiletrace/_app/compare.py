@@ -20,17 +20,26 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
+from compiletrace._data import comparison as _data
 from compiletrace._data.bench import BenchResult, phase_metric
+from compiletrace._data.comparison import (
+    ABOUT,
+    BENCH,
+    DEFAULT_GATES,
+    GATES,
+    METRIC,
+    PROFILE,
+    TOTAL,
+    Change,
+    RunFile,
+)
 from compiletrace._data.files import read
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, graph_keys, top_self_times
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
 from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.errors import UsageError
-from compiletrace._io.text import printable
-from compiletrace.reports import render_table
 
 __all__ = [
     "DEFAULT_GATES",
@@ -44,31 +53,6 @@ __all__ = [
     "parse_gates",
     "phase_metric",
 ]
-
-PROFILE = "profile"
-BENCH = "bench"
-TOTAL = "total"
-METRIC = "metric"  # a bench run's figures: always gated
-GATES = (
-    TOTAL,
-    "component",
-    "phase",
-    "graph",
-    "function",
-)  # the scopes of a profile comparison, in table order
-DEFAULT_GATES = (TOTAL, "component")
-
-
-@dataclass(frozen=True)
-class RunFile:
-    """A saved run, reduced to what can be compared."""
-
-    path: str
-    kind: str  # "profile" or "bench"
-    schema_version: int
-    records: tuple[GraphRecord, ...] = ()  # profile runs
-    metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
-    about: dict[str, str] = field(default_factory=dict)  # model, backend, torch_version, where known
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
@@ -89,9 +73,6 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
         return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
     assert isinstance(data, BenchResult)
     return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))
-
-
-ABOUT = ("model", "backend", "torch_version")  # what two compared runs should share
 
 
 def parse_gates(values: str | Iterable[str] | None) -> tuple[str, ...]:
@@ -116,125 +97,27 @@ def parse_gates(values: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(g for g in GATES if g in wanted)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One compared figure, in seconds (None where the figure exists in one run only).
-
-    ``slower``: it grew beyond both thresholds (or is a graph only the new run has);
-    ``gated``: its scope is gated, so slower means regressed.
-
-    >>> Change("phase", "backend.cache", 0.14, 1.27, slower=True, gated=False).status
-    'slower (not gated)'
-    """
-
-    scope: str  # "total", "component", "phase", "graph" or "metric"
-    name: str
-    base: float | None
-    new: float | None
-    slower: bool
-    gated: bool = True
-
-    @property
-    def regressed(self) -> bool:
-        return self.slower and self.gated
-
-    @property
-    def delta(self) -> float:
-        return (self.new or 0.0) - (self.base or 0.0)
-
-    @property
-    def status(self) -> str:
-        if self.base is None and self.scope == "graph":
-            return "NEW GRAPH" if self.regressed else "new graph" + ("" if self.gated else " (not gated)")
-        if self.base is None:
-            return "new"
-        if self.new is None:
-            return "gone"
-        if self.slower:
-            return "REGRESSED" if self.gated else "slower (not gated)"
-        return "ok"
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """The changes between two runs and the rule that judged them; ``regressions`` are
-    the slower changes in gated scopes (what makes ``compiletrace compare`` exit 1)."""
-
-    base: RunFile
-    new: RunFile
-    changes: tuple[Change, ...]
-    threshold_pct: float
-    min_seconds: float
-    gates: tuple[str, ...] = DEFAULT_GATES
-
-    @property
-    def regressions(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.regressed)
-
-    @property
-    def differences(self) -> tuple[str, ...]:
-        """What the two runs ran that is not the same (``"model: a vs b"``): their figures
-        may not measure one thing. Only what both files say is compared.
-
-        >>> a = RunFile("a.json", "profile", 1, about={"model": "m:a", "backend": "eager"})
-        >>> b = RunFile("b.json", "profile", 1, about={"model": "m:b", "backend": "eager"})
-        >>> compare_runs(a, b).differences
-        ('model: m:a vs m:b',)
-        """
-        return tuple(
-            f"{key.replace('_version', '')}: {self.base.about[key]} vs {self.new.about[key]}"
-            for key in ABOUT
-            if key in self.base.about
-            and key in self.new.about
-            and self.base.about[key] != self.new.about[key]
-        )
+class Comparison(_data.Comparison):
+    """The changes between two runs (:class:`compiletrace._data.comparison.Comparison`),
+    with their views: the table ``compiletrace compare`` prints, its rule and its warning."""
 
     def warning(self) -> str | None:
         """One line when :attr:`differences` has any, else None."""
-        if not self.differences:
-            return None
-        differ = "; ".join(self.differences)
-        return printable(f"warning: the runs differ ({differ}): a change may be that, not a regression")
+        from compiletrace.reports import comparison_warning
 
-    @property
-    def ungated_slower(self) -> tuple[Change, ...]:
-        """Changes that slowed down in a scope no gate covers: shown, never failing."""
-        return tuple(c for c in self.changes if c.slower and not c.gated)
+        return comparison_warning(self)
 
     def rule(self) -> str:
         """The gate and its thresholds in words (the first two lines of :meth:`table`)."""
-        limits = f"a gated figure regresses when it grows by more than {self.threshold_pct:g}% and "
-        limits += f"{self.min_seconds:g} s"
-        if self.base.kind == BENCH:
-            return f"gate: every metric\n{limits}"
-        # "function" rows exist only for runs recorded with trace_cost: named when there are some.
-        present = {c.scope for c in self.changes}
-        shown = [g for g in GATES if g not in self.gates and (g != "function" or g in present)]
-        gate = f"gate: {', '.join(self.gates)}" + (f"; shown, not gated: {', '.join(shown)}" if shown else "")
-        return f"{gate}\n{limits}" + (" (a new graph regresses too)" if "graph" in self.gates else "")
+        from compiletrace.reports import comparison_rule
+
+        return comparison_rule(self)
 
     def table(self) -> str:
         """The rule, a row per figure (the total first), and the verdict."""
+        from compiletrace.reports import comparison_text
 
-        def fmt(v: float | None) -> str:
-            return "-" if v is None else f"{v:.3f}"
-
-        rows = []
-        for c in self.changes:
-            pct = "" if not c.base else f"{100 * c.delta / c.base:+.1f}%"
-            rows.append([c.scope, c.name, fmt(c.base), fmt(c.new), f"{c.delta:+.3f}", pct, c.status])
-        head = ("scope", "name", "base s", "new s", "delta s", "delta %", "status")
-        limits = f"beyond {self.threshold_pct:g}% and {self.min_seconds:g} s"
-        n = len(self.regressions)
-        verdict = f"{n} regression(s) {limits}" if n else f"no regression {limits}"
-        others = self.ungated_slower
-        if others:
-            scopes = ", ".join(g for g in GATES if any(c.scope == g for c in others))
-            verdict += f"; {len(others)} slower figure(s) not gated ({scopes})"
-        warning = self.warning()
-        return "\n".join(
-            [*([warning] if warning else []), self.rule(), "", *render_table(head, rows), "", verdict]
-        )
+        return comparison_text(self)
 
 
 def _grew(base: float, new: float, threshold_pct: float, min_seconds: float) -> bool:

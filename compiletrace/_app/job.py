@@ -107,7 +107,7 @@ class ProfileJob(Job):
     def summary(self) -> str:
         """The job's summary lines, then each compiling process's own tables."""
         from compiletrace._app.profile import ProfileRun
-        from compiletrace.reports._job import job_summary_lines
+        from compiletrace.reports import job_summary_lines
 
         parts = ["\n".join(job_summary_lines(self))]
         for process in self.compiling():
@@ -118,13 +118,13 @@ class ProfileJob(Job):
         """The one-file HTML report of every process's compiles, with the doctor's findings
         and the job's start-up timeline: a track per process on one wall-clock axis, then
         each process's own timeline."""
-        from compiletrace.reports._html import job_html_report
+        from compiletrace.reports import job_html_report
 
         return job_html_report(self, title=title, findings=self.diagnose())
 
     def chrome_trace(self) -> dict[str, Any]:
         """One Chrome/Perfetto trace, a track group per process."""
-        from compiletrace.reports._job import job_chrome_trace_dict
+        from compiletrace.reports import job_chrome_trace_dict
 
         return job_chrome_trace_dict(self)
 

@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiletrace._app import program_fixes
 from compiletrace._app.engine_phases import install as install_engine_phases
@@ -57,8 +57,12 @@ from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import MAX_TEXT_CHARS, ProcessInfo, RunMeta
 from compiletrace._io.files import json_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory
+from compiletrace._io.state import STATE, Slot
 from compiletrace._io.text import clip
 from compiletrace._version import __version__
+
+if TYPE_CHECKING:
+    from compiletrace.telemetry import Telemetry
 
 __all__ = ["install_program_fixes", "process_role", "start"]
 
@@ -186,7 +190,10 @@ class _Recording:
         self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))
 
 
-_RECORDING: _Recording | None = None
+# This process's recording for its job, once started. Written when the process starts
+# recording, read by its exit, signal and fork handlers: the handlers take no lock (one
+# held by another thread when the process forked would never be released in the child).
+_RECORDING: Slot[_Recording | None] = STATE.slot("job recording", None)
 
 
 def process_role() -> str:
@@ -226,7 +233,7 @@ def _warn(what: str, exc: BaseException) -> None:
 
 
 def _write_quietly() -> None:
-    recording = _RECORDING
+    recording = _RECORDING.value
     if recording is None:
         return
     try:
@@ -237,21 +244,22 @@ def _write_quietly() -> None:
         _die_of(recording.pending_signal)
 
 
-_TELEMETRY: Any = None  # this process's span and metric export (compiletrace run --otlp-endpoint)
-_TELEMETRY_ENDPOINT: str | None = None
+# This process's span and metric export (compiletrace run --otlp-endpoint), and where it
+# sends them (a forked child starts its own export there). Written as _RECORDING is.
+_TELEMETRY: Slot[Telemetry | None] = STATE.slot("job telemetry", None)
+_TELEMETRY_ENDPOINT: Slot[str | None] = STATE.slot("job telemetry endpoint", None)
 
 
 def _start_telemetry(endpoint: str) -> None:
     """Send this process's compiles to ``endpoint`` as they happen, on providers of its own:
     the program's global OpenTelemetry providers stay its own (set_global=False). A forked
     child starts its own (its pid and role on the resource) and flushes it at its end."""
-    global _TELEMETRY, _TELEMETRY_ENDPOINT
-    first = _TELEMETRY_ENDPOINT is None
-    _TELEMETRY_ENDPOINT = endpoint
+    first = _TELEMETRY_ENDPOINT.value is None
+    _TELEMETRY_ENDPOINT.value = endpoint
     try:
         from compiletrace import telemetry
 
-        _TELEMETRY = telemetry.configure(
+        _TELEMETRY.value = telemetry.configure(
             exporter="otlp",
             endpoint=endpoint,
             resource_attributes={"process.pid": os.getpid(), "compiletrace.process.role": process_role()},
@@ -259,14 +267,14 @@ def _start_telemetry(endpoint: str) -> None:
         )
     except Exception as exc:  # no SDK or exporter here: the program runs, its spans are off
         _warn(f"spans are off in this process (pid {os.getpid()})", exc)
-        _TELEMETRY = None
+        _TELEMETRY.value = None
         return
     if first:  # a forked child inherits this registration
         atexit.register(_flush_telemetry)
 
 
 def _flush_telemetry() -> None:
-    handle = _TELEMETRY
+    handle = _TELEMETRY.value
     if handle is not None:
         try:
             handle.shutdown()  # bounded in time (the exporter's timeout)
@@ -278,7 +286,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # The program had no handler of its own: write what was recorded, then die of SIGTERM
     # as it would have without compiletrace. A SIGTERM that lands while the run is being
     # written (at exit, or a second one during this handler's write) lets that write end.
-    recording = _RECORDING
+    recording = _RECORDING.value
     if recording is not None and recording.writing:
         recording.pending_signal = signum
         return
@@ -293,11 +301,12 @@ def _die_of(signum: int) -> None:
 
 
 def _after_fork_in_child() -> None:
-    recording = _RECORDING
+    recording = _RECORDING.value
     if recording is not None:
         recording.forked()
-    if _TELEMETRY_ENDPOINT is not None:
-        _start_telemetry(_TELEMETRY_ENDPOINT)
+    endpoint = _TELEMETRY_ENDPOINT.value
+    if endpoint is not None:
+        _start_telemetry(endpoint)
 
 
 def _finalize_multiprocessing_child() -> None:
@@ -331,8 +340,8 @@ def _write_before_leaving() -> None:
             try:
                 return _original(*args, **kwargs)
             finally:  # reached only when the exec failed: the program goes on, its end writes again
-                if _RECORDING is not None:
-                    _RECORDING.written = False
+                if _RECORDING.value is not None:
+                    _RECORDING.value.written = False
 
         first_write._compiletrace_writes_first = True  # type: ignore[attr-defined]
         first_write.__name__ = first_write.__qualname__ = name
@@ -376,9 +385,8 @@ def install_program_fixes() -> None:
 def start() -> None:
     """Start recording this process for the job named by the environment (see the module
     docstring); a process outside a job, or a second call, does nothing."""
-    global _RECORDING
     path = os.environ.get(JOB_DIR_ENV)
-    if not path or _RECORDING is not None:
+    if not path or _RECORDING.value is not None:
         return
     identity = os.environ.get(JOB_DIR_ID_ENV)
     if not identity:
@@ -403,7 +411,7 @@ def start() -> None:
         _start_telemetry(endpoint)
     recording = _Recording(job_dir, components, trace_cost, _apply_fixes(fixes))
     recording.begin()
-    _RECORDING = recording
+    _RECORDING.value = recording
     try:
         install_engine_phases(recording.registry)  # vLLM's start-up phases, when it runs here
     except Exception as exc:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -42,7 +41,7 @@ from compiletrace._data.fixes import Fix, check_fixes
 from compiletrace._data.fixes import parse_fix as parse_fix_name
 from compiletrace._data.registry import Registry
 from compiletrace._io.errors import UsageError
-from compiletrace._io.state import warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 __all__ = [
     "PROGRAM_FIXES",
@@ -61,9 +60,10 @@ __all__ = [
 REGIONAL_COMPILE = Fix.REGIONAL_COMPILE
 STATIC_CACHE = Fix.STATIC_CACHE
 _MARK = "__compiletrace_fix__"  # set on a wrapper this module made: never wrapped twice
-_lock = threading.Lock()
-_applied: list[str] = []  # in this process, in the order installed
-_wrappers: list[Installed] = []
+# The fixes installed in this process, in the order installed, and the engine wrappers they
+# put in (installed_for_test takes them out again).
+_APPLIED: Slot[list[str]] = STATE.slot("program fixes", [])
+_WRAPPERS: Slot[list[Installed]] = STATE.slot("program fix wrappers", [])
 
 
 def regional_compile_fix(block_class: str) -> str:
@@ -99,8 +99,8 @@ def check_program_fixes(names: Iterable[str]) -> None:
 
 def applied() -> list[str]:
     """The fixes installed in this process."""
-    with _lock:
-        return list(_applied)
+    with STATE.lock:
+        return list(_APPLIED.value)
 
 
 def install(names: Iterable[str]) -> list[str]:
@@ -110,8 +110,8 @@ def install(names: Iterable[str]) -> list[str]:
     for name in names:
         if not is_program_fix(name):
             continue
-        with _lock:
-            if name in _applied:
+        with STATE.lock:
+            if name in _APPLIED.value:
                 continue
         try:
             fix, argument = parse_fix_name(name)
@@ -120,8 +120,8 @@ def install(names: Iterable[str]) -> list[str]:
             with contextlib.suppress(Exception):
                 warn_once(f"the fix {name!r} is not applied in this process ({type(exc).__name__}: {exc})")
             continue
-        with _lock:
-            _applied.append(name)
+        with STATE.lock:
+            _APPLIED.value.append(name)
         done.append(name)
     return done
 
@@ -240,7 +240,9 @@ _GENERATE = EntryPoint(
 
 def _install_static_cache() -> None:
     # Wrapped now if transformers' generation module is imported, else once it is.
-    _wrappers.append(install_wrappers(Registry(), entry_points=(_GENERATE,)))
+    wrappers = install_wrappers(Registry(), entry_points=(_GENERATE,))
+    with STATE.lock:
+        _WRAPPERS.value.append(wrappers)
 
 
 def _install_regional_fix(block_class: str | None) -> None:
@@ -266,9 +268,9 @@ def installed_for_test(names: Iterable[str]) -> Iterator[list[str]]:
         yield done
     finally:
         torch.compile = real
-        with _lock:
+        with STATE.lock:
             for name in done:
-                _applied.remove(name)
-            wrappers, _wrappers[:] = list(_wrappers), []
+                _APPLIED.value.remove(name)
+            wrappers, _WRAPPERS.value[:] = list(_WRAPPERS.value), []
         for wrapper in wrappers:
             wrapper.remove()

@@ -14,7 +14,11 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TextIO
 
-__all__ = ["Progress", "process_start_unix_s", "wall_time_s"]
+from compiletrace._core.observers import OnCompile
+from compiletrace._data.records import GraphRecord
+from compiletrace._io.text import printable
+
+__all__ = ["Progress", "compile_lines", "process_start_unix_s", "wall_time_s"]
 
 
 class Progress:
@@ -126,6 +130,32 @@ class Progress:
             self._stream.write("\r" + text + " " * pad)
             self._width = len(text)
             self._stream.flush()
+
+
+def compile_lines(progress: Progress) -> OnCompile:
+    """An observer of compiles (``compiletrace._core.observers``) that notes a line on
+    ``progress`` as each frame compile finishes: what compiled, how long it took, what the
+    cache did (lazy backward compiles add no line).
+
+    >>> import io
+    >>> from compiletrace._core.observers import Observers
+    >>> from compiletrace._data.registry import Registry
+    >>> out, observers = io.StringIO(), Observers()
+    >>> observers.add(compile_lines(Progress(out)))
+    >>> record = GraphRecord("0/0", "encoder", "eager", "forward", 4, 0, 2 * 10**9, 10**9, 10**9, 10**9)
+    >>> observers.record_finished(record, observers.frame_started(), Registry())
+    >>> print(out.getvalue(), end="")
+    compiled encoder 0/0 (forward) in 2.00 s, cache none
+    """
+
+    def compiled(record: GraphRecord, backward: bool) -> None:
+        if not backward:
+            progress.note(
+                f"compiled {printable(record.component)} {record.compile_id} ({printable(record.code_name)})"
+                f" in {record.total_s:.2f} s, cache {record.cache_outcome.value}"
+            )
+
+    return OnCompile(compiled)
 
 
 def process_start_unix_s() -> float | None:

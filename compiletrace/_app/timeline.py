@@ -65,7 +65,8 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
-# A memo of a module reference, read on every phase (the hot path), once OpenTelemetry is loaded.
+# A memo, not state, of a module reference (what sys.modules holds), read on every phase
+# (the hot path), once OpenTelemetry is loaded.
 _startup_module: ModuleType | None = None
 _OTEL_TRACE = "opentelemetry.trace"
 
@@ -83,7 +84,8 @@ def _telemetry() -> Any:
     return _startup_module
 
 
-# A memo keyed by pid (a forked child reads its own): (pid, its start in Unix ns).
+# A memo, not state, of what the OS says, keyed by pid (a forked child reads its own): (pid,
+# its start in Unix ns).
 _process_start: tuple[int, int | None] | None = None
 
 

@@ -38,6 +38,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from compiletrace._app.job import ProfileJob, run_command
 from compiletrace._data.files import read
@@ -46,13 +47,16 @@ from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import RunMeta
+from compiletrace._data.verify import TrialFigures, VerifyRow
 from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, automatic_fix, judge
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
-from compiletrace.reports._verify import TrialFigures, VerifyRow, VerifyTable
-from compiletrace.reports._verify import verify_lines as table_lines
-from compiletrace.reports._verify import verify_table as table_of
+from compiletrace.reports import verify_lines as table_lines
+from compiletrace.reports import verify_table as table_of
+
+if TYPE_CHECKING:
+    from compiletrace.reports._verify import VerifyTable
 
 __all__ = [
     "BROKE",
@@ -62,7 +66,6 @@ __all__ = [
     "VERIFIED",
     "Trial",
     "Verdict",
-    "VerifyTable",
     "judge",
     "profile_command",
     "slowdown",
@@ -314,7 +317,7 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
 
 
 def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
-    """The before/after table of ``verdicts`` (:func:`compiletrace.reports._verify.verify_table`):
+    """The before/after table of ``verdicts`` (:func:`compiletrace.reports.verify_table`):
     finding, fix, frame compiles, graph nodes, compile and wall seconds (and call ms, for a
     profile run), verdict."""
     return table_of(verify_rows(verdicts), steady_calls=STEADY_CALLS)

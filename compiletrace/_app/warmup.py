@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from compiletrace._app.timeline import OwnPhase
+from compiletrace._core.observers import OnCompile, process_observers
 from compiletrace._core.tracker import Clock, get_tracker
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord
 from compiletrace._data.registry import Registry, checked_registry, get_registry
@@ -180,12 +181,8 @@ def expect_no_compiles(*, raise_on_compile: bool = True) -> Iterator[CompileWatc
     if not isinstance(raise_on_compile, bool):
         raise ArgumentTypeError(f"raise_on_compile must be True or False, got {raise_on_compile!r}")
     watch = CompileWatch()
-    tracker = get_tracker()
-    tracker.add_listener(watch._add)
-    try:
+    with process_observers().observing(OnCompile(watch._add), name="expect_no_compiles"):
         yield watch
-    finally:
-        tracker.remove_listener(watch._add)
     if raise_on_compile and len(watch):
         raise UnexpectedCompileError(
             f"{len(watch)} compile{'s' if len(watch) > 1 else ''} inside expect_no_compiles():\n"

@@ -79,7 +79,9 @@ def _install_program_fixes() -> None:
         _say(f"the fixes to the program are off in this process (pid {os.getpid()})", exc)
 
 
-# module name -> what runs once it has run; emptied as each is seen
+# module name -> what runs once it has run; emptied as each is seen. Here, not in the
+# process state: every process of a job imports this module, which imports the standard
+# library only (compiletrace itself is imported once torch is).
 _PENDING: dict[str, Callable[[], None]] = {}
 
 

@@ -11,7 +11,7 @@ from compiletrace._core.tracker import Tracker, get_tracker
 from compiletrace._data.records import LANGUAGE_MODEL
 from compiletrace._data.registry import Registry, checked_registry, get_registry
 from compiletrace._io.errors import ArgumentTypeError, CompileOptionError, UsageError
-from compiletrace._io.state import STATE
+from compiletrace._io.state import STATE, Slot
 
 __all__ = ["CompiletraceBackend", "backend"]
 
@@ -200,6 +200,10 @@ class CompiletraceBackend:
 backend = CompiletraceBackend
 
 
+# torch.compile(backend="compiletrace")'s backend, made when torch first asks for it.
+_ENTRY_POINT_BACKEND: Slot[CompiletraceBackend | None] = STATE.slot("entry-point backend", None)
+
+
 def __getattr__(name: str) -> Any:
     # ``torch.compile(m, backend="compiletrace")`` loads this attribute through the
     # ``torch_dynamo_backends`` entry point when torch.compile is called, before the first
@@ -207,8 +211,9 @@ def __getattr__(name: str) -> Any:
     # imported by then, so this costs nothing extra).
     if name == "compiletrace_backend":
         with STATE.lock:
-            if STATE.entry_point_backend is None:
+            made = _ENTRY_POINT_BACKEND.value
+            if made is None:
                 get_tracker()
-                STATE.entry_point_backend = CompiletraceBackend(LANGUAGE_MODEL)
-            return STATE.entry_point_backend
+                _ENTRY_POINT_BACKEND.value = made = CompiletraceBackend(LANGUAGE_MODEL)
+            return made
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
@@ -13,7 +14,7 @@ from compiletrace._data.records import ENCODER, LANGUAGE_MODEL
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import CompilationMode
 from compiletrace._io.errors import ArgumentTypeError, UsageError
-from compiletrace._io.state import STATE
+from compiletrace._io.state import STATE, Slot
 
 __all__ = ["RELEASE_ARGUMENTS", "CompilationMode", "compile", "resolve_component"]
 
@@ -35,6 +36,13 @@ def resolve_component(is_encoder: object, component: object) -> str:
     return name
 
 
+# compiletrace.compile's backends, one per configuration (weakly held): compiling many blocks
+# the same way must be one backend, or Dynamo recompiles their shared code.
+_SHARED_BACKENDS: Slot[weakref.WeakValueDictionary[tuple[Any, ...], CompiletraceBackend]] = STATE.slot(
+    "shared backends", weakref.WeakValueDictionary()
+)
+
+
 def shared_backend(component: str, **settings: Any) -> CompiletraceBackend:
     """The one backend for this component and these settings (``CompiletraceBackend``'s
     keywords): compiling many blocks the same way (a model compiled layer by layer, as
@@ -49,12 +57,12 @@ def shared_backend(component: str, **settings: Any) -> CompiletraceBackend:
     key = _backend_key(component, settings)
     registry = settings.get("registry")
     with STATE.lock:
-        found = STATE.shared_backends.get(key) if key is not None else None
+        found = _SHARED_BACKENDS.value.get(key) if key is not None else None
         if found is not None and (registry is None or found.registry is registry):
             return found
         made = CompiletraceBackend(component, **settings)
         if key is not None:
-            STATE.shared_backends[key] = made
+            _SHARED_BACKENDS.value[key] = made
         return made
 
 

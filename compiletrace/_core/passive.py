@@ -27,7 +27,7 @@ from compiletrace._core.components import (
 from compiletrace._core.tracker import get_tracker
 from compiletrace._data.registry import Registry, checked_registry, get_registry
 from compiletrace._io.errors import ArgumentTypeError
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 __all__ = ["PassiveOwner", "PassiveRecording", "PassiveRecordings", "observe"]
 
@@ -169,8 +169,8 @@ class observe:
         )
         self._stopped = False
         with STATE.lock:
-            self._previous: observe | None = STATE.active_observer
-            STATE.active_observer = self
+            self._previous: observe | None = ACTIVE.value
+            ACTIVE.value = self
             tracker.passive = _recordings_on(self)
 
     @property
@@ -185,12 +185,12 @@ class observe:
         self._stopped = True
         tracker = get_tracker()
         with STATE.lock:
-            active = STATE.active_observer
+            active = ACTIVE.value
             if active is self:
                 active = self._previous
                 while active is not None and active._stopped:  # stopped out of order
                     active = active._previous
-                STATE.active_observer = active
+                ACTIVE.value = active
             tracker.passive = _recordings_on(active)
 
     def __enter__(self) -> observe:
@@ -203,6 +203,10 @@ class observe:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+# The compiletrace.observe() recording now (the newest of those on), if any.
+ACTIVE: Slot[observe | None] = STATE.slot("observe() recording", None)
 
 
 def _recordings_on(newest: observe | None) -> PassiveRecordings | None:

@@ -54,6 +54,8 @@ class OpenPhase(NamedTuple):
 
 _new = tuple.__new__  # skips a named tuple's argument parsing: half its cost, the same tuple
 _current_thread = threading.current_thread
+# The innermost phase open in each thread or task: a context variable is per context by
+# nature, so it lives at module level, never in the process state.
 _CURRENT: contextvars.ContextVar[OpenPhase | None] = contextvars.ContextVar(
     "compiletrace_current_phase", default=None
 )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from compiletrace._data.timeline import PROCESS, PhaseRecord
 from compiletrace._io import exec_time
+from compiletrace._io.state import STATE, Slot
 
 __all__ = [
     "PHASE_IDS",
@@ -61,9 +62,9 @@ _IMPORT_BEGAN_NS = unix_now_ns()
 _EXEC_PROBE = exec_time.probe(_IMPORT_BEGAN_NS)
 _TORCH_LOADED_BEFORE = "torch" in sys.modules
 # (name, start, end) of each import timed: compiletrace's own (by the front door) and
-# torch's (when it happens: see _core.import_timing). Appended to once per name; a list's
-# append is atomic under the GIL.
-_MARKS: list[tuple[str, int, int]] = []
+# torch's (when it happens: see _core.import_timing). Appended to once per name, with no
+# lock: a list's append is atomic under the GIL.
+_MARKS: Slot[list[tuple[str, int, int]]] = STATE.slot("import marks", [])
 
 
 def mark_import(name: str, start_unix_ns: int | None = None, end_unix_ns: int | None = None) -> None:
@@ -72,14 +73,14 @@ def mark_import(name: str, start_unix_ns: int | None = None, end_unix_ns: int | 
     previous mark ended (or, for the first, when ``import compiletrace`` began)."""
     end = unix_now_ns() if end_unix_ns is None else end_unix_ns
     if start_unix_ns is None:
-        start_unix_ns = _MARKS[-1][2] if _MARKS else _IMPORT_BEGAN_NS
-    _MARKS.append((name, start_unix_ns, end))
+        start_unix_ns = _MARKS.value[-1][2] if _MARKS.value else _IMPORT_BEGAN_NS
+    _MARKS.value.append((name, start_unix_ns, end))
 
 
 def import_marks() -> tuple[int, bool, tuple[tuple[str, int, int], ...]]:
     """(when ``import compiletrace`` began, whether torch was imported before it, the marks:
     (name, start, end) of each import timed)."""
-    return _IMPORT_BEGAN_NS, _TORCH_LOADED_BEFORE, tuple(_MARKS)
+    return _IMPORT_BEGAN_NS, _TORCH_LOADED_BEFORE, tuple(_MARKS.value)
 
 
 def exec_probe() -> exec_time.ExecProbe | None:

@@ -47,6 +47,18 @@ from typing import Any, NamedTuple, Protocol
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.components import CompiledTarget, target_of
+from compiletrace._core.observers import (
+    OBSERVER_FACTORY,
+    TELEMETRY,
+    CompileListener,
+    CompileObserver,
+    FrameObserver,
+    Observers,
+    Tokens,
+    build_observer,
+    process_observers,
+    register_observer_factory,
+)
 from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._data.phases import TimedRegion, fit_to, one_time_ns, split_phases
 from compiletrace._data.records import (
@@ -58,13 +70,14 @@ from compiletrace._data.records import (
     qualified_type_name,
 )
 from compiletrace._data.registry import Registry
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace._io.text import first_line
 
 __all__ = [
     "Attribution",
     "Clock",
     "CompileListener",
+    "CompileObserver",
     "FrameObserver",
     "PassiveOwners",
     "Tracker",
@@ -73,9 +86,6 @@ __all__ = [
 ]
 
 Clock = Callable[[], int]  # monotonic nanoseconds, like time.perf_counter_ns
-
-# Told of every compile any compiletrace backend records: (record, is a lazy backward).
-CompileListener = Callable[[GraphRecord, bool], None]
 
 # A frame shared by components warns once its entries reach this share of torch's limit.
 SHARED_FRAME_WARN_SHARE = 0.75
@@ -113,18 +123,6 @@ class _OwnWithCopies:
     copies: tuple[tuple[Registry, str], ...]
 
 
-class FrameObserver(Protocol):
-    """Receives records as frames finish (telemetry implements this)."""
-
-    def frame_started(self) -> Any: ...  # returns an opaque token, e.g. the OTel context
-
-    def record_finished(self, record: GraphRecord, token: Any) -> None: ...
-
-    def backward_finished(
-        self, record: GraphRecord, start_unix_ns: int, end_unix_ns: int, token: Any
-    ) -> None: ...
-
-
 def _merge_cache(old: CacheOutcome, hits: int, misses: int, bypasses: int) -> CacheOutcome:
     if misses or old is CacheOutcome.MISS:
         return CacheOutcome.MISS
@@ -156,7 +154,7 @@ class _OpenFrame:
     code_name: str
     recompile_reason: str | None
     owner: Attribution | None  # None until known to be a compiletrace backend's frame
-    token: Any = None  # observer's token from frame start (the OTel parent context)
+    tokens: Tokens = ()  # the observers' tokens from frame start (telemetry's: the OTel parent context)
     backend_ns: int = 0
     backend_start_ns: int | None = None
     node_count: int = 0
@@ -207,7 +205,7 @@ class _AotBackendCall:
 @dataclass
 class _OpenBackward:
     start_ns: int
-    token: Any
+    tokens: Tokens
     context: Any = None
 
 
@@ -243,12 +241,20 @@ def _frame_id(compile_id: str) -> str:
 
 
 class Tracker:
-    """Builds :class:`GraphRecord` s from compile events. One is installed into torch per
-    process (:func:`get_tracker`); tests build their own with a fake clock and call the
-    ``on_*`` methods directly.
+    """Builds :class:`GraphRecord` s from compile events, adds each to its registry and
+    tells its :attr:`observers` (the one channel to hear of a compile). One is installed into
+    torch per process (:func:`get_tracker`, with the process's observers); tests build their
+    own with a fake clock and call the ``on_*`` methods directly.
     """
 
-    def __init__(self, clock: Clock | None = None, epoch_offset_ns: int | None = None) -> None:
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        epoch_offset_ns: int | None = None,
+        observers: Observers | None = None,
+        *,
+        factory_observer: bool = False,
+    ) -> None:
         self._clock: Clock = clock or time.perf_counter_ns
         # Timestamps in records are Unix epoch ns: clock reading + a fixed offset.
         if epoch_offset_ns is None:
@@ -262,7 +268,13 @@ class Tracker:
         self._frame_components: dict[str, list[str]] = {}
         # Across resets: the compile context of each recorded graph (weakly: torch drops them).
         self._made_by_context: weakref.WeakKeyDictionary[Any, _Made] = weakref.WeakKeyDictionary()
-        self.observer: FrameObserver | None = None
+        # Who hears of each compile (the one channel); with ``factory_observer`` (the process
+        # tracker), its own observer among them: telemetry's, built by the registered factory
+        # (and built again when another is registered; _built_from is the one it came from).
+        self.observers = observers if observers is not None else Observers()
+        self._own_observer: CompileObserver | None = None
+        self._factory_observer = factory_observer
+        self._built_from: Any = None
         # Split backend time into torch's phases (benchmarks turn it off to measure its cost).
         self.phase_split_enabled = True
         # Take frame and lazy-backward bounds from torch's timed regions (see the module
@@ -273,7 +285,6 @@ class Tracker:
         self.diagnosis_capture_enabled = True
         # Registries whose warm-up has returned: their later compiles are latency spikes.
         self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
-        self._listeners: list[CompileListener] = []
         self._aot_compiles = 0  # ahead-of-time compiles seen: their compile ids
         # While set, frames of any backend are recorded too, under the owner it names.
         self.passive: PassiveOwners | None = None
@@ -321,7 +332,7 @@ class Tracker:
         now = self._clock()
         if trigger == tc.TRIGGER_LAZY_BACKWARD:
             if not self.bounds_from_regions and self._made_by(context, compile_id) is not None:
-                self._state.backwards[compile_id] = _OpenBackward(now, self._observer_token(), context)
+                self._state.backwards[compile_id] = _OpenBackward(now, self._frame_tokens(), context)
             return
         if trigger != tc.TRIGGER_DYNAMO:
             return
@@ -334,7 +345,7 @@ class Tracker:
         if frame is not None:
             code_name = frame.code_name
             owner = self._owner_of(frame)
-        opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._observer_token())
+        opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._frame_tokens())
         opened.imports_mark = self.import_timer.thread_total_ns()
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
@@ -360,7 +371,7 @@ class Tracker:
         if frame is None or owner is None:
             return
         now = self._clock()
-        refused = _OpenFrame(compile_id, now, frame.code_name, reason, owner, self._observer_token())
+        refused = _OpenFrame(compile_id, now, frame.code_name, reason, owner, self._frame_tokens())
         refused.filename, refused.first_line = frame.filename, frame.first_line
         refused.module = _module_of(frame)
         refused.status = CompileStatus.EAGER_FALLBACK
@@ -490,7 +501,7 @@ class Tracker:
         elif name == tc.BACKWARD_REGION:
             made = self._made_by(context, compile_id)
             if made is not None:
-                self._add_backward(made, start_unix_ns, end_unix_ns, self._observer_token())
+                self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens())
 
     # -- Backend calls ------------------------------------------------------------------
 
@@ -622,7 +633,7 @@ class Tracker:
         with self._lock:
             self._aot_compiles += 1
             compile_id = f"aot{self._aot_compiles - 1}/0"  # torch gives this path no compile id
-        opened = _OpenFrame(compile_id, self._clock(), frame.code_name, None, owner, self._observer_token())
+        opened = _OpenFrame(compile_id, self._clock(), frame.code_name, None, owner, self._frame_tokens())
         opened.filename, opened.first_line = frame.filename, frame.first_line
         opened.aot_call = _AotBackendCall()
         if self.diagnosis_capture_enabled:
@@ -722,7 +733,7 @@ class Tracker:
                 "only and misses Dynamo tracing, guards and lazy backward compiles.",
             )
         cid = tc.current_compile_id() or "?"
-        orphan = _OpenFrame(cid, 0, "?", tc.recompile_reason(), owner, self._observer_token())
+        orphan = _OpenFrame(cid, 0, "?", tc.recompile_reason(), owner, self._frame_tokens())
         orphan.imports_mark = self.import_timer.thread_total_ns()
         return orphan
 
@@ -798,10 +809,8 @@ class Tracker:
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
         # record, under the component each names it.
-        copies = tuple(
-            (registry, registry.add(replace(record, component=component)))
-            for registry, component in getattr(owner, "copies", ())
-        )
+        copied = [(reg, replace(record, component=name)) for reg, name in getattr(owner, "copies", ())]
+        copies = tuple((registry, registry.add(copy)) for registry, copy in copied)
         made = _Made(owner.registry, owner.registry.add(record), copies)
         with self._lock:
             self._made_by_id[frame.compile_id] = made
@@ -811,9 +820,7 @@ class Tracker:
             _warn_if_shared_frame_fills(record, sharing)
         if after_warmup:
             _warn_compiled_after_warmup(record)
-        if self.observer is not None:
-            self._notify(self.observer.record_finished, record, frame.token)
-        self._tell_listeners(record, False)
+        self.observers.record_finished(record, frame.tokens, owner.registry, copied)
 
     def _made_by(self, context: Any, compile_id: str) -> _Made | None:
         """The graph whose lazy backward is compiling now: by its compile context when torch
@@ -830,18 +837,20 @@ class Tracker:
     def _finish_backward(self, compile_id: str, bw: _OpenBackward, end_ns: int) -> None:
         made = self._made_by(bw.context, compile_id)
         if made is not None:
-            self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.token)
+            self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.tokens)
 
-    def _add_backward(self, made: _Made, start_unix_ns: int, end_unix_ns: int, token: Any) -> None:
+    def _add_backward(self, made: _Made, start_unix_ns: int, end_unix_ns: int, tokens: Tokens) -> None:
         record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns)
+        copied = []
         for registry, handle in made.copies:
-            registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns)
-        if record is not None and self.observer is not None:
-            self._notify(self.observer.backward_finished, record, start_unix_ns, end_unix_ns, token)
+            copy = registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns)
+            if copy is not None:
+                copied.append((registry, copy))
         if record is not None:
-            self._tell_listeners(record, True)
+            end = end_unix_ns
+            self.observers.backward_finished(record, start_unix_ns, end, tokens, made.registry, copied)
 
-    # -- Warm-up and compile listeners ----------------------------------------------------
+    # -- Warm-up -----------------------------------------------------------------------------
 
     def set_warmed_up(self, registry: Registry, warmed: bool) -> None:
         """Mark ``registry``'s warm-up as returned (its later frame compiles get
@@ -852,39 +861,42 @@ class Tracker:
             else:
                 self._warmed.discard(registry)
 
-    def add_listener(self, listener: CompileListener) -> None:
-        """Call ``listener(record, is_backward)`` after every frame compile and lazy backward
-        compile of any compiletrace backend (any registry)."""
+    # -- Observers: the one channel to hear of a compile -----------------------------------
+
+    @property
+    def observer(self) -> CompileObserver | None:
+        """The tracker's own observer among :attr:`observers`: telemetry's, built by the
+        registered factory (:func:`~compiletrace._core.observers.register_observer_factory`);
+        set it to put another in its place (None: none)."""
+        self._refresh_own_observer()
+        return self._own_observer
+
+    @observer.setter
+    def observer(self, observer: CompileObserver | None) -> None:
         with self._lock:
-            self._listeners.append(listener)
+            self._built_from = OBSERVER_FACTORY.value  # this one, not the factory's, until it changes
+            self._put_own_observer(observer)
 
-    def remove_listener(self, listener: CompileListener) -> None:
+    def _refresh_own_observer(self) -> None:
+        # The factory's observer, built again when another factory was registered since.
+        if not self._factory_observer or OBSERVER_FACTORY.value is self._built_from:
+            return
         with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            factory = OBSERVER_FACTORY.value
+            if factory is not self._built_from:
+                self._built_from = factory
+                self._put_own_observer(build_observer(factory))
 
-    def _tell_listeners(self, record: GraphRecord, backward: bool) -> None:
-        with self._lock:
-            listeners = tuple(self._listeners)
-        for listener in listeners:
-            self._notify(listener, record, backward)
+    def _put_own_observer(self, observer: CompileObserver | None) -> None:
+        if self._own_observer is not None:
+            self.observers.remove(self._own_observer)
+        self._own_observer = observer
+        if observer is not None:
+            self.observers.add(observer, name=TELEMETRY)
 
-    # -- Observer (telemetry): its failures never reach the user's compile -----------------
-
-    def _observer_token(self) -> Any:
-        if self.observer is None:
-            return None
-        try:
-            return self.observer.frame_started()
-        except Exception as exc:
-            warn_once(f"telemetry failed and was disabled for this event: {exc!r}")
-            return None
-
-    def _notify(self, method: Callable[..., None], *args: Any) -> None:
-        try:
-            method(*args)
-        except Exception as exc:
-            warn_once(f"telemetry failed and was disabled for this event: {exc!r}")
+    def _frame_tokens(self) -> Tokens:
+        self._refresh_own_observer()
+        return self.observers.frame_started()
 
     def forget_compile_ids(self) -> None:
         """After ``torch._dynamo.reset()`` compile ids restart at "0/0": a later lazy backward
@@ -958,25 +970,30 @@ def _attribution_of(compiler_fn: Any) -> Attribution | None:
     return backend if getattr(backend, "_is_compiletrace_backend", False) else None
 
 
-def register_observer_factory(factory: Callable[[], FrameObserver] | None) -> None:
-    """Build the process tracker's observer with ``factory()`` when the tracker is created
-    (and now, if it exists already); None removes it. The registry of the factory is the
-    torch-free process state (:meth:`~compiletrace._io.state.ProcessState.register_observer_factory`),
-    where the front door registers telemetry's span observer without importing the core."""
-    STATE.register_observer_factory(factory)
+def _unsettled(tracker: Tracker | None) -> list[str]:
+    found = []
+    if tracker is not None and tracker.passive is not None:
+        found.append("passive recording is on (compiletrace.observe() not stopped)")
+    if tracker is not None and tracker.open_frames():
+        found.append(f"{tracker.open_frames()} frame compiles are open")
+    return found
+
+
+# The process Tracker, installed into torch on first use.
+TRACKER: Slot[Tracker | None] = STATE.slot("tracker", None, unsettled=_unsettled)
 
 
 def get_tracker() -> Tracker:
     """The process tracker, installed into torch's compile callbacks on first use."""
-    tracker: Tracker | None = STATE.tracker
+    tracker = TRACKER.value
     if tracker is not None:
         return tracker
     # Outside the lock, before building: in a compiletrace run job this import may start the
     # job's recording, which builds the tracker itself (get_tracker re-entered, once).
     tc.load_dynamo()
     with STATE.lock:
-        if STATE.tracker is None:
-            new = Tracker()
+        if TRACKER.value is None:
+            new = Tracker(observers=process_observers(), factory_observer=True)
 
             def on_start(trigger: str, compile_id: str) -> None:
                 dynamo = trigger == tc.TRIGGER_DYNAMO
@@ -996,6 +1013,8 @@ def get_tracker() -> Tracker:
             tc.install_recompile_limit_hook(new.on_recompile_limit)
             tc.install_aot_compile_hook(new)
             new.time_one_time_setup()
-            new.observer = STATE.build_observer()
-            STATE.tracker = new
-        return STATE.tracker  # type: ignore[no-any-return]
+            new._refresh_own_observer()  # telemetry's, from the factory the front door registered
+            TRACKER.value = new
+        made = TRACKER.value
+    assert made is not None
+    return made

@@ -18,10 +18,18 @@ from typing import Any
 from compiletrace._data.kinds import FileKind
 from compiletrace._io.envelope import Fields
 
-__all__ = ["BENCH_METRICS", "BENCH_PREFIXES", "BenchResult", "phase_metric", "seconds_lists"]
+__all__ = [
+    "BENCH_METRICS",
+    "BENCH_PREFIXES",
+    "PERCENTILES",
+    "BenchResult",
+    "phase_metric",
+    "seconds_lists",
+]
 
 BENCH_PREFIXES = ("cold", "warm", "portable")
 BENCH_METRICS = ("startup_time", "compilation_time", "encoder_compilation_time", "artifact_load_time")
+PERCENTILES = (10, 25, 50, 75, 90, 99)  # each figure's ``*_percentiles``, keyed by the percentile as text
 
 
 def phase_metric(prefix: str, phase: str) -> str:

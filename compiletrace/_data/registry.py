@@ -1,18 +1,21 @@
-"""The registry: a thread-safe store of graph records, with running totals per component."""
+"""The registry: a thread-safe store of graph records, with running totals per component.
+
+It holds data only: who hears of a compile is the tracker's business (its observers,
+``compiletrace._core.observers``), not the store's."""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
 from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -25,9 +28,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1  # of a registry's own JSON
 # A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
-
-RecordListener = Callable[[GraphRecord], None]
-
 
 # The process registry keeps this many records: a server that recompiles for days must not
 # grow without bound. Totals per component stay exact past it.
@@ -66,7 +66,6 @@ class Registry:
         self._first = 0  # the handle of the oldest record kept (handles count every record added)
         self._index: dict[str, int] = {}  # compile id -> handle of its latest record
         self._totals_ns: dict[str, int] = {}
-        self._listeners: list[RecordListener] = []
         self.dropped = 0  # records dropped past the capacity (still in the totals)
         self._phases: list[PhaseRecord] = []
         self.phases_dropped = 0  # phases not kept past the capacity
@@ -89,12 +88,6 @@ class Registry:
                 self._first += 1
                 self.dropped += 1
             self._totals_ns[record.component] = self._totals_ns.get(record.component, 0) + record.total_ns
-            listeners = tuple(self._listeners)
-        for listener in listeners:
-            try:
-                listener(record)
-            except Exception as exc:  # a view's failure never reaches the user's compile
-                warn_once(f"a registry listener failed and was skipped: {exc!r}")
         return handle
 
     def add_backward(self, graph: str | int, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
@@ -140,16 +133,6 @@ class Registry:
             self.dropped = 0
             self._phases.clear()
             self.phases_dropped = 0
-
-    def add_listener(self, listener: RecordListener) -> None:
-        """Call ``listener(record)`` after each new record (not on backward updates)."""
-        with self._lock:
-            self._listeners.append(listener)
-
-    def remove_listener(self, listener: RecordListener) -> None:
-        with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -229,6 +212,10 @@ def registry_dict(records: Iterable[GraphRecord], phases: Iterable[PhaseRecord] 
     return data
 
 
+# The Registry compiletrace.compile records into, made on first use.
+_DEFAULT: Slot[Registry | None] = STATE.slot("default registry", None)
+
+
 def get_registry() -> Registry:
     """The process-wide default registry that ``compiletrace.compile`` records into.
 
@@ -236,13 +223,13 @@ def get_registry() -> Registry:
     >>> isinstance(compiletrace.get_registry(), compiletrace.Registry)
     True
     """
-    registry = STATE.default_registry
+    registry = _DEFAULT.value
     if registry is None:
         with STATE.lock:
-            if STATE.default_registry is None:
-                STATE.default_registry = Registry(capacity=DEFAULT_CAPACITY)
-            registry = STATE.default_registry
-    return registry  # type: ignore[no-any-return]
+            registry = _DEFAULT.value
+            if registry is None:
+                _DEFAULT.value = registry = Registry(capacity=DEFAULT_CAPACITY)
+    return registry
 
 
 def compilation_times(registry: Registry | None = None) -> CompilationTimes:

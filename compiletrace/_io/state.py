@@ -4,26 +4,55 @@ object under one lock.
 Torch's callbacks and hooks are installed once per process and the tracker that receives
 them is shared by every compiled model, so they cannot live in any one object the user
 holds. They live here, with the warnings already given, so tests (and a reader) find all
-of it in one place. Torch-free: the torch-facing core stores its objects in the slots.
+of it in one place: ``STATE.slots`` lists every piece, and :meth:`ProcessState.unsettled`
+says what is not at rest.
+
+This module is the torch-free leaf: it names no type of the layers above it. A piece of
+state that holds one of their objects (the tracker, a backend, the default registry, the
+telemetry's open root span) is a :class:`Slot`, declared by the module whose objects it
+holds, with its type there:
+
+>>> from compiletrace._io.state import STATE, Slot
+>>> answers: Slot[int | None] = STATE.slot("doctest: the answer", None)
+>>> with STATE.lock:
+...     answers.value = 42
+>>> STATE.slots["doctest: the answer"].value
+42
 """
 
 from __future__ import annotations
 
 import threading
 import warnings
-import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-if TYPE_CHECKING:  # the slots' types, never imported at run time: this module is the leaf
+if TYPE_CHECKING:  # OpenTelemetry's API types, never imported here at run time
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
 
-    from compiletrace._core.backend import CompiletraceBackend
-    from compiletrace._core.tracker import Tracker
-    from compiletrace._data.registry import Registry
+__all__ = ["STATE", "ProcessState", "Slot", "warn_once"]
 
-__all__ = ["STATE", "ProcessState", "warn_once"]
+T = TypeVar("T")
+
+
+class Slot(Generic[T]):
+    """One piece of the process state, of the type its declaring module gives it. Read
+    ``slot.value`` anywhere (one attribute read: hot paths read it); write it, or read and
+    then write it, under ``STATE.lock`` wherever threads may race (a slot written only where
+    no other thread runs, as in a fork handler, says so where it is declared). ``unsettled``
+    says what about a value is not at rest between two uses of compiletrace (the test suite
+    checks it around every test)."""
+
+    __slots__ = ("name", "unsettled", "value")
+
+    def __init__(self, name: str, value: T, unsettled: Callable[[T], Iterable[str]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.unsettled = unsettled
+
+    def __repr__(self) -> str:
+        return f"<Slot {self.name}: {self.value!r}>"
 
 
 class ProcessState:
@@ -32,36 +61,23 @@ class ProcessState:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.tracker: Tracker | None = None  # the process Tracker, installed into torch on first use
-        self.callbacks: Any = None  # the callback pair registered with Dynamo (see torch_compat)
-        self.region_hook_installed = False  # torch's timed-region logger is teed (see torch_compat)
-        self.region_listener: Any = None  # receives the frame and lazy-backward region ends
-        self.limit_listener: Any = None  # told when Dynamo refuses a frame past its recompile limit
-        # Every Dynamo backend call goes through it once passive recording is on (observe()).
-        self.backend_call_handler: Any = None
-        self.aot_listener: Any = None  # told of torch's ahead-of-time compiles (aot_compile)
-        self.active_observer: Any = None  # the compiletrace.observe() recording now, if any
-        self.reset_listeners: list[Callable[[], None]] = []  # called after torch._dynamo.reset()
-        # Builds the tracker's observer when the tracker is created: the front door registers
-        # telemetry's here, so the core never imports telemetry.
-        self.observer_factory: Callable[[], Any] | None = None
-        self.default_registry: Registry | None = None  # the Registry compiletrace.compile records into
-        self.entry_point_backend: CompiletraceBackend | None = None  # torch.compile(backend="compiletrace")
-        # compiletrace.compile's backends, one per configuration (weakly held): compiling many
-        # blocks the same way must be one backend, or Dynamo recompiles their shared code.
-        self.shared_backends: weakref.WeakValueDictionary[Any, CompiletraceBackend] = (
-            weakref.WeakValueDictionary()
-        )
-        # Where telemetry sends spans and metrics (None: the global providers), and the
-        # tracer and instruments built for the current pair (see telemetry._providers).
+        # Every slot declared, by name. Any: each holds the type its module declared.
+        self.slots: dict[str, Slot[Any]] = {}
+        # Where telemetry sends spans and metrics (None: the global providers). Here, not in
+        # telemetry: a phase asks whether compiletrace has providers of its own before it
+        # loads OpenTelemetry (see telemetry._providers).
         self.tracer_provider: TracerProvider | None = None
         self.meter_provider: MeterProvider | None = None
-        self.instruments: Any = None
-        # The open "Start-up" root span (see telemetry._startup) and whether its exit hook,
-        # which ends it before the providers flush, is registered.
-        self.startup_root: Any = None
-        self.startup_exit_hook = False
         self.warned: set[str] = set()  # causes already warned about
+
+    def slot(self, name: str, value: T, *, unsettled: Callable[[T], Iterable[str]] | None = None) -> Slot[T]:
+        """Declare a piece of the process state, starting at ``value`` (the module that
+        holds its objects declares it once, when it is imported). A module imported anew
+        (a reload) declares its slot anew, in the old one's place."""
+        made = Slot(name, value, unsettled)
+        with self.lock:
+            self.slots[name] = made
+        return made
 
     def warn_once(self, message: str, *, key: str | None = None, stacklevel: int = 3) -> bool:
         """Issue ``message`` as a RuntimeWarning once per process per cause. The cause is
@@ -76,41 +92,18 @@ class ProcessState:
         return True
 
     def unsettled(self) -> list[str]:
-        """What is not at rest between two uses of compiletrace: providers left set, a
-        start-up root span left open. Empty when the process state is clean (the test suite
-        checks it before and after every test)."""
+        """What is not at rest between two uses of compiletrace: providers left set, and
+        what each slot says of its value (a start-up root span left open, passive recording
+        left on, frame compiles left open). Empty when the process state is clean (the test
+        suite checks it before and after every test)."""
         with self.lock:
             found = []
             if self.tracer_provider is not None or self.meter_provider is not None:
                 found.append("telemetry providers are set (telemetry.set_providers without a reset)")
-            if self.startup_root is not None:
-                found.append("the start-up root span is open")
-            if self.tracker is not None and self.tracker.passive is not None:
-                found.append("passive recording is on (compiletrace.observe() not stopped)")
-            if self.tracker is not None and self.tracker.open_frames():
-                found.append(f"{self.tracker.open_frames()} frame compiles are open")
+            for piece in self.slots.values():
+                if piece.unsettled is not None:
+                    found.extend(piece.unsettled(piece.value))
             return found
-
-    def register_observer_factory(self, factory: Callable[[], Any] | None) -> None:
-        """Build the tracker's observer with ``factory()`` when the tracker is created (and
-        now, if it exists already); None removes it. The front door registers telemetry's
-        span observer here: the core never imports telemetry, and registering loads no torch."""
-        with self.lock:
-            self.observer_factory = factory
-            if self.tracker is not None:
-                self.tracker.observer = self.build_observer()
-
-    def build_observer(self) -> Any:
-        """What the registered factory builds: None without one, or when it fails (say
-        OpenTelemetry is missing or broken: measure without spans, and warn once)."""
-        factory = self.observer_factory
-        if factory is None:
-            return None
-        try:
-            return factory()
-        except Exception as exc:
-            self.warn_once(f"telemetry is off: its observer could not be built: {exc!r}", stacklevel=4)
-            return None
 
     def forget_warnings(self) -> None:
         """Let every warning be given again (tests that check a warning is given)."""

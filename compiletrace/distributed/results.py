@@ -7,7 +7,6 @@ from __future__ import annotations
 from compiletrace._data.findings import Finding
 from compiletrace._data.gather import GATHER_KIND, GATHER_SCHEMA_VERSION, RankTimes
 from compiletrace._data.gather import GatherResult as _GatherData
-from compiletrace._data.records import LANGUAGE_MODEL, ordered_components
 from compiletrace._doctor import diagnose_evidence, gather_evidence
 
 __all__ = ["GATHER_KIND", "GATHER_SCHEMA_VERSION", "GatherResult", "RankTimes"]
@@ -31,41 +30,17 @@ class GatherResult(_GatherData):
         return diagnose_evidence(gather_evidence(ranks=self.ranks))
 
     def table(self) -> str:
-        """The per-rank table, the maximum and the slowest rank, as text.
+        """The per-rank table, the maximum and the slowest rank, as text
+        (:func:`compiletrace.reports.gather_table`).
 
         >>> lm = "language_model"
         >>> r = GatherResult.of([RankTimes(0, {lm: 2.0}), RankTimes(1, {lm: 3.0})])
-        >>> print(r.table())
-        rank  host  language_model s  total s  graphs
-        ----  ----  ----------------  -------  ------
-        0           2.000             2.000    0
-        1           3.000             3.000    0
-        max         3.000
-        slowest rank: 1 (3.000 s of compiling, 1.000 s more than the fastest)
+        >>> r.table().splitlines()[-1]
+        'slowest rank: 1 (3.000 s of compiling, 1.000 s more than the fastest)'
         """
-        from compiletrace.reports import render_table
+        from compiletrace.reports import gather_table
 
-        names = ordered_components(self.max_by_component) or [LANGUAGE_MODEL]
-        headers = ["rank", "host", *(f"{n} s" for n in names), "total s", "graphs"]
-        rows = [
-            [
-                str(r.rank),
-                r.host,
-                *(f"{r.by_component.get(n, 0.0):.3f}" for n in names),
-                f"{r.total_s:.3f}",
-                str(r.graphs),
-            ]
-            for r in self.ranks
-        ]
-        rows.append(["max", "", *(f"{self.max_by_component.get(n, 0.0):.3f}" for n in names), "", ""])
-        fastest = min(r.total_s for r in self.ranks)
-        slowest = self.slowest
-        lines = render_table(headers, rows)
-        lines.append(
-            f"slowest rank: {slowest.rank} ({slowest.total_s:.3f} s of compiling, "
-            f"{slowest.total_s - fastest:.3f} s more than the fastest)"
-        )
-        return "\n".join(lines)
+        return gather_table(self)
 
     def __str__(self) -> str:
         return self.table()

@@ -8,9 +8,8 @@ laptop's window and a phone's alike, with text that stays readable on both.
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
@@ -28,6 +27,7 @@ from compiletrace._io.text import shorten
 from compiletrace._version import __version__
 from compiletrace.reports._findings import findings_html
 from compiletrace.reports._flame import component_trees
+from compiletrace.reports._svg import LegendItem, TimeAxis, esc, legend, pct, rect, svg_open
 from compiletrace.reports._table import (
     COMPONENT_HEADERS,
     GRAPH_HEADERS,
@@ -40,7 +40,7 @@ from compiletrace.reports._table import (
     setup_line,
 )
 from compiletrace.reports._text import cache_line, cache_state, summary_line
-from compiletrace.reports._timeline import axis_grid, job_timeline_html, timeline_html
+from compiletrace.reports._timeline import job_timeline_html, timeline_html
 
 __all__ = [
     "PHASE_COLORS",
@@ -70,11 +70,7 @@ PHASE_COLORS = {
     "frame": "#DDDDDD",  # light grey: a frame whose Dynamo share is unknown
 }
 _LEGEND_LABELS = {"frame": "frame (unsplit)"}
-_LEGEND_COLUMNS, _LEGEND_COLUMN = 3, 120  # 3 entries of 120 px a line: a phone's width
-_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
-# The charts carry their font themselves (presentation attributes, which the page's CSS
-# may override): alone in a notebook cell they look as they do in the report.
-_SVG_TEXT = f'font-family="{_FONT}" font-size="13" fill="currentColor"'
+_LIGHT = ("frame", "kernel_compile")  # the light grey and the yellow: outlined, to stand out from white
 
 _REPORT_CSS = """
 /* The system's UI font: a report loads nothing, fonts included. */
@@ -190,8 +186,7 @@ _SCRIPT = """
 """
 
 
-def _esc(value: object) -> str:
-    return html.escape(str(value), quote=True)
+_esc = esc
 
 
 def _breakable(value: object) -> str:
@@ -315,50 +310,23 @@ _PHASE_TIPS = {
     "backward": "the lazy backward compile, at the first .backward()",
     "frame": "a frame compile whose Dynamo share is unknown",
 }
-_LEGEND_LINE = 18  # px per legend line
-
-
-def _pct(value: float) -> str:
-    """An x coordinate or width in percent of the chart's width: bars scale, text does not."""
-    return f"{value:.2f}%"
-
-
-def _svg_open(cls: str, height: int, title: str, extra: str = "") -> str:
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="{cls}" role="img" width="100%" '
-        f'height="{height}" {_SVG_TEXT}{extra}><title>{_esc(title)}</title>'
-    )
-
-
-def _swatch(phase: str, x: str, y: float, width: str, height: float) -> str:
-    # The light grey and the yellow need an edge to stand out from white.
-    edge = ' stroke="#000" stroke-opacity="0.3"' if phase in ("frame", "kernel_compile") else ""
-    return (
-        f'<rect class="phase-{phase}" x="{x}" y="{y}" width="{width}" height="{height}" '
-        f'fill="{PHASE_COLORS[phase]}"{edge}'
-    )
 
 
 def _legend(phases: Sequence[str]) -> tuple[str, int]:
-    """A swatch and a name per phase, in evenly spaced columns (``_LEGEND_COLUMNS`` of
-    ``_LEGEND_COLUMN`` px a line); its markup and height. An inner SVG whose viewBox is one
-    line's width keeps the legend at its size, left-aligned, in a wide chart and shrinks it
-    (``meet``) only in a chart narrower than a line, so it never overflows."""
-    line_w = _LEGEND_COLUMNS * _LEGEND_COLUMN
-    height = _LEGEND_LINE * -(-len(phases) // _LEGEND_COLUMNS)
-    parts = [
-        f'<svg class="legend" width="100%" height="{height}" viewBox="0 0 {line_w} {height}" '
-        'preserveAspectRatio="xMinYMin meet" font-size="12">'
-    ]
-    for k, phase in enumerate(phases):
-        x, y = _LEGEND_COLUMN * (k % _LEGEND_COLUMNS), _LEGEND_LINE * (k // _LEGEND_COLUMNS)
-        parts.append(
-            f'<g class="legend-item" data-phase="{phase}"><title>{_esc(_PHASE_TIPS[phase])}</title>'
-            f"{_swatch(phase, str(x), y + 2, '12', 12)}/>"
-            f'<text x="{x + 17}" y="{y + 12.5}">{_LEGEND_LABELS.get(phase, phase)}</text></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts), height
+    """A swatch and a name per phase (its tooltip says what the phase is)."""
+    return legend(
+        [
+            LegendItem(
+                PHASE_COLORS[phase],
+                _LEGEND_LABELS.get(phase, phase),
+                _PHASE_TIPS[phase],
+                edge=phase in _LIGHT,
+                cls=f"phase-{phase}",
+                attrs=f' data-phase="{phase}"',
+            )
+            for phase in phases
+        ]
+    )
 
 
 def component_chart_svg(records: Sequence[GraphRecord]) -> str:
@@ -376,11 +344,11 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
     comps = list(component_totals(records))
     per_comp = {c: _chart_phases([r for r in records if r.component == c]) for c in comps}
     shown = [p for p in PHASE_COLORS if any(phases[p] > 0 for phases in per_comp.values())]
-    legend, legend_h = _legend(shown) if comps else ("", 0)
+    key, legend_h = _legend(shown) if comps else ("", 0)
     top, row_h = legend_h + 8, 44  # a row: the name and the total on a line, the bar under them
     height = top + row_h * max(1, len(comps))
     longest = max((sum(phases.values()) for phases in per_comp.values()), default=0)
-    parts = [_svg_open("compiletrace-chart", height, "Compile time per component, by phase"), legend]
+    parts = [svg_open("compiletrace-chart", height, "Compile time per component, by phase"), key]
     if not comps:
         parts.append(f'<text x="0" y="{top + 14}">no graphs compiled</text>')
     for i, comp in enumerate(comps):
@@ -396,17 +364,16 @@ def component_chart_svg(records: Sequence[GraphRecord]) -> str:
             if ns <= 0 or not longest:
                 continue
             w = min(max(100 * ns / longest, 0.2), 100 - x)  # a sliver stays visible
-            parts.append(
-                f"{_swatch(phase, _pct(x), y + 20, _pct(w), 16)}>"
-                f"<title>{_esc(comp)} {phase}: {ns / NS_PER_S:.3f} s</title></rect>"
-            )
+            tip = f"{comp} {phase}: {ns / NS_PER_S:.3f} s"
+            color, cls, edge = PHASE_COLORS[phase], f"phase-{phase}", phase in _LIGHT
+            parts.append(rect(pct(x), y + 20, pct(w), 16, color, cls=cls, edge=edge, tip=tip))
             x += w
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _timeline_bars(r: GraphRecord, x_of: Callable[[int], float]) -> list[tuple[str, str]]:
+def _timeline_bars(r: GraphRecord, axis: TimeAxis) -> list[tuple[str, str]]:
     """One graph's bars, as (phase, markup): its frame compile in Dynamo's colour with the
     backend's span over it, or unsplit when the Dynamo share is unknown; then its lazy
     backward. The backend's span shows its phases as the chart does, each as long as it
@@ -414,9 +381,8 @@ def _timeline_bars(r: GraphRecord, x_of: Callable[[int], float]) -> list[tuple[s
     unsplit, it is one "backend" bar."""
 
     def bar(phase: str, start: float, ns: float) -> tuple[str, str]:
-        x = x_of(round(start))
-        width = max(x_of(round(start + ns)) - x, 0.2)  # a sliver stays visible
-        return phase, f"{_swatch(phase, _pct(x), 16, _pct(width), 12)}/>"
+        color, cls, edge = PHASE_COLORS[phase], f"phase-{phase}", phase in _LIGHT
+        return phase, axis.bar(round(start), round(start + ns), 16, 12, color, cls=cls, edge=edge)
 
     if r.dynamo_ns is None:
         bars = [bar("frame", r.start_unix_ns, r.frame_ns)]
@@ -464,33 +430,29 @@ def graph_timeline_svg(records: Sequence[GraphRecord]) -> str:
     """
     rows = costliest(records)[0]
     if not rows:
-        empty = _svg_open("compiletrace-timeline", 24, "Timeline of graph compiles")
+        empty = svg_open("compiletrace-timeline", 24, "Timeline of graph compiles")
         return f'{empty}<text x="0" y="16">no graphs compiled</text></svg>'
     t0 = min(r.start_unix_ns for r in rows)
     t1 = max(
         max(r.end_unix_ns, (r.backward_start_unix_ns or 0) + r.backward_ns if r.backward_ns else 0)
         for r in rows
     )
-    span = max(t1 - t0, 1)
-
-    def x_of(t: int) -> float:
-        return 100 * (t - t0) / span
-
-    bars = [_timeline_bars(r, x_of) for r in rows]
-    legend, legend_h = _legend([p for p in PHASE_COLORS if any(p == q for row in bars for q, _ in row)])
+    axis = TimeAxis(t0, max(t1 - t0, 1))
+    bars = [_timeline_bars(r, axis) for r in rows]
+    key, legend_h = _legend([p for p in PHASE_COLORS if any(p == q for row in bars for q, _ in row)])
     axis_y = legend_h + 22  # tick labels' baseline
     rows_top, row_h = axis_y + 12, 34  # a row: its label on a line, its bars under it
     height = rows_top + row_h * len(rows) + 4
     parts = [
-        _svg_open(
+        svg_open(
             "compiletrace-timeline",
             height,
             "Timeline of graph compiles",
-            f' data-rows-top="{rows_top}" data-row-height="{row_h}"',
+            attrs=f' data-rows-top="{rows_top}" data-row-height="{row_h}"',
         ),
-        legend,
+        key,
     ]
-    parts += axis_grid(span, axis_y, ' font-size="12"')  # seconds since the first compile began
+    parts += axis.grid(axis_y, ' font-size="12"')  # seconds since the first compile began
     for i, r in enumerate(rows):
         label = f"{r.compile_id} {r.component} · {r.code_name}" + (" · recompile" if r.is_recompile else "")
         parts.append(
@@ -557,7 +519,7 @@ def _icicle(component: str, roots: Sequence[TraceNode]) -> str:
         box(root, x, 0)
         x += 100 * root.total_ns / total
     title = f"Dynamo tracing per function: {component}, {total / NS_PER_S:.3f} s"
-    svg = _svg_open("compiletrace-icicle", depth_seen * ICICLE_ROW, title) + "".join(boxes) + "</svg>"
+    svg = svg_open("compiletrace-icicle", depth_seen * ICICLE_ROW, title) + "".join(boxes) + "</svg>"
     return f"<h3>{_esc(component)}</h3>{svg}"
 
 

@@ -18,8 +18,6 @@ recorded a phase, the others folded into one line), then each process's own time
 
 from __future__ import annotations
 
-import html
-import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,12 +35,11 @@ from compiletrace._data.timeline import (
     TimelineEntry,
 )
 from compiletrace._io.text import printable, shorten
+from compiletrace.reports._svg import LegendItem, TimeAxis, esc, legend, rect, svg_open
 from compiletrace.reports._table import render_table, share
 
 __all__ = [
     "GAP_FLOOR_NS",
-    "axis_grid",
-    "axis_ticks",
     "job_timeline_html",
     "timeline_html",
     "timeline_lines",
@@ -224,16 +221,11 @@ _KIND_LABELS = {
     SPAN: "instrumented",
     UNATTRIBUTED: "unattributed",
 }
-_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 _EM_SPACE = "&#8195;"  # a nested phase's indent in HTML, one a level
 
 
 def _esc(value: object) -> str:
-    return html.escape(printable(value), quote=True)
-
-
-def _pct(value: float) -> str:
-    return f"{value:.2f}%"
+    return esc(printable(value))
 
 
 def _compile_marks(rec_intervals: Sequence[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
@@ -250,28 +242,21 @@ def _intervals(records: Iterable[GraphRecord]) -> list[tuple[int, int]]:
 
 
 def _svg(timeline: Timeline, rows: Sequence[_Row], records: Sequence[GraphRecord]) -> str:
-    t0, span = timeline.start_unix_ns, max(timeline.total_ns, 1)
+    axis = TimeAxis(timeline.start_unix_ns, max(timeline.total_ns, 1))
     compiles = _intervals(records)
-
-    def x(t: int) -> float:
-        return 100 * (t - t0) / span
-
     kinds = [k for k in KIND_COLORS if any(r.kind == k for r in rows)]
-    legend = [(KIND_COLORS[k], _KIND_LABELS[k]) for k in kinds]
+    key = [(KIND_COLORS[k], _KIND_LABELS[k]) for k in kinds]
     if any(r.compile_ns for r in rows):
-        legend.append((COMPILE_COLOR, "compiling"))
+        key.append((COMPILE_COLOR, "compiling"))
     legend_h, row_h = 20, 30
     top = legend_h + 8
     height = top + row_h * len(rows) + 4
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-startup" role="img" width="100%" '
-        f'height="{height}" font-family="{_FONT}" font-size="12" fill="currentColor">'
-        f"<title>Start-up timeline, {timeline.total_s:.2f} s since {_origin_words(timeline)}</title>"
-    ]
-    for i, (color, label) in enumerate(legend):
+    title = f"Start-up timeline, {timeline.total_s:.2f} s since {_origin_words(timeline)}"
+    parts = [svg_open("compiletrace-startup", height, title, font_size=12)]
+    # Its legend is one line (the graphs' charts lay theirs out in columns).
+    for i, (color, label) in enumerate(key):
         parts.append(
-            f'<rect x="{i * 130}" y="2" width="12" height="12" fill="{color}"/>'
-            f'<text x="{i * 130 + 17}" y="12.5">{label}</text>'
+            f'{rect(str(i * 130), 2, "12", 12, color)}<text x="{i * 130 + 17}" y="12.5">{label}</text>'
         )
     for i, r in enumerate(rows):
         tip = f"{r.label}: {_s(r.seconds_ns)} s"
@@ -285,17 +270,13 @@ def _svg(timeline: Timeline, rows: Sequence[_Row], records: Sequence[GraphRecord
             f'<text x="100%" y="11" text-anchor="end">{_s(r.seconds_ns)} s</text>'
         )
         for e in r.entries:
-            bx = x(e.start_unix_ns)
-            width = max(x(e.end_unix_ns) - bx, 0.2)  # a sliver stays visible
             parts.append(
-                f'<rect x="{_pct(bx)}" y="14" width="{_pct(width)}" height="12" '
-                f'fill="{KIND_COLORS.get(r.kind, KIND_COLORS["phase"])}"/>'
+                axis.bar(
+                    e.start_unix_ns, e.end_unix_ns, 14, 12, KIND_COLORS.get(r.kind, KIND_COLORS["phase"])
+                )
             )
             for cs, ce in _compile_marks(compiles, e.start_unix_ns, e.end_unix_ns):
-                parts.append(
-                    f'<rect x="{_pct(x(cs))}" y="21" width="{_pct(max(x(ce) - x(cs), 0.1))}" height="5" '
-                    f'fill="{COMPILE_COLOR}"/>'
-                )
+                parts.append(axis.bar(cs, ce, 21, 5, COMPILE_COLOR, min_width=0.1))
         parts.append("</g>")
     parts.append("</svg>")
     return "".join(parts)
@@ -349,44 +330,9 @@ def timeline_html(
 
 IDLE_COLOR = "#BBBBBB"  # light grey: the lifetimes of the processes folded into one line
 _NO_TIMELINE_COLOR = "#DDDDDD"  # a run saved before timelines: its compiles' extent only
-_LEGEND_COLUMNS, _LEGEND_COLUMN, _LEGEND_LINE = 3, 120, 18  # 3 entries of 120 px a line: a phone's width
 _TRACK_NAME_CHARS = 30  # a track's name, cut so that its pid and its seconds fit a phone's width
 _TRACK_HEIGHT = 40  # px: the name on a line, the process's entries under it, its compiles under them
 _IDLE_LISTED = 8  # the folded processes named in the line that folds them, as the text summary does
-
-
-def axis_grid(span_ns: int, axis_y: float, text_attrs: str = "") -> list[str]:
-    """An SVG axis across its container: a grid line and a label per tick of ``span_ns``
-    (labels at the ends anchored inside)."""
-    parts = []
-    for tick, text in axis_ticks(span_ns / NS_PER_S):
-        x = 100 * tick * NS_PER_S / span_ns
-        anchor = "start" if x < 4 else "end" if x > 96 else "middle"
-        parts.append(
-            f'<line x1="{_pct(x)}" x2="{_pct(x)}" y1="{axis_y + 4}" y2="100%" stroke="#e4e4e4"/>'
-            f'<text x="{_pct(x)}" y="{axis_y}" text-anchor="{anchor}"{text_attrs}>{text}</text>'
-        )
-    return parts
-
-
-def axis_ticks(span_s: float) -> list[tuple[float, str]]:
-    """Round axis ticks from 0 to ``span_s`` seconds, 1, 2, 2.5 or 5 times a power of ten
-    apart, at most seven of them (their labels fit a phone's width): (seconds, label).
-
-    >>> [label for _, label in axis_ticks(13.5)]
-    ['0.0 s', '2.5 s', '5.0 s', '7.5 s', '10.0 s', '12.5 s']
-    >>> [label for _, label in axis_ticks(2.85)]
-    ['0.0 s', '0.5 s', '1.0 s', '1.5 s', '2.0 s', '2.5 s']
-    >>> [label for _, label in axis_ticks(120)]
-    ['0 s', '20 s', '40 s', '60 s', '80 s', '100 s', '120 s']
-    """
-    if span_s < 1e-6:
-        return [(0.0, "0 s")]
-    power = 10.0 ** math.floor(math.log10(span_s / 6))
-    m = next(m for m in (1, 2, 2.5, 5, 10) if span_s / (m * power) <= 6 + 1e-9)
-    step = m * power
-    digits = max(0, -math.floor(math.log10(step) + 1e-9)) + (m == 2.5)  # 2.5 needs one more
-    return [(k * step, f"{k * step:.{digits}f} s") for k in range(int(span_s / step + 1e-9) + 1)]
 
 
 def _notable(process: JobProcess) -> bool:
@@ -441,40 +387,14 @@ def _argv(info: ProcessInfo) -> str:
     return " ".join(info.argv) or "?"
 
 
-def _job_legend(items: Sequence[tuple[str, str]]) -> tuple[str, int]:
-    """A swatch and a label per (colour, label), ``_LEGEND_COLUMNS`` of ``_LEGEND_COLUMN``
-    px a line; its markup and height. The inner SVG's viewBox is one line wide: the legend
-    keeps its size in a wide chart and shrinks only in one narrower than a line."""
-    line_w = _LEGEND_COLUMNS * _LEGEND_COLUMN
-    height = _LEGEND_LINE * -(-len(items) // _LEGEND_COLUMNS)
-    parts = [
-        f'<svg class="legend" width="100%" height="{height}" viewBox="0 0 {line_w} {height}" '
-        'preserveAspectRatio="xMinYMin meet" font-size="12">'
-    ]
-    for k, (color, label) in enumerate(items):
-        x, y = _LEGEND_COLUMN * (k % _LEGEND_COLUMNS), _LEGEND_LINE * (k // _LEGEND_COLUMNS)
-        parts.append(
-            f'<g class="legend-item"><rect x="{x}" y="{y + 2}" width="12" height="12" fill="{color}"/>'
-            f'<text x="{x + 17}" y="{y + 12.5}">{_esc(label)}</text></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts), height
-
-
 def _job_svg(shown: Sequence[JobProcess], folded: Sequence[JobProcess], t0: int, span: int) -> str:
     """A track per process of ``shown`` on one axis from ``t0`` (``span`` ns wide), and one
     for every process of ``folded`` together."""
 
-    def x(t: int) -> float:
-        return 100 * (t - t0) / span
+    axis = TimeAxis(t0, span)
 
     def rect(cls: str, start: int, end: int, y: int, height: int, fill: str, attrs: str, tip: str) -> str:
-        bx = x(start)
-        width = max(x(end) - bx, 0.2)  # a sliver stays visible
-        return (
-            f'<rect class="{cls}"{attrs} x="{_pct(bx)}" y="{y}" width="{_pct(width)}" height="{height}" '
-            f'fill="{fill}"><title>{_esc(tip)}</title></rect>'
-        )
+        return axis.bar(start, end, y, height, fill, cls=cls, attrs=attrs, tip=printable(tip))
 
     kinds = {e.kind for p in shown if p.run.timeline is not None for e in p.run.timeline.top_level()}
     legend_items = [(KIND_COLORS[k], _KIND_LABELS[k]) for k in KIND_COLORS if k in kinds]
@@ -482,18 +402,13 @@ def _job_svg(shown: Sequence[JobProcess], folded: Sequence[JobProcess], t0: int,
         legend_items.append((COMPILE_COLOR, "compiling"))
     if folded:
         legend_items.append((IDLE_COLOR, "compiled nothing"))
-    legend, legend_h = _job_legend(legend_items)
+    key, legend_h = legend([LegendItem(color, printable(label)) for color, label in legend_items])
     axis_y = legend_h + 22  # tick labels' baseline
     rows_top = axis_y + 12
     height = rows_top + _TRACK_HEIGHT * (len(shown) + bool(folded)) + 4
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="compiletrace-job-timeline" role="img" '
-        f'width="100%" height="{height}" font-family="{_FONT}" font-size="12" fill="currentColor">'
-        f"<title>Start-up of {_processes(len(shown) + len(folded))} on one axis, "
-        f"{span / NS_PER_S:.2f} s</title>",
-        legend,
-    ]
-    parts += axis_grid(span, axis_y)  # seconds since the first process started
+    title = f"Start-up of {_processes(len(shown) + len(folded))} on one axis, {span / NS_PER_S:.2f} s"
+    parts = [svg_open("compiletrace-job-timeline", height, title, font_size=12), key]
+    parts += axis.grid(axis_y)  # seconds since the first process started
     for i, process in enumerate(shown):
         info, run = process.info, process.run
         start, end = _extent(process) or (t0, t0)  # a tracked process compiled or has a timeline

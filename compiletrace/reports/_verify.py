@@ -1,7 +1,9 @@
 """The before/after table of ``compiletrace doctor --verify``, as text and as the table the
-HTML page renders: one row per finding, from plain figures (:class:`VerifyRow`); measuring
-and judging them is ``compiletrace._app.verify``'s.
+HTML page renders: one row per finding, from plain figures
+(:class:`~compiletrace._data.verify.VerifyRow`); measuring and judging them is
+``compiletrace._app.verify``'s.
 
+>>> from compiletrace._data.verify import TrialFigures, VerifyRow
 >>> row = VerifyRow("recompiles (lm)", "dynamic-shapes", TrialFigures(4, 40, 1.0, 2.0),
 ...                 TrialFigures(2, 30, 0.5, 1.5), "verified")
 >>> print("\\n".join(verify_lines([row], steady_calls=20)[:3]))
@@ -15,33 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from compiletrace._data.verify import TrialFigures, VerifyRow
 from compiletrace._io.text import printable
 from compiletrace.reports._table import render_table
 
-__all__ = ["TrialFigures", "VerifyRow", "VerifyTable", "verify_lines", "verify_table"]
-
-
-@dataclass(frozen=True)
-class TrialFigures:
-    """What one run of the program measured."""
-
-    frame_compiles: int
-    graph_nodes: int
-    compile_s: float
-    wall_s: float
-    steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
-
-
-@dataclass(frozen=True)
-class VerifyRow:
-    """One finding, its fix, the runs without and with it, and the verdict."""
-
-    finding: str  # "recompiles (lm)": the finding's kind and component
-    fix: str | None  # as run --apply spells it; None for a fix that needs an edit
-    before: TrialFigures
-    after: TrialFigures | None  # None when the fix was not applied
-    verdict: str
-    slower_per_call: float | None = None  # 0.3: the fix made the steady call 30% slower, beyond noise
+__all__ = ["VerifyTable", "verify_lines", "verify_table"]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
 
-from compiletrace._io.state import STATE
+from compiletrace._io.state import STATE, Slot
 from compiletrace._version import __version__
 
 __all__ = ["Instruments", "instruments", "recording_possible", "set_providers", "tracing_possible"]
@@ -33,6 +33,12 @@ class Instruments(NamedTuple):
     duration: metrics.Histogram  # compiletrace.compile.duration, seconds, by component and phase
     graphs: metrics.Counter  # compiletrace.compile.graphs, by component
     recompiles: metrics.Counter  # compiletrace.compile.recompiles, by component
+
+
+# The tracer and instruments built for the last provider pair used, with that pair.
+_INSTRUMENTS: Slot[tuple[trace.TracerProvider, metrics.MeterProvider, Instruments] | None] = STATE.slot(
+    "telemetry instruments", None
+)
 
 
 def set_providers(
@@ -78,7 +84,8 @@ def recording_possible(
 
 _NO_TRACES = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # no SDK: every span a no-op
 _UNREAD = object()
-# A memo: whether the API was asked once (after that, its own global is read; see below).
+# A memo, not state: whether the API was asked once (after that, its own global is read;
+# see tracing_possible).
 _api_asked = False
 
 
@@ -152,12 +159,12 @@ def instruments(
     the last pair's are cached. The tracer and meter carry compiletrace's version, as
     OpenTelemetry instrumentations' do."""
     tp, mp = current_providers(tracer_provider, meter_provider)
-    cached = STATE.instruments
+    cached = _INSTRUMENTS.value
     if cached is not None and cached[0] is tp and cached[1] is mp:
-        return cached[2]  # type: ignore[no-any-return]
+        return cached[2]
     built = _build_instruments(tp, mp)
     with STATE.lock:
-        STATE.instruments = (tp, mp, built)
+        _INSTRUMENTS.value = (tp, mp, built)
     return built
 
 

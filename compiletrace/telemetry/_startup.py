@@ -29,7 +29,7 @@ from opentelemetry.util.types import AttributeValue
 
 from compiletrace._core.startup import unix_now_ns
 from compiletrace._data.timeline import PhaseRecord
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace.telemetry import _providers
 from compiletrace.telemetry._instrument import record_error
 from compiletrace.telemetry._propagation import context_from_environ
@@ -60,6 +60,16 @@ class _Root:
         self.context = context  # the parent of the top-level phases
         self.provider = provider  # a root belongs to the providers it was started with
         self.last_end_ns = last_end_ns  # where the last phase under it ended
+
+
+def _open_root_left(root: _Root | None) -> list[str]:
+    return [] if root is None else ["the start-up root span is open"]
+
+
+# The open "Start-up" root span, and whether its exit hook (which ends it before the
+# providers flush) is registered.
+_STARTUP_ROOT: Slot[_Root | None] = STATE.slot("start-up root span", None, unsettled=_open_root_left)
+_EXIT_HOOK: Slot[bool] = STATE.slot("start-up root exit hook", False)
 
 
 class PhaseSpan(NamedTuple):
@@ -95,22 +105,22 @@ def _open_root(tracer: trace.Tracer, provider: trace.TracerProvider, origin: Ori
 
 def _root_for(tracer: trace.Tracer, opens: bool, origin: Origin) -> _Root | None:
     """The open root of the current providers; with ``opens``, opened if there is none.
-    The root is process state: it lives in ``STATE``, under its lock."""
+    The root is process state: it lives in a slot of ``STATE``, under its lock."""
     provider = _providers.current_providers()[0]
     with STATE.lock:
-        root: _Root | None = STATE.startup_root
+        root = _STARTUP_ROOT.value
         if root is not None and root.provider is provider:
             return root
         if not opens:
             return None
         if root is not None:  # the providers changed: the old root ends with its last phase
             root.span.end(end_time=root.last_end_ns)
-        STATE.startup_root = root = _open_root(tracer, provider, origin)
-        if not STATE.startup_exit_hook:
+        _STARTUP_ROOT.value = root = _open_root(tracer, provider, origin)
+        if not _EXIT_HOOK.value:
             # Registered after the SDK's own exit hook, so it runs first: the root is ended
             # before the providers flush at exit.
             atexit.register(_end_root)
-            STATE.startup_exit_hook = True
+            _EXIT_HOOK.value = True
         return root
 
 
@@ -166,10 +176,10 @@ def open_startup_span(origin: Origin) -> bool:
 
 def _end_root(end_unix_ns: int | None = None, provider: trace.TracerProvider | None = None) -> bool:
     with STATE.lock:
-        root: _Root | None = STATE.startup_root
+        root = _STARTUP_ROOT.value
         if root is None or (provider is not None and root.provider is not provider):
             return False
-        STATE.startup_root = None
+        _STARTUP_ROOT.value = None
     try:
         end = root.last_end_ns if end_unix_ns is None else max(end_unix_ns, root.last_end_ns)
         root.span.end(end_time=end)

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import compiletrace
 from compiletrace import distributed
+from compiletrace._core.observers import OnCompile, process_observers
 from compiletrace.distributed import GatherError, GatherResult, RankTimes
 from compiletrace.distributed.transport import gather_tensors
 from compiletrace.telemetry._propagation import (
@@ -84,7 +85,9 @@ def _export_spans(registry: compiletrace.Registry) -> InMemorySpanExporter:
     otel_context.attach(context_from_environ())
     tracer = provider.get_tracer("test-rank")
 
-    def on_record(record: compiletrace.GraphRecord) -> None:
+    def on_record(record: compiletrace.GraphRecord, backward: bool) -> None:
+        if backward:
+            return
         span = tracer.start_span(
             "Rank compile",
             context=parent_context(),
@@ -93,7 +96,7 @@ def _export_spans(registry: compiletrace.Registry) -> InMemorySpanExporter:
         )
         span.end(end_time=record.end_unix_ns)
 
-    registry.add_listener(on_record)
+    process_observers().add(OnCompile(on_record), registry=registry)
     return exporter
 
 

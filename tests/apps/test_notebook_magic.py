@@ -17,7 +17,7 @@ import torch
 
 import compiletrace
 from compiletrace._app.notebook import NOTHING_COMPILED, RESULT_NAME, USAGE
-from compiletrace._io.state import STATE
+from compiletrace._core.passive import ACTIVE
 
 pytest.importorskip("IPython")
 from IPython.core.error import UsageError as IPythonUsageError
@@ -101,10 +101,10 @@ def html_outputs(captured: CapturedIO) -> list[str]:
 
 
 def test_a_cell_shows_the_report_of_its_compiles_and_keeps_the_run(shell: Any) -> None:
-    assert STATE.active_observer is None
+    assert ACTIVE.value is None
     result, captured = run(shell, TWO_COMPILES, store_history=True)  # numbered, as in a notebook
     assert result.success, captured.stdout
-    assert STATE.active_observer is None  # the recording ended with the cell
+    assert ACTIVE.value is None  # the recording ended with the cell
 
     run_ = shell.user_ns[RESULT_NAME]
     assert isinstance(run_, compiletrace.ProfileRun)
@@ -154,7 +154,7 @@ def test_an_error_in_the_cell_is_the_cells_own_and_the_recording_stops(shell: An
     )
     result, captured = run(shell, cell)
     assert isinstance(result.error_in_exec, KeyError) and result.error_in_exec.args == ("boom",)
-    assert STATE.active_observer is None
+    assert ACTIVE.value is None
     assert "before" in shell.user_ns and "after" not in shell.user_ns
     # What was recorded is kept and shown, then the shell shows the error, from the cell's line.
     assert len(shell.user_ns[RESULT_NAME].records()) == 1
@@ -167,7 +167,7 @@ def test_an_error_in_the_cell_is_the_cells_own_and_the_recording_stops(shell: An
 def test_an_interrupted_cell_stops_the_recording_too(shell: Any) -> None:
     result, _ = run(shell, "%%compiletrace\nraise KeyboardInterrupt\n")
     assert isinstance(result.error_in_exec, KeyboardInterrupt)
-    assert STATE.active_observer is None
+    assert ACTIVE.value is None
 
 
 def test_a_cell_that_compiles_nothing_says_so_in_one_line(shell: Any) -> None:
@@ -198,7 +198,7 @@ def test_bad_options_are_one_line_and_run_nothing(
     (line,) = captured.stderr.splitlines()
     assert line.startswith("UsageError: ") and says in line
     assert "Traceback" not in captured.stdout + captured.stderr
-    assert "ran" not in shell.user_ns and STATE.active_observer is None
+    assert "ran" not in shell.user_ns and ACTIVE.value is None
 
 
 def test_options_name_components_trace_cost_and_write_the_run(shell: Any, tmp_path: Path) -> None:
@@ -232,12 +232,12 @@ def test_compiletrace_compile_counts_once_and_an_outer_observer_is_left_on(shell
         )
         result, _ = run(shell, cell)
         assert result.success
-        assert STATE.active_observer is outer  # the cell's recording ended; the user's is on
+        assert ACTIVE.value is outer  # the cell's recording ended; the user's is on
         assert sorted(r.component for r in shell.user_ns[RESULT_NAME].records()) == ["encoder", "loss"]
         assert [r.component for r in outer.registry.records()] == ["loss"]  # its copy
     finally:
         outer.stop()
-    assert STATE.active_observer is None
+    assert ACTIVE.value is None
 
 
 def test_the_magics_help_is_its_usage(shell: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import warnings
 from typing import Any
@@ -11,7 +12,9 @@ import torch
 
 import compiletrace
 from compiletrace import CompileStatus, Registry
+from compiletrace._app.progress import Progress, compile_lines
 from compiletrace._core import torch_compat as tc
+from compiletrace._core.observers import process_observers
 from compiletrace._core.tracker import get_tracker
 from tests.tiny_models import Encoder, LanguageModel
 
@@ -396,3 +399,16 @@ def test_disable_name_and_recompile_limit_reach_torch() -> None:
     assert results == [2.0, 3.0, 4.0]
     mine = [r for r in reg.records() if r.component == "limited"]
     assert len(mine) == 2 and mine[-1].recompile_limit == 1 and mine[-1].recompile_limit_hit
+
+
+def test_an_observer_of_one_registry_hears_its_compiles_only() -> None:
+    # The progress lines compiletrace profile prints: one per frame compile of its run.
+    out, mine, other = io.StringIO(), Registry(), Registry()
+    with process_observers().observing(compile_lines(Progress(out)), registry=mine):
+        compiletrace.compile(lambda x: x + 1, backend="eager", registry=mine)(torch.ones(2))
+        compiletrace.compile(lambda x: x * 2, backend="eager", registry=other)(torch.ones(2))
+    assert len(mine) == len(other) == 1
+    (line,) = out.getvalue().splitlines()
+    record = mine.records()[0]
+    seconds = f"{record.total_s:.2f}"
+    assert line == f"compiled language_model {record.compile_id} (<lambda>) in {seconds} s, cache none"

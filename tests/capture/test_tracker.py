@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -10,8 +11,9 @@ import torch
 
 from compiletrace import CacheOutcome, CompileStatus, CompiletraceBackend, Registry
 from compiletrace._core import torch_compat as tc
+from compiletrace._core.observers import Observers, OnCompile, process_observers
 from compiletrace._core.tracker import Tracker
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, make_record
 
 MS = 1_000_000
 OFFSET = 5_000 * MS
@@ -260,14 +262,51 @@ def test_reset_forgets_compile_ids_for_lazy_backward(fake_clock: FakeClock) -> N
     assert reg.records()[0].backward_ns == 0
 
 
-def test_a_failing_listener_never_reaches_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_observer_never_reaches_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
     reg = Registry()
 
-    def broken(record: object) -> None:
+    def broken(record: object, backward: bool) -> None:
         raise RuntimeError("view down")
 
-    reg.add_listener(broken)
     fn = torch.compile(lambda x: x + 1, backend=CompiletraceBackend("encoder", backend="eager", registry=reg))
-    with pytest.warns(RuntimeWarning, match="registry listener failed"):
+    with (
+        process_observers().observing(OnCompile(broken), registry=reg, name="the broken view"),
+        pytest.warns(RuntimeWarning, match="the broken view failed"),
+    ):
         assert torch.equal(fn(torch.ones(2)), torch.full((2,), 2.0))
     assert len(reg) == 1
+
+
+def test_observers_hear_each_registry_s_own_copy_and_their_own_tokens() -> None:
+    observers, first, copied = Observers(), Registry(), Registry()
+    heard: list[tuple[str, str, Any]] = []
+
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def frame_started(self) -> Any:
+            return f"token of {self.name}"
+
+        def record_finished(self, record: Any, token: Any) -> None:
+            heard.append((self.name, record.component, token))
+
+        def backward_finished(self, record: Any, start: int, end: int, token: Any) -> None:
+            heard.append((self.name, f"{record.component} backward", token))
+
+    observers.add(Named("every"))
+    observers.add(Named("copied"), registry=copied)
+    tokens = observers.frame_started()
+    observers.add(Named("late"))  # added while the frame compiled: no token of its own
+    record = make_record("0/0", "encoder")
+    copy = dataclasses.replace(record, component="vision")
+    observers.record_finished(record, tokens, first, [(copied, copy)])
+    observers.backward_finished(copy, 0, 1, tokens, copied)
+    assert heard == [
+        ("every", "encoder", "token of every"),
+        ("copied", "vision", "token of copied"),
+        ("late", "encoder", None),
+        ("every", "vision backward", "token of every"),
+        ("copied", "vision backward", "token of copied"),
+        ("late", "vision backward", None),
+    ]

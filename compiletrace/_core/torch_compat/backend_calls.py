@@ -21,10 +21,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from compiletrace._core.torch_compat.frames import CompilingFrame, _caller_selves, _takes_self
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 # (the backend Dynamo will call, the call itself, the graph, its example inputs) -> compiled
 BackendCallHandler = Callable[[Any, Callable[[], Any], Any, Any], Any]
+
+
+# Every Dynamo backend call goes through it while passive recording is on (observe()).
+_BACKEND_CALL_HANDLER: Slot[BackendCallHandler | None] = STATE.slot("backend call handler", None)
 
 
 def install_backend_call_hook(handler: BackendCallHandler) -> bool:
@@ -33,7 +37,7 @@ def install_backend_call_hook(handler: BackendCallHandler) -> bool:
     backend call is not where it was (passive recording then has frames without backend
     time, phases or cache outcomes)."""
     with STATE.lock:
-        STATE.backend_call_handler = handler
+        _BACKEND_CALL_HANDLER.value = handler
         try:
             from torch._dynamo.output_graph import OutputGraph
 
@@ -44,7 +48,7 @@ def install_backend_call_hook(handler: BackendCallHandler) -> bool:
             return True
 
         def _call_user_compiler(self: Any, gm: Any, example_inputs: Any) -> Any:
-            current: BackendCallHandler | None = STATE.backend_call_handler
+            current = _BACKEND_CALL_HANDLER.value
             if current is None:
                 return original(self, gm, example_inputs)
             backend = getattr(self, "compiler_fn", None)
@@ -59,7 +63,7 @@ def install_backend_call_hook(handler: BackendCallHandler) -> bool:
 def remove_backend_call_handler() -> None:
     """Stop routing backend calls (the wrapper stays, and calls torch's own directly)."""
     with STATE.lock:
-        STATE.backend_call_handler = None
+        _BACKEND_CALL_HANDLER.value = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -95,14 +99,16 @@ class _AotSink(threading.local):
     captured: bool = False  # its capture has ended
 
 
-_aot_sink = _AotSink()
+_aot_sink = _AotSink()  # per thread (the ahead-of-time compile running on it): not process state
+# Told of torch's ahead-of-time compiles (the tracker).
+_AOT_LISTENER: Slot[AotCompileListener | None] = STATE.slot("ahead-of-time compile listener", None)
 
 
 def install_aot_compile_hook(listener: AotCompileListener) -> bool:
     """Tell ``listener`` of every ahead-of-time compile. Returns False when torch's
     ahead-of-time path is not where it was (its compiles are then not recorded)."""
     with STATE.lock:
-        STATE.aot_listener = listener
+        _AOT_LISTENER.value = listener
         try:
             from torch._dynamo import aot_compile, convert_frame
 
@@ -116,7 +122,7 @@ def install_aot_compile_hook(listener: AotCompileListener) -> bool:
         def aot_compile_fullgraph(
             model: Any, example_inputs: Any, hooks: Any, backend: Any, *args: Any, **kwargs: Any
         ) -> Any:
-            current: AotCompileListener | None = STATE.aot_listener
+            current = _AOT_LISTENER.value
             token = None
             if current is not None:
                 token = _safely(current.aot_started, _aot_frame(model, example_inputs, backend), backend)
@@ -136,7 +142,7 @@ def install_aot_compile_hook(listener: AotCompileListener) -> bool:
         def fullgraph_capture(*args: Any, **kwargs: Any) -> Any:
             output = original_capture(*args, **kwargs)
             token = _aot_sink.token
-            listener_now: AotCompileListener | None = STATE.aot_listener
+            listener_now = _AOT_LISTENER.value
             if _aot_sink.active and token is not None and listener_now is not None:
                 _aot_sink.captured = True
                 graph_module = getattr(getattr(output, "backend_input", None), "graph_module", None)

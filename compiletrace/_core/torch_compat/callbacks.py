@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiletrace._core.torch_compat.frames import current_compile_id
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 TRIGGER_DYNAMO = "DYNAMO"
 TRIGGER_LAZY_BACKWARD = "LAZY_BACKWARD"
@@ -77,11 +77,17 @@ class _Installation:
     on_end: _CallbackAdapter
 
 
+# The callback pair registered with Dynamo, once per process.
+_CALLBACKS: Slot[_Installation | None] = STATE.slot("compile callbacks", None)
+# Called after every torch._dynamo.reset(), in the order registered.
+_RESET_LISTENERS: Slot[list[Callable[[], None]]] = STATE.slot("reset listeners", [])
+
+
 def on_dynamo_reset(listener: Callable[[], None]) -> None:
     """Call ``listener()`` after every ``torch._dynamo.reset()`` (once compile callbacks
     are installed): compile ids start again at "0/0" from then on."""
     with STATE.lock:
-        STATE.reset_listeners.append(listener)
+        _RESET_LISTENERS.value.append(listener)
 
 
 def install_callbacks(on_start: CompileEventCallback, on_end: CompileEventCallback) -> bool:
@@ -95,8 +101,8 @@ def install_callbacks(on_start: CompileEventCallback, on_end: CompileEventCallba
     if handler is None:
         return False
     with STATE.lock:
-        if STATE.callbacks is None:
-            STATE.callbacks = _Installation(_CallbackAdapter(on_start), _CallbackAdapter(on_end))
+        if _CALLBACKS.value is None:
+            _CALLBACKS.value = _Installation(_CallbackAdapter(on_start), _CallbackAdapter(on_end))
             _patch_clear(handler)
         ensure_callbacks_registered()
     return True
@@ -106,7 +112,7 @@ def ensure_callbacks_registered() -> bool:
     """Re-register the installed callbacks if something removed them. Returns True when
     they had to be re-registered."""
     handler = _callback_handler()
-    inst: _Installation | None = STATE.callbacks
+    inst = _CALLBACKS.value
     if handler is None or inst is None:
         return False
     if inst.on_start in handler.start_callbacks:
@@ -128,7 +134,7 @@ def _patch_clear(handler: Any) -> None:
         try:
             ensure_callbacks_registered()
             with STATE.lock:
-                listeners = tuple(STATE.reset_listeners)
+                listeners = tuple(_RESET_LISTENERS.value)
             for listener in listeners:
                 listener()
         except Exception as exc:
@@ -141,7 +147,7 @@ def _patch_clear(handler: Any) -> None:
 def uninstall_callbacks_for_tests() -> None:
     """Remove compiletrace's callbacks from Dynamo (test helper)."""
     handler = _callback_handler()
-    inst: _Installation | None = STATE.callbacks
+    inst = _CALLBACKS.value
     if handler is None or inst is None:
         return
     for lst, cb in ((handler.start_callbacks, inst.on_start), (handler.end_callbacks, inst.on_end)):

@@ -29,7 +29,7 @@ from compiletrace._data.torch_text import (
     CACHE_EVENT_TIERS,
     FRAME_REGION,
 )
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 # ---------------------------------------------------------------------------------------
 # Torch's timed regions (for the phase split)
@@ -53,6 +53,7 @@ class _RegionSink(threading.local):
     lookups: list[tuple[str, str, str, str]] | None = None  # see collect_cache_lookups
 
 
+# Per thread (the compile running on it collects its regions): not process state.
 _region_sink = _RegionSink()
 
 
@@ -68,6 +69,10 @@ def _event_logger_method(name: str) -> tuple[Any, Any] | None:
         return None
 
 
+# Receives the frame and lazy-backward region ends (the tracker's on_region).
+_REGION_LISTENER: Slot[RegionListener | None] = STATE.slot("region listener", None)
+
+
 def install_region_hook(listener: RegionListener | None = None) -> bool:
     """Tee every region torch's ``dynamo_timed`` closes into the collector active on the
     calling thread, if any, and the frame and lazy-backward regions to ``listener``.
@@ -75,13 +80,12 @@ def install_region_hook(listener: RegionListener | None = None) -> bool:
     when torch's event logger is not where it was."""
     if listener is not None:
         with STATE.lock:
-            STATE.region_listener = listener
+            _REGION_LISTENER.value = listener
     found = _event_logger_method("log_event_end")
     if found is None:
         return False
     event_logger, original = found
     if getattr(original, "_compiletrace_patched", False):
-        STATE.region_hook_installed = True
         return True
 
     def log_event_end(
@@ -96,12 +100,11 @@ def install_region_hook(listener: RegionListener | None = None) -> bool:
 
     log_event_end._compiletrace_patched = True  # type: ignore[attr-defined]
     event_logger.log_event_end = log_event_end
-    STATE.region_hook_installed = True
     return True
 
 
 def _notify_region(name: str, start_ns: int, end_ns: int, args: Any, kwargs: Any) -> None:
-    listener: RegionListener | None = STATE.region_listener
+    listener = _REGION_LISTENER.value
     if listener is None:
         return
     try:

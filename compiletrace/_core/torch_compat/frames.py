@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from compiletrace._io.state import STATE, warn_once
+from compiletrace._io.state import STATE, Slot, warn_once
 
 
 @dataclass(frozen=True)
@@ -251,6 +251,10 @@ def graph_breaks_since(mark: int) -> list[tuple[str, str, int]]:
 RecompileLimitListener = Callable[[str, "CompilingFrame | None", "str | None", "int | None"], None]
 
 
+# Told when Dynamo refuses a frame past its recompile limit (the tracker's on_recompile_limit).
+_LIMIT_LISTENER: Slot[RecompileLimitListener | None] = STATE.slot("recompile-limit listener", None)
+
+
 def install_recompile_limit_hook(listener: RecompileLimitListener) -> bool:
     """Tell ``listener`` when Dynamo refuses to compile a frame past its recompile limit.
     Dynamo then runs that frame eagerly, on this and every later call, and fires no compile
@@ -258,7 +262,7 @@ def install_recompile_limit_hook(listener: RecompileLimitListener) -> bool:
     is wrapped, and its caller, Dynamo's ``_compile`` frame, names the code and the backend.
     Returns False when the check is not where it was."""
     with STATE.lock:
-        STATE.limit_listener = listener
+        _LIMIT_LISTENER.value = listener
         try:
             from torch._dynamo import convert_frame
 
@@ -284,7 +288,7 @@ def install_recompile_limit_hook(listener: RecompileLimitListener) -> bool:
 
 
 def _notify_limit(caller: Any, limit_type: str) -> None:
-    listener: RecompileLimitListener | None = STATE.limit_listener
+    listener = _LIMIT_LISTENER.value
     if listener is None:
         return
     frame = _compiling_frame_of(caller) if caller.f_code.co_name == _COMPILE_FRAME_NAME else None

@@ -28,9 +28,9 @@ class _TraceSink(threading.local):
     collector: Any = None
 
 
-_trace_sink = _TraceSink()
-# A memo of the user-file policy (file -> whether its functions get nodes of their own),
-# asked on every inlined call while tracing cost is on.
+_trace_sink = _TraceSink()  # per thread: not process state
+# A memo, not state, of the user-file policy (file -> whether its functions get nodes of
+# their own), asked on every inlined call while tracing cost is on.
 _user_files: dict[str, bool] = {}
 
 

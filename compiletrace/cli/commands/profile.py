@@ -8,7 +8,7 @@ import contextlib
 import sys
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from compiletrace._app.model_spec import DEFAULT_MODEL, load_factory
 from compiletrace._core.import_timing import core_import_timed
@@ -93,8 +93,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with core_import_timed():  # torch and compiletrace's core: their own entries in the timeline
         from compiletrace._app.profile import profile
-    from compiletrace._app.progress import Progress
+    from compiletrace._app.progress import Progress, compile_lines
     from compiletrace._app.timeline import OwnPhase, open_startup_trace, startup_timeline
+    from compiletrace._core.observers import process_observers
     from compiletrace._data.registry import Registry, get_registry
     from compiletrace.reports import timeline_text
 
@@ -130,28 +131,25 @@ def run(args: argparse.Namespace) -> int:
     with _telemetry(args), Progress(plain=False) as progress:
         open_startup_trace()  # this command is a start-up: its phases nest under one root span
 
-        def compiled(record: Any) -> None:
-            progress.note(
-                f"compiled {printable(record.component)} {record.compile_id} ({printable(record.code_name)})"
-                f" in {record.total_s:.2f} s, cache {record.cache_outcome.value}"
-            )
-
-        registry.add_listener(compiled)
+        # A line per compile of this run, from the process tracker's observers (the tracker
+        # itself is made at the first compile, inside the run's own phases).
+        lines = compile_lines(progress)
         progress.set("building the model")
-        run = profile(
-            args.model,
-            backend=args.backend,
-            mode=args.mode,
-            compilation_mode=args.compilation_mode,
-            device=args.device,
-            components=components or None,
-            registry=registry,
-            on_compile=(lambda name: progress.set(f"compiling {printable(name)}")) if compiling else None,
-            cache_artifacts=args.cache_artifacts,
-            trust=args.trust,
-            trace_cost=args.trace_cost,
-            steady_calls=args.steady_calls,
-        )
+        with process_observers().observing(lines, registry=registry, name="the progress lines"):
+            run = profile(
+                args.model,
+                backend=args.backend,
+                mode=args.mode,
+                compilation_mode=args.compilation_mode,
+                device=args.device,
+                components=components or None,
+                registry=registry,
+                on_compile=(lambda name: progress.set(f"compiling {printable(name)}")) if compiling else None,
+                cache_artifacts=args.cache_artifacts,
+                trust=args.trust,
+                trace_cost=args.trace_cost,
+                steady_calls=args.steady_calls,
+            )
         progress.close()
         with OwnPhase(REPORT_PHASE, registry=registry):
             print_profile(run)

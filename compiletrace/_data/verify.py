@@ -1,0 +1,34 @@
+"""What ``compiletrace doctor --verify`` measured, as plain data: one run of the program
+(:class:`TrialFigures`), and a finding with its fix, the runs without and with it, and the
+verdict (:class:`VerifyRow`). Measuring and judging is ``compiletrace._app.verify``'s; the
+before/after table is a view (``compiletrace.reports``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TrialFigures", "VerifyRow"]
+
+
+@dataclass(frozen=True)
+class TrialFigures:
+    """What one run of the program measured."""
+
+    frame_compiles: int
+    graph_nodes: int
+    compile_s: float
+    wall_s: float
+    steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    """One finding, its fix, the runs without and with it, and the verdict."""
+
+    finding: str  # "recompiles (lm)": the finding's kind and component
+    fix: str | None  # as run --apply spells it; None for a fix that needs an edit
+    before: TrialFigures
+    after: TrialFigures | None  # None when the fix was not applied
+    verdict: str
+    slower_per_call: float | None = None  # 0.3: the fix made the steady call 30% slower, beyond noise
