@@ -200,7 +200,7 @@ class _AotBackendCall:
     block: str | None = None
     collectors: contextlib.ExitStack | None = None
     regions: list[TimedRegion] = field(default_factory=list)
-    lookups: list[tuple[str, str, str, str]] = field(default_factory=list)
+    lookups: tc.CacheLookups = field(default_factory=tc.CacheLookups)
     region: tuple[int, int] | None = None  # torch's own bounds of the whole compile (Unix ns)
 
 
@@ -556,8 +556,8 @@ class Tracker:
         # backend's timing, so the cost shows as the frame's own, not the backend's.)
         structure = tc.graph_structure_hash(gm) if diagnosing else None
         block = tc.graph_block(gm) if diagnosing else None
-        lookup_collector: contextlib.AbstractContextManager[list[tuple[str, str, str, str]]] = (
-            tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext([])
+        lookup_collector: contextlib.AbstractContextManager[tc.CacheLookups] = (
+            tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext(tc.CacheLookups())
         )
         with collector as regions, lookup_collector as lookups:
             wall_start = time.time_ns()
@@ -597,7 +597,7 @@ class Tracker:
                     if structure is not None:
                         frame.structure.append(structure)
                         frame.blocks.append(block)
-                    frame.lookups.extend(CacheLookup(*found) for found in lookups)
+                    frame.lookups.extend(lookups.records())
                     # torch's regions are on the wall clock; fit them to this call's duration.
                     for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
                         frame.phases[phase] = frame.phases.get(phase, 0) + ns
@@ -671,7 +671,7 @@ class Tracker:
         if call.structure is not None:
             frame.structure.append(call.structure)
             frame.blocks.append(call.block)
-        frame.lookups.extend(CacheLookup(*found) for found in call.lookups)
+        frame.lookups.extend(call.lookups.records())
         for phase, ns in fit_to(
             split_phases(call.regions, call.wall_start_ns, wall_end), end - call.start_ns
         ).items():
@@ -993,6 +993,7 @@ def get_tracker() -> Tracker:
             tc.on_dynamo_reset(new.forget_compile_ids)
             new.bounds_from_regions = tc.install_region_hook(new.on_region)
             tc.install_cache_lookup_hook()
+            tc.install_cache_key_hooks()
             tc.install_recompile_limit_hook(new.on_recompile_limit)
             tc.install_aot_compile_hook(new)
             new.time_one_time_setup()
