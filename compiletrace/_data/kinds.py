@@ -44,6 +44,7 @@ class FileKind(enum.Enum):
     JOB = "compiletrace.job"  # every process of one command (compiletrace run)
     # A process's start marker in a job directory: the launcher's own, read by it alone.
     JOB_STARTED = "compiletrace.job.started"
+    WHY = "compiletrace.why"  # why a compile cache did not apply: two runs compared
 
     @property
     def versions(self) -> Mapping[int, str]:
@@ -68,8 +69,9 @@ class FileKind(enum.Enum):
     @property
     def loadable(self) -> bool:
         """Whether the one reader (``compiletrace.load``, ``report``, ``doctor``, ``compare``)
-        reads this kind; a job's start markers are read by its launcher alone."""
-        return self is not FileKind.JOB_STARTED
+        reads this kind; a job's start markers are read by its launcher alone, and a why
+        report is compiletrace's output only."""
+        return self not in (FileKind.JOB_STARTED, FileKind.WHY)
 
     def envelope(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The file to save: this kind, the version this compiletrace writes, then ``body``."""
@@ -103,6 +105,7 @@ VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
     FileKind.DOCTOR: {1: "findings"},
     FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
     FileKind.JOB_STARTED: {1: "the process"},
+    FileKind.WHY: {1: "the graphs matched, each missed tier and its changed key parts, grouped by reason"},
 }
 
 _DESCRIPTIONS = {
@@ -112,4 +115,5 @@ _DESCRIPTIONS = {
     FileKind.DOCTOR: "the doctor's findings ('compiletrace doctor --json')",
     FileKind.JOB: "a command's job, every process ('compiletrace run --json')",
     FileKind.JOB_STARTED: "a job process's start marker",
+    FileKind.WHY: "why a cache did not apply ('compiletrace why --json'), which compiletrace writes only",
 }

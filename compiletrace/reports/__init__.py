@@ -4,7 +4,8 @@ reach back into torch or the tracker.
 
 This is the views' one door: what a command prints or writes is a page exported here
 (``profile_text``, ``summary_table``, ``timeline_text``, ``findings_text``,
-``job_summary_lines``, ``env_text``, ``html_report``, ``doctor_html_report``, the Chrome
+``job_summary_lines``, ``env_text``, ``html_report``, ``doctor_html_report``, ``why_text``,
+``why_html``, the Chrome
 trace, the flame files); the CLI imports no module of the package. The pieces a page is
 made of that other views and notebooks use (``render_table``, the charts) are here too.
 """
@@ -33,6 +34,7 @@ from compiletrace.reports._job import job_summary_lines
 from compiletrace.reports._table import render_table
 from compiletrace.reports._text import log_summary, profile_text, summary_line, summary_table, totals_line
 from compiletrace.reports._timeline import timeline_html, timeline_text
+from compiletrace.reports._why import why_html, why_text
 
 # The chart of the graphs' compiles over time, by its former name (the start-up timeline is
 # timeline_html / timeline_text).
@@ -65,6 +67,8 @@ __all__ = [
     "top_functions_lines",
     "totals_line",
     "trace_cost_svg",
+    "why_html",
+    "why_text",
     "write_collapsed",
     "write_speedscope",
 ]
