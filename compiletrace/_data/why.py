@@ -503,6 +503,11 @@ def _part_changes(
     # torch's system_info[hash] is a digest of the other system_info parts.
     if any(c.name.startswith("system_info[") and c.name != "system_info[hash]" for c in changes):
         changes = [c for c in changes if c.name != "system_info[hash]"]
+    # Another torch build brings its own config entries and defaults: they changed with it.
+    if any(c.kind == "version" for c in changes):
+        changes = [
+            c if c.kind in ("version", "inputs", "graph") else _replace(c, consequence=True) for c in changes
+        ]
     return changes
 
 
@@ -564,6 +569,9 @@ def _with_source(change: PartChange, base: CacheFacts | None, current: CacheFact
         candidates.append("TORCHINDUCTOR_" + setting.replace(".", "_").upper())
     if change.kind == "threads":
         candidates += ["OMP_NUM_THREADS", "MKL_NUM_THREADS"]
+    if change.kind == "version" and base is not None and current is not None and base.torch and current.torch:
+        same = " (the same version: torch's files differ)" if base.torch == current.torch else ""
+        return _replace(change, source=f"torch {base.torch} -> {current.torch}{same}")
     for env in dict.fromkeys(candidates):
         b, c = _env_value(base, env), _env_value(current, env)
         if b != c and "?" not in (b, c):
@@ -610,10 +618,14 @@ def process_changes(base: CacheFacts | None, current: CacheFacts | None) -> list
             out.append(PartChange(name, str(b), str(c), kind))
     for env in sorted(set(base.env) | set(current.env)):
         b, c = base.env.get(env), current.env.get(env)
-        if b != c and env != "TORCHINDUCTOR_CACHE_DIR":
+        if b != c and env not in _NOT_KEYED:
             out.append(PartChange(f"env {env}", b, c, "env"))
     return out
 
+
+# Variables kept for what they tell, which no key reads: the cache directory (a fact of
+# its own above), torch's trace and logs.
+_NOT_KEYED = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TORCH_TRACE", "TORCH_LOGS", "TORCH_LOGS_OUT"})
 
 # -- equal keys, still a miss ---------------------------------------------------------------------
 
@@ -794,6 +806,12 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
         b_parts, b_known = base_side.parts_of(b)
         c_parts, c_known = cur_side.parts_of(c)
         if not b.parts or not c.parts:
+            # torch's trace keeps no AOTAutograd parts; what only that key holds beside the
+            # graph, functorch's config, the runs may still tell.
+            config = _functorch_changes(base_side.facts, cur_side.facts) if tier == "aot_autograd" else []
+            if config:
+                per_tier.append((tier, config))
+                continue
             missing = "BASE" if not b.parts else "CURRENT"
             note = (b if not b.parts else c).note or "none recorded"
             unknown.append(f"{TIER_NAMES[tier]}: the keys differ; {missing}'s parts are unknown ({note})")

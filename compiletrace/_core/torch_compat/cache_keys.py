@@ -161,7 +161,10 @@ _sink = _Sink()
 @contextmanager
 def collect_cache_lookups(parts: bool = True) -> Iterator[CacheLookups]:
     """Collect the cache lookups torch makes on this thread inside the ``with`` block
-    (``parts``: with their keys' parts, where the hooks are in)."""
+    (``parts``: with their keys' parts, where the hooks are in: installed here if an
+    import of torch's in progress kept them out when the tracker was made)."""
+    if parts and _hooks_installed is None:
+        install_cache_key_hooks()
     previous = _sink.lookups
     lookups = CacheLookups(parts)
     _sink.lookups = lookups
@@ -291,6 +294,8 @@ def _aot_key_computed(module: Any, pickler: Any, details: Any, key: Any, lines: 
 
 
 _HOOKED = "_compiletrace_hooked"
+# None: not yet (torch's modules were still importing); True: in; False: this torch lacks them.
+_hooks_installed: bool | None = None
 
 
 def _static(owner: Any, name: str) -> Any:
@@ -303,12 +308,14 @@ def install_cache_key_hooks() -> bool:
     """Catch each cache key's parts as torch computes them (see the module's docstring).
     Returns False, with one warning, when this torch lacks what they need: records then
     carry keys and outcomes only."""
+    global _hooks_installed
     try:
         import torch._functorch._aot_autograd.autograd_cache as aot_cache
         from torch._inductor.codecache import FxGraphCache
-    except Exception:
-        return False
+    except ImportError:
+        return False  # torch is still importing them (the tracker was made mid-import): later
     if not cache_key_hooks_available():
+        _hooks_installed = False
         warn_once(
             "this torch does not hand its cache keys' parts where compiletrace reads them: records "
             "keep each key and outcome, and 'why' compares keys only",
@@ -317,6 +324,7 @@ def install_cache_key_hooks() -> bool:
         return False
     load = _static(FxGraphCache, "load_with_key")
     if getattr(load, _HOOKED, False):
+        _hooks_installed = True
         return True
     save = _static(FxGraphCache, "_save_graph")
     debug_lines = aot_cache._get_debug_lines_for_cache_key
@@ -351,6 +359,7 @@ def install_cache_key_hooks() -> bool:
     FxGraphCache.load_with_key = staticmethod(load_with_key)  # type: ignore[method-assign,assignment]
     FxGraphCache._save_graph = staticmethod(_save_graph)  # type: ignore[method-assign,assignment]
     aot_cache._get_debug_lines_for_cache_key = _get_debug_lines_for_cache_key
+    _hooks_installed = True
     return True
 
 
