@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PROGRAM = Path(__file__).resolve().parent / "programs" / "cache_case.py"
 TIMEOUT_S = 600  # generous: the suite must pass beside four CPU-bound processes
@@ -106,3 +107,13 @@ def record_case(where: Path, base: Recorded, name: str, case: Case) -> Recorded:
     if case.spoil is not None:
         case.spoil(cache)
     return record(where, name, cache, case.env, default_dir=case.default_dir)
+
+
+def causes(report: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(part, BASE's value, CURRENT's value) of every cause a ``why --json`` report names."""
+    return [
+        (c["name"], c["base"], c["current"])
+        for g in report["groups"]
+        for c in g["reason"]["changes"]
+        if not c["consequence"]
+    ]

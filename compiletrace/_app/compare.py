@@ -27,6 +27,7 @@ from compiletrace._data.files import read
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, graph_keys, top_self_times
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.errors import UsageError
 from compiletrace._io.text import printable
@@ -69,6 +70,7 @@ class RunFile:
     records: tuple[GraphRecord, ...] = ()  # profile runs
     metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
     about: dict[str, str] = field(default_factory=dict)  # model, backend, torch_version, where known
+    meta: RunMeta = field(default_factory=RunMeta, compare=False)  # a profile run's (its cache keys)
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
@@ -86,7 +88,7 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
         # torch's trace names neither the model nor (for certain) the backend: only its torch.
         known = ("torch_version",) if meta.source == TRACE_SOURCE else ABOUT
         about = {k: value for k in known if (value := shown[k]) is not None}
-        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
+        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about, meta=meta)
     assert isinstance(data, BenchResult)
     return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))
 

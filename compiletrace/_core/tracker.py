@@ -271,6 +271,8 @@ class Tracker:
         # Read what the doctor needs (graph breaks, structure, cache keys); benchmarks turn
         # it off to measure its cost.
         self.diagnosis_capture_enabled = True
+        # ... of which each cache key's parts (benchmarks/bench_cache_keys.py measures them).
+        self.cache_key_parts_enabled = True
         # Registries whose warm-up has returned: their later compiles are latency spikes.
         self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
         self._listeners: list[CompileListener] = []
@@ -557,7 +559,9 @@ class Tracker:
         structure = tc.graph_structure_hash(gm) if diagnosing else None
         block = tc.graph_block(gm) if diagnosing else None
         lookup_collector: contextlib.AbstractContextManager[tc.CacheLookups] = (
-            tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext(tc.CacheLookups())
+            tc.collect_cache_lookups(self.cache_key_parts_enabled)
+            if diagnosing
+            else contextlib.nullcontext(tc.CacheLookups())
         )
         with collector as regions, lookup_collector as lookups:
             wall_start = time.time_ns()
@@ -648,7 +652,9 @@ class Tracker:
         if self.phase_split_enabled:
             call.regions = call.collectors.enter_context(tc.collect_timed_regions())
         if self.diagnosis_capture_enabled:
-            call.lookups = call.collectors.enter_context(tc.collect_cache_lookups())
+            call.lookups = call.collectors.enter_context(
+                tc.collect_cache_lookups(self.cache_key_parts_enabled)
+            )
         call.before = tc.cache_counts()
         call.wall_start_ns = time.time_ns()
         call.start_ns = self._clock()

@@ -192,7 +192,7 @@ def split_key_lines(lines: Iterable[Any]) -> tuple[tuple[KeyPart, ...], tuple[Ke
                 cut += 1
         elif attribute == "example_inputs":
             (inputs if len(inputs) < MAX_INPUT_PARTS else folded).append(part)
-        elif len(graph) < MAX_GRAPH_PARTS:
+        elif len(graph) < MAX_GRAPH_PARTS or part.name == "gm":  # the graph's code: what it is
             graph.append(part)
         else:
             cut += 1
@@ -386,35 +386,49 @@ def _vllm_section(data: Any) -> dict[str, str]:
     return out
 
 
+def _vllm_factors_paths(cache_dir: str) -> list[str]:
+    """Where vLLM's factors for a torch cache directory it chose may be: beside it, or in
+    a component's directory beside it (vLLM 0.32 keeps torch's cache in
+    ``rank_i_j/inductor_cache`` and each component's factors in ``rank_i_j/<prefix>/``)."""
+    directory = os.path.abspath(cache_dir)
+    parent = os.path.dirname(directory)
+    paths = [os.path.join(d, VLLM_FACTORS_FILE) for d in (directory, parent)]
+    try:
+        with os.scandir(parent) as found:
+            prefixes = sorted(
+                e.path for e in found if e.is_dir(follow_symlinks=False) and e.path != directory
+            )
+    except OSError:
+        prefixes = []
+    return paths + [os.path.join(p, VLLM_FACTORS_FILE) for p in prefixes[:64]]
+
+
 def read_vllm_factors(cache_dir: str) -> VllmFactors | None:
-    """vLLM's ``cache_key_factors.json`` for a torch cache directory vLLM chose: in the
-    directory or one of its two parents (vLLM keeps torch's cache in ``inductor_cache``
-    beside the file), read as untrusted JSON (a regular file, no link, at most 4 MiB);
-    None where there is none or it is not what vLLM writes.
+    """vLLM's ``cache_key_factors.json`` for a torch cache directory vLLM chose (beside
+    it, or in a component's directory beside it), read as untrusted JSON (a regular file,
+    no link, at most 4 MiB); None where there is none or it is not what vLLM writes.
 
     >>> read_vllm_factors("/no/such/dir") is None
     True
     """
-    directory = os.path.abspath(cache_dir)
-    for _ in range(3):
-        path = os.path.join(directory, VLLM_FACTORS_FILE)
-        if os.path.isfile(path) and not os.path.islink(path):
-            try:
-                with open_input(path, pipes=False, links=False) as source:
-                    data = parse_json(source.read_all(_MAX_VLLM_FACTORS_BYTES), path)
-            except (RunFileError, OSError):
-                return None
-            if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
-                return None
-            hashes = {k: _short_json(data[k]) for k in _VLLM_HASHES if isinstance(data.get(k), str)}
-            return VllmFactors(
-                path,
-                _vllm_section(data["env"]),
-                hashes,
-                _vllm_section(data.get("config")),
-                _vllm_section(data.get("compiler")),
-            )
-        directory = os.path.dirname(directory)
+    for path in _vllm_factors_paths(cache_dir):
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        try:
+            with open_input(path, pipes=False, links=False) as source:
+                data = parse_json(source.read_all(_MAX_VLLM_FACTORS_BYTES), path)
+        except (RunFileError, OSError):
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+            return None
+        hashes = {k: _short_json(data[k]) for k in _VLLM_HASHES if isinstance(data.get(k), str)}
+        return VllmFactors(
+            path,
+            _vllm_section(data["env"]),
+            hashes,
+            _vllm_section(data.get("config")),
+            _vllm_section(data.get("compiler")),
+        )
     return None
 
 
@@ -533,10 +547,21 @@ class RunCacheKeys:
     facts: CacheFacts = field(default_factory=CacheFacts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "config_sets": {sid: parts_to_json(parts.values()) for sid, parts in self.config_sets.items()},
-            "facts": self.facts.to_json(),
-        }
+        """The saved form. A process's sets are nearly one (the AOTAutograd key's is the FX
+        graph key's and two parts more): each set after the first is saved as its
+        difference from the first, ``{"like": id, "parts": [...], "without": [names]}``."""
+        sets: dict[str, Any] = {}
+        first: Mapping[str, KeyPart] | None = None
+        first_id = ""
+        for sid, parts in self.config_sets.items():
+            if first is None:
+                first, first_id = parts, sid
+                sets[sid] = parts_to_json(parts.values())
+                continue
+            changed = [p for name, p in parts.items() if first.get(name) != p]
+            without = [name for name in first if name not in parts]
+            sets[sid] = {"like": first_id, "parts": parts_to_json(changed), "without": without}
+        return {"config_sets": sets, "facts": self.facts.to_json()}
 
     @classmethod
     def from_json(cls, data: Any, source: str, where: str = "meta.cache_keys") -> RunCacheKeys:
@@ -546,15 +571,18 @@ class RunCacheKeys:
         sets = f.obj("config_sets", {})
         if len(sets.data) > MAX_CONFIG_SETS:
             raise f.fail("config_sets", f"at most {MAX_CONFIG_SETS} sets", sets.data)
-        config_sets = {}
-        for sid in sets.data:
+        config_sets: dict[str, dict[str, KeyPart]] = {}
+        for sid, value in sets.data.items():
             if not (isinstance(sid, str) and len(sid) <= 64):
                 raise sets.fail(str(sid)[:64], "named by a short id", sid)
-            config_sets[sid] = {p.name: p for p in parts_from_json(sets.data[sid], sets, sid)}
+            if isinstance(value, list):
+                config_sets[sid] = {p.name: p for p in parts_from_json(value, sets, sid)}
+                continue
+            delta = sets.obj(sid)
+            like = config_sets.get(delta.string("like"))
+            if like is None:
+                raise delta.fail("like", "the id of a set saved before it", delta.data.get("like"))
+            parts = {name: p for name, p in like.items() if name not in set(delta.strings("without", []))}
+            parts.update((p.name, p) for p in parts_from_json(delta.data.get("parts", []), delta, "parts"))
+            config_sets[sid] = parts
         return cls(config_sets, CacheFacts.from_json(f.obj("facts", {})))
-
-    @classmethod
-    def of_meta(cls, meta: Mapping[str, Any], source: str = "run") -> RunCacheKeys | None:
-        """A run's cache keys from its meta, or None for a run that has none."""
-        data = meta.get("cache_keys")
-        return None if data is None else cls.from_json(data, source)

@@ -32,6 +32,7 @@ from typing import Any
 from compiletrace._data.cache_keys import CacheFacts, KeyPart, RunCacheKeys
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CacheLookup, CacheOutcome, GraphRecord
+from compiletrace._data.run_meta import RunMeta
 from compiletrace._io.envelope import envelope
 
 __all__ = [
@@ -46,8 +47,10 @@ __all__ = [
     "explain",
     "fix_for_part",
     "group_line",
+    "key_changes",
     "match_graphs",
     "part_kind",
+    "parts_reason",
     "process_changes",
 ]
 
@@ -70,7 +73,7 @@ class Side:
     keys: RunCacheKeys | None = None
 
     @classmethod
-    def of_runs(cls, name: str, runs: Iterable[tuple[Sequence[GraphRecord], Mapping[str, Any]]]) -> Side:
+    def of_runs(cls, name: str, runs: Iterable[tuple[Sequence[GraphRecord], RunMeta]]) -> Side:
         """A side of several processes (a job): their graphs, one after another, and their
         keys merged (config sets are named by their content; the first process's facts,
         every process's cache directories)."""
@@ -80,7 +83,7 @@ class Side:
         dirs: list[str] = []
         for run_records, meta in runs:
             records.extend(run_records)
-            keys = RunCacheKeys.of_meta(meta, name)
+            keys = meta.cache_keys
             if keys is None:
                 continue
             sets.update(keys.config_sets)
@@ -273,6 +276,8 @@ class GraphMiss:
     tiers: tuple[tuple[str, str, str], ...]  # (tier, BASE's outcome, CURRENT's outcome) of each missed tier
     seconds: float
     reason: Reason
+    component: str = ""  # CURRENT's component of the graph
+    location: str = ""  # file:line of CURRENT's compiled code
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -503,11 +508,10 @@ def _part_changes(
     # torch's system_info[hash] is a digest of the other system_info parts.
     if any(c.name.startswith("system_info[") and c.name != "system_info[hash]" for c in changes):
         changes = [c for c in changes if c.name != "system_info[hash]"]
-    # Another torch build brings its own config entries and defaults: they changed with it.
+    # Another torch build brings its own config entries, defaults and decompositions (the
+    # graph's code): they changed with it.
     if any(c.kind == "version" for c in changes):
-        changes = [
-            c if c.kind in ("version", "inputs", "graph") else _replace(c, consequence=True) for c in changes
-        ]
+        changes = [c if c.kind == "version" else _replace(c, consequence=True) for c in changes]
     return changes
 
 
@@ -742,8 +746,21 @@ def _cache_dir_fix(base: CacheFacts | None, current: CacheFacts | None) -> str:
             "default directory is named after the temporary directory and the user, which change between "
             "machines and users"
         )
+    if _VLLM_DIR in target and current is not None and _VLLM_DIR in current.cache_dir:
+        base_root, _, base_named = target.partition(_VLLM_DIR)
+        current_root, _, current_named = current.cache_dir.partition(_VLLM_DIR)
+        if base_named == current_named:
+            return f"vLLM's cache root moved ({base_root} -> {current_root}): set VLLM_CACHE_ROOT={base_root}"
+        return (
+            "vLLM named the two directories after different hashes of its config, environment and code: "
+            f"keep those the same {_BOTH} (vLLM writes them to cache_key_factors.json beside a cache its "
+            "backend filled)"
+        )
     where = target or "where BASE kept it"
     return f"point TORCHINDUCTOR_CACHE_DIR at the filled cache ({where}), or copy it there"
+
+
+_VLLM_DIR = f"{os.sep}torch_compile_cache{os.sep}"  # where vLLM keeps the caches it names
 
 
 def _vllm_changes(base: CacheFacts, current: CacheFacts) -> list[PartChange]:
@@ -777,6 +794,29 @@ def _outcome(r: GraphRecord, tier: str) -> str:
 
 def _missed_tiers(r: GraphRecord) -> list[str]:
     return [t for t in TIERS if _outcome(r, t) in _MISSED]
+
+
+def parts_reason(changes: Sequence[PartChange]) -> Reason:
+    """The reason a key changed in ``changes`` (causes and their consequences): its line,
+    the fixes its causes call for, and a signature that groups graphs with the same causes."""
+    causes = [x for x in changes if not x.consequence]
+    fixes = list(dict.fromkeys(fix_for_part(x) for x in causes))
+    signature = sorted(
+        ("inputs",) if x.kind == "inputs" else (x.name, x.base or "", x.current or "") for x in causes
+    )
+    return Reason(
+        "parts", _summary(causes), "; ".join(fixes[:3]), tuple(changes), ("parts", *dict.fromkeys(signature))
+    )
+
+
+def key_changes(
+    base: tuple[Mapping[str, KeyPart], bool],
+    current: tuple[Mapping[str, KeyPart], bool],
+    tier: str = "fx_graph",
+) -> list[PartChange]:
+    """The parts of two keys of one tier that differ (each key as its parts and whether its
+    process parts are known), consequences told apart, causes first."""
+    return _merge_tiers([(tier, _part_changes(base[0], current[0], base[1], current[1]))])
 
 
 def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side: Side) -> Reason:
@@ -827,19 +867,7 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
     if not changes and not same_key and not unknown and per_tier:
         unknown.append("the keys differ in no part either run recorded")
     if changes:
-        changes = [_with_source(x, base_side.facts, cur_side.facts) for x in changes]
-        causes = [x for x in changes if not x.consequence]
-        fixes = list(dict.fromkeys(fix_for_part(x) for x in causes))
-        signature = sorted(
-            ("inputs",) if x.kind == "inputs" else (x.name, x.base or "", x.current or "") for x in causes
-        )
-        return Reason(
-            "parts",
-            _summary(causes),
-            "; ".join(fixes[:3]),
-            tuple(changes),
-            ("parts", *dict.fromkeys(signature)),
-        )
+        return parts_reason([_with_source(x, base_side.facts, cur_side.facts) for x in changes])
     if same_key:
         return same_key[0]
     if unknown:
@@ -896,7 +924,9 @@ def explain(base: Side, current: Side) -> WhyReport:
             continue
         reason = _explain_pair(b, c, base, current)
         tiers = tuple((TIER_NAMES[t], _outcome(b, t), _outcome(c, t)) for t in _missed_tiers(c))
-        misses.append(GraphMiss(_label(c), _label(b), how, tiers, _seconds(b, c), reason))
+        misses.append(
+            GraphMiss(_label(c), _label(b), how, tiers, _seconds(b, c), reason, c.component, c.code_location)
+        )
     groups: dict[tuple[Any, ...], list[GraphMiss]] = {}
     for miss in misses:
         groups.setdefault(miss.reason.signature, []).append(miss)

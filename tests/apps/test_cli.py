@@ -249,6 +249,7 @@ def test_report_rejects_foreign_json(tmp_path: Path, capsys: pytest.CaptureFixtu
         ["cache", "inspect"],
         ["cache", "load"],
         ["compare"],
+        ["why"],
         ["doctor"],
         ["env"],
     ],

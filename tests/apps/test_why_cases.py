@@ -18,7 +18,7 @@ import torch
 
 import compiletrace
 from compiletrace import cli
-from tests.cache_cases import CASES, Recorded, record, record_case
+from tests.cache_cases import CASES, Recorded, causes, record, record_case
 
 pytestmark = pytest.mark.inductor
 
@@ -47,15 +47,6 @@ def _why(base: Recorded, current: Recorded, side: str, out: Path) -> dict[str, A
     paths = (base.job, current.job) if side == "job" else (base.trace, current.trace)
     assert cli.main(["why", str(paths[0]), str(paths[1]), "--json", str(out)]) == 0
     return json.loads(out.read_text())  # type: ignore[no-any-return]
-
-
-def _causes(report: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    return [
-        (c["name"], c["base"], c["current"])
-        for g in report["groups"]
-        for c in g["reason"]["changes"]
-        if not c["consequence"]
-    ]
 
 
 def _only_change(report: dict[str, Any]) -> dict[str, Any]:
@@ -101,7 +92,7 @@ def test_a_config_flipped(where: Path, base: Recorded) -> None:
     current = _record(where, base, "a_config")
     for side in SIDES:
         report = _why(base, current, side, where / f"a.{side}.why.json")
-        assert _causes(report) == [("inductor_config[fallback_random]", "False", "True")]
+        assert causes(report) == [("inductor_config[fallback_random]", "False", "True")]
         _check_seconds(report, current, side)
         fix = report["groups"][0]["reason"]["fix"]
         assert fix.startswith("pin torch._inductor.config.fallback_random")
@@ -111,6 +102,21 @@ def test_a_config_flipped(where: Path, base: Recorded) -> None:
     report = _why(base, current, "job", where / "a.why.json")
     (rebuilt,) = report["other_key_same_build"]
     assert rebuilt["code_base"] == rebuilt["code_current"] != ""
+    # The doctor, on CURRENT alone: its cache directory holds BASE's entry of the same graph
+    # under another key, and the entry's stored parts name the part that differs.
+    findings = where / "a.doctor.json"
+    assert cli.main(["doctor", str(current.job), "--json", str(findings)]) == 0
+    (finding,) = [f for f in json.loads(findings.read_text())["findings"] if f["kind"] == "cache_miss"]
+    assert finding["title"].endswith(
+        "the cache held the same graph under another key: inductor_config[fallback_random]: False -> True"
+    )
+    assert finding["fix"].startswith("pin torch._inductor.config.fallback_random")
+    (stored,) = finding["evidence"]["stored"]
+    assert stored["changes"] == ["inductor_config[fallback_random]: False -> True"]
+    # ... and with BASE as its baseline, as 'why' says it.
+    assert cli.main(["doctor", str(current.job), "--baseline", str(base.job), "--json", str(findings)]) == 0
+    (finding,) = [f for f in json.loads(findings.read_text())["findings"] if f["kind"] == "cache_miss"]
+    assert finding["evidence"]["changes"] == ["inductor_config[fallback_random]: False -> True"]
 
 
 def test_b_another_user_looks_in_another_default_directory(where: Path, base: Recorded) -> None:
@@ -149,9 +155,9 @@ def test_c_mode_sets_its_options(where: Path, base: Recorded) -> None:
     expected = {f"inductor_config[{k}]" for k in torch._inductor.list_mode_options("reduce-overhead")}
     for side in SIDES:
         report = _why(base, current, side, where / f"cm.{side}.why.json")
-        causes = {name: (b, c) for name, b, c in _causes(report)}
-        assert set(causes) == expected | {"fx_kwargs[cudagraphs]"}
-        assert causes["inductor_config[triton.cudagraphs]"] == ("False", "True")
+        named = {name: (b, c) for name, b, c in causes(report)}
+        assert set(named) == expected | {"fx_kwargs[cudagraphs]"}
+        assert named["inductor_config[triton.cudagraphs]"] == ("False", "True")
         _check_seconds(report, current, side)
 
 
@@ -159,9 +165,9 @@ def test_e_dtype(where: Path, base: Recorded) -> None:
     current = _record(where, base, "e_dtype")
     for side in SIDES:
         report = _why(base, current, side, where / f"ed.{side}.why.json")
-        causes = _causes(report)
-        assert {c[0] for c in causes} == {"input 0", "input 1", "input 2"}  # weight, bias, x
-        assert all(b.startswith("float32[") and c == b.replace("float32", "float64") for _, b, c in causes)
+        named = causes(report)
+        assert {c[0] for c in named} == {"input 0", "input 1", "input 2"}  # weight, bias, x
+        assert all(b.startswith("float32[") and c == b.replace("float32", "float64") for _, b, c in named)
         _check_seconds(report, current, side)
 
 
@@ -169,7 +175,7 @@ def test_e_shape(where: Path, base: Recorded) -> None:
     current = _record(where, base, "e_shape")
     for side in SIDES:
         report = _why(base, current, side, where / f"es.{side}.why.json")
-        assert _causes(report) == [
+        assert causes(report) == [
             ("input 2", "float32[4,16] stride(16,1) cpu", "float32[8,16] stride(16,1) cpu")
         ]
         _check_seconds(report, current, side)
@@ -179,7 +185,7 @@ def test_f_environment_variable_in_the_key(where: Path, base: Recorded) -> None:
     current = _record(where, base, "f_env")
     for side in SIDES:
         report = _why(base, current, side, where / f"fe.{side}.why.json")
-        assert _causes(report) == [("inductor_config[size_asserts]", "True", "False")]
+        assert causes(report) == [("inductor_config[size_asserts]", "True", "False")]
         _check_seconds(report, current, side)
     change = _only_change(_why(base, current, "job", where / "fe.why.json"))
     assert change["source"] == "set by TORCHINDUCTOR_SIZE_ASSERTS: unset -> '0'"
@@ -191,7 +197,7 @@ def test_f_thread_count(where: Path, base: Recorded, base_threads: int) -> None:
     current = _record(where, base, "f_threads")
     for side in SIDES:
         report = _why(base, current, side, where / f"ft.{side}.why.json")
-        assert _causes(report) == [("cpp_runtime_thread_count", str(base_threads), "1")]
+        assert causes(report) == [("cpp_runtime_thread_count", str(base_threads), "1")]
         assert "OMP_NUM_THREADS" in report["groups"][0]["reason"]["fix"]
         _check_seconds(report, current, side)
     change = _only_change(_why(base, current, "job", where / "ft.why.json"))
@@ -204,7 +210,7 @@ def test_f_ci_changes_the_aot_key_only(where: Path, base: Recorded) -> None:
         report = _why(base, current, side, where / f"fc.{side}.why.json")
         # functorch's config is one opaque part of the AOTAutograd key: the runs' config tells
         # which entry it was. The FX graph key is the same, and hit.
-        assert _causes(report) == [("autograd_config[error_on_custom_op_aliasing]", "False", "True")]
+        assert causes(report) == [("autograd_config[error_on_custom_op_aliasing]", "False", "True")]
         (graph,) = report["groups"][0]["graphs"]
         assert [t["tier"] for t in graph["tiers"]] == ["AOTAutograd"]
         _check_seconds(report, current, side)

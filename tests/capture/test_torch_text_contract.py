@@ -432,7 +432,8 @@ def _check_key_lines(lines: list[str]) -> None:
     known = torch_text.PROCESS_KEY_ATTRIBUTES | torch_text.GRAPH_KEY_ATTRIBUTES
     assert attributes - known == set(), "attributes of torch's keys the module does not place"
     assert not torch_text.PROCESS_KEY_ATTRIBUTES & torch_text.GRAPH_KEY_ATTRIBUTES
-    tensors = [m[4] for m in parts if m is not None and m[2] == "example_inputs" and m[4].startswith("Tensor")]
+    inputs = [m[4] for m in parts if m is not None and m[2] == "example_inputs"]
+    tensors = [value for value in inputs if value.startswith("Tensor")]
     assert tensors and all(torch_text.TENSOR_METADATA.match(t) for t in tensors), tensors[:1]
 
 

@@ -45,7 +45,7 @@ COMMANDS: dict[str, CommandInfo] = {
     ),
     "why": CommandInfo(
         "compiletrace.cli.commands.why",
-        "say why a compile cache did not apply: two runs compared, each miss by the key part that changed",
+        "say why a compile cache did not apply, by the part of its key that changed",
     ),
     "doctor": CommandInfo(
         "compiletrace.cli.commands.doctor",
