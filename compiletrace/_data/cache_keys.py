@@ -471,6 +471,7 @@ class CacheFacts:
     env_to_config: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # var -> key parts it set
     functorch_config: Mapping[str, str] = field(default_factory=dict)  # in the AOTAutograd key, opaque there
     vllm: VllmFactors | None = None  # vLLM's cache_key_factors.json, where one keys the cache
+    autotune: Mapping[str, str] = field(default_factory=dict)  # kernel's .best_config -> digest of the choice
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -488,6 +489,7 @@ class CacheFacts:
             "env": dict(self.env),
             "env_to_config": {k: list(v) for k, v in self.env_to_config.items()},
             "functorch_config": dict(self.functorch_config),
+            "autotune": dict(self.autotune),
         }
         if self.vllm is not None:
             data["vllm"] = self.vllm.to_json()
@@ -528,6 +530,7 @@ class CacheFacts:
             env=_short_strings(f, "env", {}),
             env_to_config=env_to_config,
             functorch_config=_short_strings(f, "functorch_config", {}),
+            autotune=_short_strings(f, "autotune", {}),
             vllm=VllmFactors.from_json(f.obj("vllm")) if f.data.get("vllm") is not None else None,
         )
 

@@ -14,6 +14,8 @@ an inert stand-in (nothing named in the file is imported or called), as regular 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ from compiletrace._io.artifacts import ANY_GLOBAL, RestrictedUnpickler, standin_
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import open_input
 
-__all__ = ["MAX_ENTRIES", "StoredEntry", "stored_entries"]
+__all__ = ["MAX_ENTRIES", "StoredEntry", "autotune_choices", "stored_entries"]
 
 MAX_ENTRIES = 256  # entry files read from one directory, the newest first
 MAX_ENTRY_BYTES = 64 << 20  # a larger file is no entry of a graph compiletrace would compare
@@ -118,3 +120,32 @@ def stored_entries(cache_dir: str) -> list[StoredEntry]:
             if entry.key not in out or (not out[entry.key].time_taken_ns and entry.time_taken_ns):
                 out[entry.key] = entry
     return list(out.values())
+
+
+MAX_CHOICES = 512  # autotune results a run keeps (one per Triton kernel that autotuned)
+_NOT_A_CHOICE = ("time_taken_ms", "triton_cache_hash")  # the benchmark's figures, not the choice
+
+
+def autotune_choices(cache_dir: str) -> dict[str, str]:
+    """What autotuning chose for each kernel of ``cache_dir`` (its ``*.best_config`` files,
+    next to the kernels, ``<2 chars>/<hash>.best_config``): file name -> a digest of the
+    choice (the config without how long benchmarking took). Two runs whose keys are equal
+    but whose digests differ built different kernels. Empty where nothing autotuned (the CPU).
+
+    >>> autotune_choices("/no/such/cache")
+    {}
+    """
+    found: dict[str, str] = {}
+    for path, info in _regular_files(cache_dir, 1):
+        if not path.endswith(".best_config") or info.st_size > 1 << 20 or len(found) >= MAX_CHOICES:
+            continue
+        try:
+            with open_input(path, pipes=False, links=False) as source:
+                config = json.loads(source.read_all(1 << 20))
+        except (RunFileError, OSError, ValueError, RecursionError):
+            continue
+        if isinstance(config, dict):
+            choice = {k: v for k, v in config.items() if k not in _NOT_A_CHOICE}
+            text = json.dumps(choice, sort_keys=True, default=str)
+            found[os.path.basename(path)] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return dict(sorted(found.items()))

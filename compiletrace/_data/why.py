@@ -319,6 +319,7 @@ class BuildChange:
     key_current: str
     code_base: str
     code_current: str
+    detail: str = ""  # what else differs: the kernels autotuning chose otherwise for
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -905,6 +906,27 @@ def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, Bu
     return None, None
 
 
+def _autotuned_otherwise(
+    base: Side, current: Side, pairs: Sequence[tuple[GraphRecord, GraphRecord, str]]
+) -> list[BuildChange]:
+    """Same keys, different kernels: the graphs whose FX graph keys are equal in both runs,
+    when autotuning chose otherwise for kernels both runs tuned (their .best_config)."""
+    b, c = base.facts, current.facts
+    if b is None or c is None:
+        return []
+    differ = sorted(k for k in set(b.autotune) & set(c.autotune) if b.autotune[k] != c.autotune[k])
+    if not differ:
+        return []
+    out = []
+    for rb, rc, _ in pairs:
+        kb = [x.key for x in rb.cache_lookups if x.tier == "fx_graph" and x.key]
+        kc = [x.key for x in rc.cache_lookups if x.tier == "fx_graph" and x.key]
+        if kb and kc and kb[-1] == kc[-1]:
+            what = f"autotuning chose otherwise for {len(differ)} kernel(s): {', '.join(differ[:3])}"
+            out.append(BuildChange(_label(rc), kb[-1], kc[-1], "", "", what))
+    return out
+
+
 # -- the report -------------------------------------------------------------------------------
 
 
@@ -934,6 +956,7 @@ def explain(base: Side, current: Side) -> WhyReport:
         (WhyGroup(graphs[0].reason, tuple(graphs)) for graphs in groups.values()), key=lambda g: -g.seconds
     )
     notes = []
+    same_key += _autotuned_otherwise(base, current, pairs)
     for side, run in (("BASE", base), ("CURRENT", current)):
         if run.keys is None:
             notes.append(

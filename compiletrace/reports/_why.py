@@ -33,6 +33,8 @@ def _change(c: PartChange) -> str:
 
 
 def _build(b: BuildChange, same_key: bool) -> str:
+    if same_key and b.detail:
+        return f"{b.graph}: key {b.key_current[:12]}..., {b.detail}"
     if same_key:
         return f"{b.graph}: key {b.key_current[:12]}..., code {b.code_base} -> {b.code_current}"
     return f"{b.graph}: keys {b.key_base[:12]}... -> {b.key_current[:12]}..., code {b.code_current} in both"

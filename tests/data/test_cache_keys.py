@@ -6,6 +6,7 @@ files do."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import pickle
@@ -23,7 +24,7 @@ from compiletrace._data.cache_keys import (
     read_vllm_factors,
     split_key_lines,
 )
-from compiletrace._data.cache_store import stored_entries
+from compiletrace._data.cache_store import autotune_choices, stored_entries
 from compiletrace._data.files import read
 from compiletrace._data.records import CacheLookup, CacheOutcome, GraphRecord
 from compiletrace._data.run import Run
@@ -234,3 +235,27 @@ def test_stored_entries_are_read_without_running_them(tmp_path: Path) -> None:
 def test_a_fields_check_names_the_bad_part() -> None:
     with pytest.raises(RunFileError, match="parts"):
         CacheLookup.from_fields(Fields({"tier": "fx_graph", "outcome": "hit", "parts": "x"}, "run.json"))
+
+
+def test_same_key_other_build(tmp_path: Path) -> None:
+    """The reverse failure: both runs hit the same keys, and built other kernels. Not made on
+    the CPU (inductor's CPU code is deterministic and nothing autotunes there): the two
+    signals are the FX graph entry's code (its module's name) and autotuning's choices."""
+    lookup = CacheLookup("fx_graph", "hit", "fsame", status="hit", code_hash="caaa")
+    other = lookup._replace(code_hash="cbbb")
+    r = GraphRecord("0/0", "lm", "inductor", "forward", 1, 0, 10, 1, 2, 0, cache_lookups=(lookup,))
+    report = explain(Side("a", (r,)), Side("b", (dataclasses.replace(r, cache_lookups=(other,)),)))
+    (built,) = report.same_key_other_build
+    assert (built.key_base, built.code_base, built.code_current) == ("fsame", "caaa", "cbbb")
+    assert report.missed == 0  # a hit in both: no miss to explain, one build to question
+    # Triton's autotune results beside the kernels: the choice, not how long choosing took.
+    for name, cache, block in (("a", tmp_path / "a", 64), ("b", tmp_path / "b", 128)):
+        (cache / "xy").mkdir(parents=True)
+        config = {"XBLOCK": block, "num_warps": 4, "time_taken_ms": 3, "triton_cache_hash": name}
+        (cache / "xy" / "k1.best_config").write_text(json.dumps(config))
+        (cache / "xy" / "k2.best_config").write_text(json.dumps({"XBLOCK": 8, "time_taken_ms": block}))
+    a, b = autotune_choices(str(tmp_path / "a")), autotune_choices(str(tmp_path / "b"))
+    assert a["k2.best_config"] == b["k2.best_config"] and a["k1.best_config"] != b["k1.best_config"]
+    sides = [Side(n, (r,), RunCacheKeys({}, CacheFacts(autotune=c))) for n, c in (("a", a), ("b", b))]
+    (built,) = explain(*sides).same_key_other_build
+    assert built.detail == "autotuning chose otherwise for 1 kernel(s): k1.best_config"

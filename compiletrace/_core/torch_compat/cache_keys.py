@@ -50,6 +50,7 @@ from compiletrace._data.cache_keys import (
     read_vllm_factors,
     split_key_lines,
 )
+from compiletrace._data.cache_store import autotune_choices
 from compiletrace._data.records import CacheLookup, GraphRecord
 from compiletrace._data.torch_text import CACHE_EVENT_OUTCOMES, CACHE_EVENT_TIERS
 from compiletrace._io.state import warn_once
@@ -494,6 +495,7 @@ def cache_facts() -> CacheFacts:
         chosen_by_default = os.path.abspath(current) == default
         facts["cache_dir_from"] = "default" if chosen_by_default else "TORCHINDUCTOR_CACHE_DIR"
         facts["vllm"] = read_vllm_factors(current)
+        facts["autotune"] = autotune_choices(current)
     except Exception as exc:
         warn_once(f"cannot tell where torch keeps its compile caches ({exc!r})", key="cache_facts_dir")
     try:
