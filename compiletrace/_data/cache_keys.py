@@ -228,21 +228,22 @@ class ConfigSets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sets: dict[str, dict[str, KeyPart]] = {}
-        self._last: tuple[tuple[KeyPart, ...], str] | None = None
+        self._ids: dict[tuple[KeyPart, ...], str] = {}  # the parts seen, and their set's id
 
     def add(self, parts: tuple[KeyPart, ...], limit: int | None = None) -> str:
         """Keep ``parts`` (if new, and fewer than ``limit`` sets are kept) and return their
         set's id ("" for no parts)."""
         if not parts:
             return ""
-        last = self._last
-        if last is not None and last[0] == parts:
-            return last[1]
+        sid = self._ids.get(parts)  # the parts are the memoised KeyParts: their hashes are cached
+        if sid is not None:
+            return sid
         sid = config_set_id(parts)
         with self._lock:
             if sid not in self._sets and (limit is None or len(self._sets) < limit):
                 self._sets[sid] = {p.name: p for p in parts}
-            self._last = (parts, sid)
+            if len(self._ids) < 4 * MAX_CONFIG_SETS:
+                self._ids[parts] = sid
         return sid
 
     def snapshot(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, KeyPart]]:
@@ -254,7 +255,7 @@ class ConfigSets:
     def clear(self) -> None:
         with self._lock:
             self._sets.clear()
-            self._last = None
+            self._ids.clear()
 
 
 def parts_to_json(parts: Iterable[KeyPart]) -> list[list[str]]:

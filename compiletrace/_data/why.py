@@ -57,7 +57,6 @@ __all__ = [
 WHY_KIND = FileKind.WHY.value
 TIERS = ("aot_autograd", "fx_graph")
 TIER_NAMES = {"aot_autograd": "AOTAutograd", "fx_graph": "FX graph"}
-MAX_SHOWN_CHANGES = 8  # part changes a reason lists (the rest counted)
 _MISSED = (CacheOutcome.MISS.value, CacheOutcome.BYPASS.value)
 
 # -- sides ----------------------------------------------------------------------------------------
@@ -501,18 +500,23 @@ def _part_changes(
             continue
         if (b is None and not base_known) or (c is None and not current_known):
             continue  # that side's process parts are not in its run
-        changes.append(
-            PartChange(name, None if b is None else b.value, None if c is None else c.value, part_kind(name))
-        )
+        shown = [None if p is None else p.value for p in (b, c)]
+        if b is not None and c is not None and b.value == c.value:  # bytes, a graph's code: the hashes tell
+            shown = [f"{b.value} #{b.hash[:8]}", f"{c.value} #{c.hash[:8]}"]
+        changes.append(PartChange(name, shown[0], shown[1], part_kind(name)))
     if any(c.kind == "inputs" for c in changes):
         changes = [_replace(c, consequence=c.name in _CONSEQUENCES_OF_INPUTS) for c in changes]
     # torch's system_info[hash] is a digest of the other system_info parts.
     if any(c.name.startswith("system_info[") and c.name != "system_info[hash]" for c in changes):
         changes = [c for c in changes if c.name != "system_info[hash]"]
-    # Another torch build brings its own config entries, defaults and decompositions (the
-    # graph's code): they changed with it.
+    return _with_release(changes)
+
+
+def _with_release(changes: list[PartChange]) -> list[PartChange]:
+    """Another torch build brings its own config entries, defaults and decompositions (the
+    graph's code): with torch's version among the changes, the rest changed with it."""
     if any(c.kind == "version" for c in changes):
-        changes = [c if c.kind == "version" else _replace(c, consequence=True) for c in changes]
+        return [c if c.kind == "version" else _replace(c, consequence=True) for c in changes]
     return changes
 
 
@@ -689,8 +693,9 @@ def _same_key_reason(tier: str, cur: CacheLookup, base_side: Side, cur_side: Sid
         return Reason(
             "cache_dir",
             f"the key is the same, but CURRENT looked in another cache directory: {base_dirs[0]} -> "
-            f"{cur_dirs[0]}{_dir_cause(bf, cf)}",
+            f"{cur_dirs[0]}",
             _cache_dir_fix(bf, cf),
+            tuple(_dir_changes(base_dirs[0], cur_dirs[0], bf, cf)),
             signature=("cache_dir", base_dirs[0], cur_dirs[0]),
         )
     return Reason(
@@ -721,22 +726,26 @@ def _entry_state(directory: str, tier: str, key: str, since_ns: int) -> str:
     return "there before" if min(times) < since_ns else "written by the miss"
 
 
-def _dir_cause(base: CacheFacts | None, current: CacheFacts | None) -> str:
-    if base is None or current is None:
-        return ""
-    how = {"default": "the default: temporary directory + user name"}
+def _dir_changes(
+    base_dir: str, current_dir: str, base: CacheFacts | None, current: CacheFacts | None
+) -> list[PartChange]:
+    """The directory that moved, how each run chose its own, and the variables that moved it."""
+    how = {
+        "default": "torch's default (temp dir + user)",
+        "TORCHINDUCTOR_CACHE_DIR": "TORCHINDUCTOR_CACHE_DIR",
+    }
     chosen = [
-        f"{side}'s from {how.get(facts.cache_dir_from, facts.cache_dir_from)}"
+        f"{side}'s {how.get(facts.cache_dir_from, facts.cache_dir_from)}"
         for side, facts in (("BASE", base), ("CURRENT", current))
-        if facts.cache_dir_from
+        if facts is not None and facts.cache_dir_from
     ]
-    said = f" ({', '.join(chosen)})" if chosen else ""
-    env = [
-        f"{n} {_env_value(base, n)} -> {_env_value(current, n)}"
-        for n in ("TORCHINDUCTOR_CACHE_DIR", "TMPDIR", "TEMP", "TMP", "LOGNAME", "USER", "USERNAME")
-        if _env_value(base, n) != _env_value(current, n)
-    ]
-    return said + (f"; {', '.join(env)}" if env else "")
+    out = [PartChange("cache directory", base_dir, current_dir, "cache_dir", source=", ".join(chosen))]
+    # (TORCHINDUCTOR_CACHE_DIR is the line above: torch writes the directory it chose into it.)
+    for name in ("TMPDIR", "TEMP", "TMP", "LOGNAME", "USER", "USERNAME"):
+        b, c = _env_value(base, name), _env_value(current, name)
+        if "?" not in (b, c) and b != c:
+            out.append(PartChange(f"env {name}", b, c, "env"))
+    return out
 
 
 def _cache_dir_fix(base: CacheFacts | None, current: CacheFacts | None) -> str:
@@ -862,9 +871,9 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
             opaque = [x for x in changes if x.name == "autograd_config"]
             expanded = _functorch_changes(base_side.facts, cur_side.facts) if opaque else []
             if expanded:
-                changes = [x for x in changes if x.name != "autograd_config"] + expanded
+                changes = _with_release([x for x in changes if x.name != "autograd_config"] + expanded)
         per_tier.append((tier, changes))
-    changes = _merge_tiers(per_tier)
+    changes = sorted(_with_release(_merge_tiers(per_tier)), key=lambda c: c.consequence)
     if not changes and not same_key and not unknown and per_tier:
         unknown.append("the keys differ in no part either run recorded")
     if changes:

@@ -16,6 +16,7 @@ from compiletrace.reports._html import _esc, _page, _table
 __all__ = ["why_html", "why_text"]
 
 MAX_GRAPHS_SHOWN = 5  # graphs listed under a group
+MAX_SHOWN_CHANGES = 8  # parts that changed with a cause, listed under it
 LINE_WIDTH = 200
 
 
@@ -55,9 +56,13 @@ def why_text(report: WhyReport) -> str:
             lines.append(f"   (+{len(group.graphs) - MAX_GRAPHS_SHOWN} more graphs)")
         causes = [c for c in reason.changes if not c.consequence]
         after = [c for c in reason.changes if c.consequence]
-        if len(reason.changes) > 1 or after:
+        if len(reason.changes) > 1 or after or (reason.changes and reason.kind != "parts"):
             lines += [_line(f"   changed: {_change(c)}") for c in causes]
-            lines += [_line(f"   changed with it: {_change(c)}") for c in after]
+            lines += [_line(f"   changed with it: {_change(c)}") for c in after[:MAX_SHOWN_CHANGES]]
+            if len(after) > MAX_SHOWN_CHANGES:
+                lines.append(
+                    f"   (+{len(after) - MAX_SHOWN_CHANGES} more changed with it: --json lists them)"
+                )
         lines.append(_line(f"   fix: {reason.fix}"))
     if report.new_graphs:
         lines += ["", "missed, with no graph of BASE to compare with (new in CURRENT):"]

@@ -34,6 +34,7 @@ import inspect
 import os
 import platform
 import threading
+import types
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from compiletrace._data.cache_keys import (
 )
 from compiletrace._data.cache_store import autotune_choices
 from compiletrace._data.records import CacheLookup, GraphRecord
-from compiletrace._data.torch_text import CACHE_EVENT_OUTCOMES, CACHE_EVENT_TIERS
+from compiletrace._data.torch_text import CACHE_EVENT_OUTCOMES, CACHE_EVENT_TIERS, PROCESS_KEY_ATTRIBUTES
 from compiletrace._io.state import warn_once
 from compiletrace._io.text import shorten
 
@@ -287,12 +288,21 @@ def _aot_key_computed(module: Any, pickler: Any, details: Any, key: Any, lines: 
             pending.note = "not computed: a remote cache is on"
         elif _has_local_entry(module.AOTAutogradCache, str(key)):
             pending.note = "not computed: an entry existed for the key"
-        else:
-            pending.lines = pickler.debug_lines(details)  # a sure miss: the parts say why
+        else:  # a sure miss: the parts say why (those only this key holds; see _AOT_LEFT_OUT)
+            kept = {k: v for k, v in vars(details).items() if k not in _AOT_LEFT_OUT}
+            pending.lines = pickler.debug_lines(types.SimpleNamespace(**kept))
     except Exception as exc:
         pending.note = "unreadable"
         warn_once(f"computing an AOTAutograd cache key's parts failed and was skipped: {exc!r}")
 
+
+# What the AOTAutograd key's parts leave out: the process's parts the FX graph key holds too
+# (the config, torch's build: a lookup of the FX graph key follows every AOTAutograd miss,
+# and torch computes that key's parts anyway), and the Dynamo graph's code (the FX graph
+# key's code tells the graph; hashing this one again cost more than the rest together).
+# What is left, the inputs, the options and what only this key holds (functorch's config,
+# grad mode, autocast), costs about a fifth of the whole (benchmarks/bench_cache_keys.py).
+_AOT_LEFT_OUT = (PROCESS_KEY_ATTRIBUTES - {"autograd_config", "deterministic_algorithms"}) | {"gm"}
 
 _HOOKED = "_compiletrace_hooked"
 # None: not yet (torch's modules were still importing); True: in; False: this torch lacks them.
