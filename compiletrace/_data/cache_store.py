@@ -45,11 +45,23 @@ class StoredEntry:
     path: str  # the file it was read from (an AOTAutograd entry's, for its FX graphs)
 
 
-def _regular_files(directory: str, depth: int) -> Iterator[tuple[str, os.stat_result]]:
-    """Regular files ``depth`` levels of directories under ``directory``, links never followed."""
+MAX_LISTED = 50_000  # directory entries looked at under one cache directory
+
+
+def _regular_files(
+    directory: str, depth: int, budget: list[int] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Regular files ``depth`` levels of directories under ``directory``, links never
+    followed, at most :data:`MAX_LISTED` entries looked at in all."""
+    budget = [MAX_LISTED] if budget is None else budget
     try:
         with os.scandir(directory) as found:
-            entries = list(found)
+            entries = []
+            for entry in found:
+                if budget[0] <= 0:
+                    break
+                budget[0] -= 1
+                entries.append(entry)
     except OSError:
         return
     for entry in entries:
@@ -62,7 +74,7 @@ def _regular_files(directory: str, depth: int) -> Iterator[tuple[str, os.stat_re
         if depth == 0 and stat.S_ISREG(info.st_mode):
             yield entry.path, info
         elif depth > 0 and stat.S_ISDIR(info.st_mode):
-            yield from _regular_files(entry.path, depth - 1)
+            yield from _regular_files(entry.path, depth - 1, budget)
 
 
 def _lines(value: Any) -> tuple[str, ...] | None:

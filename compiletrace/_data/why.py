@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -717,6 +718,8 @@ def _entry_state(directory: str, tier: str, key: str, since_ns: int) -> str:
         return "unknown"
     entry = _entry_path(directory, tier, key)
     try:
+        if not stat.S_ISDIR(os.lstat(entry).st_mode):  # a link is none of torch's entries
+            return "absent"
         with os.scandir(entry) as found:
             times = [e.stat(follow_symlinks=False).st_mtime_ns for e in found if not e.name.startswith(".")]
     except OSError:

@@ -259,3 +259,34 @@ def test_same_key_other_build(tmp_path: Path) -> None:
     sides = [Side(n, (r,), RunCacheKeys({}, CacheFacts(autotune=c))) for n, c in (("a", a), ("b", b))]
     (built,) = explain(*sides).same_key_other_build
     assert built.detail == "autotuning chose otherwise for 1 kernel(s): k1.best_config"
+
+
+def test_a_directory_is_listed_within_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory of any size costs at most MAX_LISTED directory entries to look at:
+    the bound holds across the levels walked, not per directory."""
+    from compiletrace._data import cache_store
+
+    for sub in ("aa", "bb", "cc"):
+        (tmp_path / sub).mkdir()
+        for i in range(4):
+            (tmp_path / sub / f"{sub}{i}.best_config").write_text(json.dumps({"XBLOCK": i}))
+    assert len(autotune_choices(str(tmp_path))) == 12
+    monkeypatch.setattr(cache_store, "MAX_LISTED", 5)  # 3 directories, then 2 files
+    assert len(autotune_choices(str(tmp_path))) == 2
+
+
+def test_an_entry_that_is_a_link_is_absent(tmp_path: Path) -> None:
+    """torch writes each key's entry as a directory: a link in its place (someone else's,
+    pointing anywhere) is no entry, and is not followed to judge when it was written."""
+    from compiletrace._data.why import _entry_state
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "entry").write_bytes(b"x")
+    (tmp_path / "cache" / "aotautograd").mkdir(parents=True)
+    (tmp_path / "cache" / "aotautograd" / "akey").symlink_to(elsewhere)
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "absent"
+    (tmp_path / "cache" / "aotautograd" / "akey").unlink()
+    (tmp_path / "cache" / "aotautograd" / "akey").mkdir()
+    (tmp_path / "cache" / "aotautograd" / "akey" / "entry").write_bytes(b"x")
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "there before"
