@@ -99,7 +99,10 @@ class FileKind(enum.Enum):
 
 # Each kind's versions, and what each added to the one before.
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
-    FileKind.RUN: {1: "graph records and phases, warm-up, meta, the timeline's window"},
+    FileKind.RUN: {
+        1: "graph records and phases, warm-up, meta, the timeline's window",
+        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys",
+    },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
     FileKind.DOCTOR: {1: "findings"},

@@ -133,22 +133,24 @@ class CacheLookup(NamedTuple):
     saved_ns: int = 0  # torch's figure of what a hit on this entry saves (the entry's compile time)
 
     def to_json(self) -> dict[str, Any]:
-        """The form saved in run files: tier, outcome and key, then the fields that differ
-        from their defaults (a lookup saved before parts were recorded has only those)."""
+        """The form saved in run files: tier, outcome, key and detail (version 1's fields,
+        always), then those run file version 2 added where they differ from their defaults
+        (a lookup whose parts were not recorded has none of them)."""
         defaults = self._field_defaults
-        data = {k: v for k, v in self._asdict().items() if k not in defaults or v != defaults[k]}
+        data = {k: v for k, v in self._asdict().items() if k in _V1_LOOKUP or v != defaults[k]}
         if self.parts:
             data["parts"] = parts_to_json(self.parts)
         return data
 
     @classmethod
     def from_fields(cls, c: Fields) -> CacheLookup:
-        """Read :meth:`to_json`'s form, every field checked."""
+        """Read :meth:`to_json`'s form, every field checked: version 1's four always, the
+        rest where the lookup's file holds them (absent: their defaults)."""
         return cls(
             c.string("tier"),
             c.choice("outcome", CacheOutcome).value,
-            c.string("key", ""),
-            c.string("detail", ""),
+            c.string("key"),
+            c.string("detail"),
             c.string("status", ""),
             c.string("role", ""),
             c.string("source", "lookup"),
@@ -159,6 +161,9 @@ class CacheLookup(NamedTuple):
             c.integer("saved_ns", 0, minimum=0),
         )
 
+
+# A lookup's fields every run file holds (version 1's); the others are written where set.
+_V1_LOOKUP = frozenset({"tier", "outcome", "key", "detail"})
 
 # The root beside a frame's function in its tracing-cost tree: Dynamo time not spent tracing.
 TRACE_OTHER = "(other: guards, bytecode, bookkeeping)"

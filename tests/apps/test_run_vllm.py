@@ -84,10 +84,12 @@ def test_in_process_the_cache_keys_name_the_directory_vllm_chose(in_process: Ser
     # path): the run keeps the one its lookups used, and each lookup's key parts.
     _, job, _ = in_process
     (process,) = job.compiling()
-    facts = process.run.meta["cache_keys"]["facts"]
-    assert f"{os.sep}torch_compile_cache{os.sep}" in facts["cache_dir"]
-    assert facts["cache_dir_from"] == "TORCHINDUCTOR_CACHE_DIR"
-    assert facts["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    keys = process.run.meta.cache_keys
+    assert keys is not None
+    facts = keys.facts
+    assert f"{os.sep}torch_compile_cache{os.sep}" in facts.cache_dir
+    assert facts.cache_dir_from == "TORCHINDUCTOR_CACHE_DIR"
+    assert facts.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     lookups = [c for r in process.run.graph_records for c in r.cache_lookups]
     assert any(c.tier == "fx_graph" and c.parts for c in lookups), lookups
 

@@ -20,7 +20,7 @@ import compiletrace
 from compiletrace import cli
 from tests.cache_cases import CASES, Recorded, causes, record, record_case
 
-pytestmark = pytest.mark.inductor
+pytestmark = [pytest.mark.inductor, pytest.mark.slow]
 
 SIDES = ("job", "trace")
 
@@ -38,8 +38,9 @@ def base(where: Path) -> Recorded:
 
 @pytest.fixture(scope="module")
 def base_threads(base: Recorded) -> int:
-    job = compiletrace.load(base.job)
-    return int(job.processes[0].run.meta["cache_keys"]["facts"]["num_threads"])
+    keys = compiletrace.load(base.job).processes[0].run.meta.cache_keys
+    assert keys is not None
+    return keys.facts.num_threads
 
 
 def _why(base: Recorded, current: Recorded, side: str, out: Path) -> dict[str, Any]:

@@ -107,7 +107,7 @@ def test_run_keys_read_back_and_refuse_what_no_run_writes() -> None:
 def test_a_run_saved_before_cache_keys_still_loads_and_compares() -> None:
     # The doctor's saved run predates the parts: its lookups have tier, outcome and key only.
     old = read(INPUTS / "runs" / "cache_miss.run.json")
-    assert isinstance(old, Run) and "cache_keys" not in old.meta
+    assert isinstance(old, Run) and old.meta.cache_keys is None
     (record,) = old.graph_records
     assert {c.tier for c in record.cache_lookups} == {"fx_graph", "aot_autograd"}
     assert all(c.parts == () and c.source == "lookup" for c in record.cache_lookups)
@@ -234,7 +234,10 @@ def test_stored_entries_are_read_without_running_them(tmp_path: Path) -> None:
 
 def test_a_fields_check_names_the_bad_part() -> None:
     with pytest.raises(RunFileError, match="parts"):
-        CacheLookup.from_fields(Fields({"tier": "fx_graph", "outcome": "hit", "parts": "x"}, "run.json"))
+        lookup = {"tier": "fx_graph", "outcome": "hit", "key": "f1", "detail": "", "parts": "x"}
+        CacheLookup.from_fields(Fields(lookup, "run.json"))
+    with pytest.raises(RunFileError, match="detail"):  # version 1's four fields are in every file
+        CacheLookup.from_fields(Fields({"tier": "fx_graph", "outcome": "hit", "key": "f1"}, "run.json"))
 
 
 def test_same_key_other_build(tmp_path: Path) -> None:
