@@ -70,7 +70,7 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
         # torch's trace names neither the model nor (for certain) the backend: only its torch.
         known = ("torch_version",) if meta.source == TRACE_SOURCE else ABOUT
         about = {k: value for k in known if (value := shown[k]) is not None}
-        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about)
+        return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=about, meta=meta)
     assert isinstance(data, BenchResult)
     return RunFile(name, BENCH, data.schema_version, metrics=data.metrics, about=dict(data.about))
 

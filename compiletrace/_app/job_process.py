@@ -185,6 +185,7 @@ class _Recording:
             created_unix_s=time.time(),
             applied_fixes=tuple(self.fixes),
             process=info,
+            cache_keys=tc.run_cache_keys(records),
         )
         run = Run(reg.records(), warmup, meta, startup_timeline(reg))
         self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))

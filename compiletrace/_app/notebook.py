@@ -132,6 +132,7 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
     import torch
 
     from compiletrace._app.profile import ProfileRun
+    from compiletrace._core import torch_compat as tc
     from compiletrace._data.records import CompilationTimes
     from compiletrace._data.registry import Registry, get_registry
     from compiletrace._data.run import WarmupResult
@@ -166,6 +167,7 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
         created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         torch_version=str(torch.__version__),
         compiletrace_version=__version__,
+        cache_keys=tc.run_cache_keys(records),
     )
     return ProfileRun(records, warmup, meta, None)
 

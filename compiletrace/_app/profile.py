@@ -25,6 +25,7 @@ from compiletrace._app.model_spec import DEFAULT_MODEL, load_factory, parse_comp
 from compiletrace._app.profile_run import ProfileRun
 from compiletrace._app.timeline import OwnPhase, startup_timeline
 from compiletrace._app.warmup import warm_up
+from compiletrace._core import torch_compat as tc
 from compiletrace._core.compile import CompilationMode
 from compiletrace._core.compile import compile as ct_compile
 from compiletrace._data.registry import Registry
@@ -309,5 +310,6 @@ def profile(
         steady_call_s=steady_call_s,
         steady_call_spread_s=steady_spread_s,
         steady_calls=steady_calls or None,
+        cache_keys=tc.run_cache_keys(reg.records()),
     )
     return ProfileRun(reg.records(), result, meta, startup_timeline(reg))

@@ -198,7 +198,7 @@ class _AotBackendCall:
     block: str | None = None
     collectors: contextlib.ExitStack | None = None
     regions: list[TimedRegion] = field(default_factory=list)
-    lookups: list[tuple[str, str, str, str]] = field(default_factory=list)
+    lookups: tc.CacheLookups = field(default_factory=tc.CacheLookups)
     region: tuple[int, int] | None = None  # torch's own bounds of the whole compile (Unix ns)
 
 
@@ -283,6 +283,8 @@ class Tracker:
         # Read what the doctor needs (graph breaks, structure, cache keys); benchmarks turn
         # it off to measure its cost.
         self.diagnosis_capture_enabled = True
+        # ... of which each cache key's parts (benchmarks/bench_cache_keys.py measures them).
+        self.cache_key_parts_enabled = True
         # Registries whose warm-up has returned: their later compiles are latency spikes.
         self._warmed: weakref.WeakSet[Registry] = weakref.WeakSet()
         self._aot_compiles = 0  # ahead-of-time compiles seen: their compile ids
@@ -567,8 +569,10 @@ class Tracker:
         # backend's timing, so the cost shows as the frame's own, not the backend's.)
         structure = tc.graph_structure_hash(gm) if diagnosing else None
         block = tc.graph_block(gm) if diagnosing else None
-        lookup_collector: contextlib.AbstractContextManager[list[tuple[str, str, str, str]]] = (
-            tc.collect_cache_lookups() if diagnosing else contextlib.nullcontext([])
+        lookup_collector: contextlib.AbstractContextManager[tc.CacheLookups] = (
+            tc.collect_cache_lookups(self.cache_key_parts_enabled)
+            if diagnosing
+            else contextlib.nullcontext(tc.CacheLookups())
         )
         with collector as regions, lookup_collector as lookups:
             wall_start = time.time_ns()
@@ -608,7 +612,7 @@ class Tracker:
                     if structure is not None:
                         frame.structure.append(structure)
                         frame.blocks.append(block)
-                    frame.lookups.extend(CacheLookup(*found) for found in lookups)
+                    frame.lookups.extend(lookups.records())
                     # torch's regions are on the wall clock; fit them to this call's duration.
                     for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
                         frame.phases[phase] = frame.phases.get(phase, 0) + ns
@@ -659,7 +663,9 @@ class Tracker:
         if self.phase_split_enabled:
             call.regions = call.collectors.enter_context(tc.collect_timed_regions())
         if self.diagnosis_capture_enabled:
-            call.lookups = call.collectors.enter_context(tc.collect_cache_lookups())
+            call.lookups = call.collectors.enter_context(
+                tc.collect_cache_lookups(self.cache_key_parts_enabled)
+            )
         call.before = tc.cache_counts()
         call.wall_start_ns = time.time_ns()
         call.start_ns = self._clock()
@@ -682,7 +688,7 @@ class Tracker:
         if call.structure is not None:
             frame.structure.append(call.structure)
             frame.blocks.append(call.block)
-        frame.lookups.extend(CacheLookup(*found) for found in call.lookups)
+        frame.lookups.extend(call.lookups.records())
         for phase, ns in fit_to(
             split_phases(call.regions, call.wall_start_ns, wall_end), end - call.start_ns
         ).items():
@@ -1010,6 +1016,7 @@ def get_tracker() -> Tracker:
             tc.on_dynamo_reset(new.forget_compile_ids)
             new.bounds_from_regions = tc.install_region_hook(new.on_region)
             tc.install_cache_lookup_hook()
+            tc.install_cache_key_hooks()
             tc.install_recompile_limit_hook(new.on_recompile_limit)
             tc.install_aot_compile_hook(new)
             new.time_one_time_setup()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiletrace._data.records import GraphRecord
+from compiletrace._data.run_meta import RunMeta
 
 __all__ = [
     "ABOUT",
@@ -51,6 +52,7 @@ class RunFile:
     records: tuple[GraphRecord, ...] = ()  # profile runs
     metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
     about: dict[str, str] = field(default_factory=dict)  # model, backend, torch_version, where known
+    meta: RunMeta = field(default_factory=RunMeta, compare=False)  # a profile run's (its cache keys)
 
 
 @dataclass(frozen=True)

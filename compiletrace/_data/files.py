@@ -120,6 +120,8 @@ def read_data(
 ) -> FileData:
     """:func:`read` of a document already parsed from ``source``."""
     kind = FileKind.of(data)
+    if kind is FileKind.WHY:  # a report for people and programs, not an input of compiletrace's
+        raise RunFileError(f"{source} is {kind.description}; give the runs it compared instead")
     wanted = [k for k in FileKind if k.loadable and (accept is None or k in accept)]
     if kind is None or kind not in wanted:
         what = kind.description if kind is not None else "not a compiletrace run or any other file it writes"

@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 1, frozenset({1}))
+('compiletrace.run', 2, frozenset({1, 2}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
@@ -44,6 +44,7 @@ class FileKind(enum.Enum):
     JOB = "compiletrace.job"  # every process of one command (compiletrace run)
     # A process's start marker in a job directory: the launcher's own, read by it alone.
     JOB_STARTED = "compiletrace.job.started"
+    WHY = "compiletrace.why"  # why a compile cache did not apply: two runs compared
 
     @property
     def versions(self) -> Mapping[int, str]:
@@ -68,8 +69,9 @@ class FileKind(enum.Enum):
     @property
     def loadable(self) -> bool:
         """Whether the one reader (``compiletrace.load``, ``report``, ``doctor``, ``compare``)
-        reads this kind; a job's start markers are read by its launcher alone."""
-        return self is not FileKind.JOB_STARTED
+        reads this kind; a job's start markers are read by its launcher alone, and a why
+        report is compiletrace's output only."""
+        return self not in (FileKind.JOB_STARTED, FileKind.WHY)
 
     def envelope(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The file to save: this kind, the version this compiletrace writes, then ``body``."""
@@ -97,12 +99,16 @@ class FileKind(enum.Enum):
 
 # Each kind's versions, and what each added to the one before.
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
-    FileKind.RUN: {1: "graph records and phases, warm-up, meta, the timeline's window"},
+    FileKind.RUN: {
+        1: "graph records and phases, warm-up, meta, the timeline's window",
+        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys",
+    },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
     FileKind.DOCTOR: {1: "findings"},
     FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
     FileKind.JOB_STARTED: {1: "the process"},
+    FileKind.WHY: {1: "the graphs matched, each missed tier and its changed key parts, grouped by reason"},
 }
 
 _DESCRIPTIONS = {
@@ -112,4 +118,5 @@ _DESCRIPTIONS = {
     FileKind.DOCTOR: "the doctor's findings ('compiletrace doctor --json')",
     FileKind.JOB: "a command's job, every process ('compiletrace run --json')",
     FileKind.JOB_STARTED: "a job process's start marker",
+    FileKind.WHY: "why a cache did not apply ('compiletrace why --json'), which compiletrace writes only",
 }

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
+from compiletrace._data.cache_keys import KeyPart, parts_from_json, parts_to_json
 from compiletrace._data.torch_text import RESUME_NAME, RESUME_PREFIX
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import RunFileError
@@ -111,13 +112,58 @@ class GraphBreak(NamedTuple):
 
 
 class CacheLookup(NamedTuple):
-    """One compile-cache lookup torch announced during a backend call, with its key."""
+    """One compile-cache lookup torch made during a backend call, with its key and, where
+    torch computed them, the parts of the key that describe this graph (the process's
+    parts are the run's, in the config set the lookup names: compiletrace._data.cache_keys).
+    """
 
     tier: str  # "fx_graph" or "aot_autograd"
     outcome: str  # "hit", "miss" or "bypass" (a CacheOutcome value)
     key: str  # torch's cache key ("" where torch gave none, e.g. a bypass)
-    detail: str = ""  # why the cache was bypassed, where torch says
+    detail: str = ""  # why the cache was bypassed, or the guard that failed, where torch says
+    status: str = ""  # torch's cache_status_detailed: "hit", "full_miss", "guard_miss" ("" unknown)
+    role: str = ""  # of an FX-graph lookup: "forward" or "backward" ("" unknown)
+    # "lookup": torch looked the key up; "stored": an AOTAutograd hit loaded this FX-graph
+    # entry, and the parts are those its writer stored with it.
+    source: str = "lookup"
+    parts: tuple[KeyPart, ...] = ()  # the key's parts that describe this graph
+    config_set: str = ""  # the run's set of the key's process parts ("" none)
+    code_hash: str = ""  # the FX-graph entry's generated code (its module's name): what was built
+    note: str = ""  # why there are no parts, where there are none
+    saved_ns: int = 0  # torch's figure of what a hit on this entry saves (the entry's compile time)
 
+    def to_json(self) -> dict[str, Any]:
+        """The form saved in run files: tier, outcome, key and detail (version 1's fields,
+        always), then those run file version 2 added where they differ from their defaults
+        (a lookup whose parts were not recorded has none of them)."""
+        defaults = self._field_defaults
+        data = {k: v for k, v in self._asdict().items() if k in _V1_LOOKUP or v != defaults[k]}
+        if self.parts:
+            data["parts"] = parts_to_json(self.parts)
+        return data
+
+    @classmethod
+    def from_fields(cls, c: Fields) -> CacheLookup:
+        """Read :meth:`to_json`'s form, every field checked: version 1's four always, the
+        rest where the lookup's file holds them (absent: their defaults)."""
+        return cls(
+            c.string("tier"),
+            c.choice("outcome", CacheOutcome).value,
+            c.string("key"),
+            c.string("detail"),
+            c.string("status", ""),
+            c.string("role", ""),
+            c.string("source", "lookup"),
+            parts_from_json(c.data.get("parts", []), c, "parts"),
+            c.string("config_set", ""),
+            c.string("code_hash", ""),
+            c.string("note", ""),
+            c.integer("saved_ns", 0, minimum=0),
+        )
+
+
+# A lookup's fields every run file holds (version 1's); the others are written where set.
+_V1_LOOKUP = frozenset({"tier", "outcome", "key", "detail"})
 
 # The root beside a frame's function in its tracing-cost tree: Dynamo time not spent tracing.
 TRACE_OTHER = "(other: guards, bytecode, bookkeeping)"
@@ -387,7 +433,7 @@ class GraphRecord:
         data["phases"] = dict(self.phases)
         data["restart_reasons"] = list(self.restart_reasons)
         data["graph_breaks"] = [b._asdict() for b in self.graph_breaks]
-        data["cache_lookups"] = [c._asdict() for c in self.cache_lookups]
+        data["cache_lookups"] = [c.to_json() for c in self.cache_lookups]
         data["trace_cost"] = [n.to_json() for n in self.trace_cost]
         return data
 
@@ -444,15 +490,7 @@ class GraphRecord:
             ),
             structure_hash=f.string("structure_hash", optional=True),
             graph_block=f.string("graph_block"),
-            cache_lookups=tuple(
-                CacheLookup(
-                    c.string("tier"),
-                    c.choice("outcome", CacheOutcome).value,
-                    c.string("key"),
-                    c.string("detail"),
-                )
-                for c in f.items("cache_lookups")
-            ),
+            cache_lookups=tuple(CacheLookup.from_fields(c) for c in f.items("cache_lookups")),
             after_warmup=f.boolean("after_warmup"),
             recompile_limit=f.integer("recompile_limit", optional=True, minimum=0),
             recompile_limit_hit=f.boolean("recompile_limit_hit"),

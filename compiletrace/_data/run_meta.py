@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from compiletrace._data.cache_keys import RunCacheKeys
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError, UsageError
 from compiletrace._io.text import clip, printable
@@ -95,6 +96,8 @@ def _as_json(record: Any) -> dict[str, Any]:
     name, a nested record as its own object, a tuple as a list, an enum as its value."""
 
     def value(v: Any) -> Any:
+        if isinstance(v, RunCacheKeys):
+            return v.to_json()
         if hasattr(v, "__dataclass_fields__"):
             return _as_json(v)
         if isinstance(v, enum.Enum):
@@ -269,6 +272,8 @@ class RunMeta(Mapping[str, Any]):
     applied_fixes: tuple[str, ...] | None = None  # compiletrace run --apply: the fixes applied
     process: ProcessInfo | None = None  # compiletrace run: the process (saved flat: pid, ppid, role, argv)
     trace: TraceInfo | None = None  # read from torch's trace: what the reader skipped and cut
+    # The process parts of its cache keys and the facts that decide reuse (run file version 2).
+    cache_keys: RunCacheKeys | None = None
     # Keys this compiletrace does not know, as read (JSON values): written back, never read.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -346,6 +351,11 @@ class RunMeta(Mapping[str, Any]):
             # Saved flat; all four or none (a missing one is named).
             process=ProcessInfo.from_dict(f.data, source, where) if given & set(_PROCESS_KEYS) else None,
             trace=TraceInfo.from_dict(f.data["trace"], source, f.path("trace")) if "trace" in given else None,
+            cache_keys=(
+                RunCacheKeys.from_json(f.data["cache_keys"], source, f.path("cache_keys"))
+                if "cache_keys" in given
+                else None
+            ),
             extra=_extra(f, set(f.data) - _KNOWN_KEYS),
         )
 

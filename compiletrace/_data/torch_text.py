@@ -39,6 +39,7 @@ __all__ = [
     "CACHE_EVENT_TIERS",
     "CACHE_REGIONS",
     "FRAME_REGION",
+    "GRAPH_KEY_ATTRIBUTES",
     "GUARDED_ARGUMENT",
     "GUARD_BACKEND",
     "GUARD_DTYPE_DEVICE",
@@ -50,14 +51,17 @@ __all__ = [
     "GUARD_VALUE",
     "INDUCTOR_REGIONS",
     "KERNEL_COMPILE_REGIONS",
+    "KEY_PART_LINE",
     "KWARGS_COUNT_GUARD",
     "NUMBER_CONSTANT",
     "ONE_TIME_REGIONS",
+    "PROCESS_KEY_ATTRIBUTES",
     "RESUME_NAME",
     "RESUME_PREFIX",
     "SIZE_MISMATCH",
     "STACK_VALUE",
     "STRING_CONSTANT",
+    "TENSOR_METADATA",
     "UNSUPPORTED",
     "VALUE_COMPARISON",
 ]
@@ -110,6 +114,86 @@ ONE_TIME_REGIONS = ("inductor_codecache_torch_key", "CacheBase.get_system")
 # carrying the key. Prefix -> the cache tier, as records name it.
 CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
 CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
+
+# -- the parts of a compile cache's key --------------------------------------------------------
+
+# Torch describes the key of its FX-graph and AOTAutograd caches one part a line
+# (FxGraphCachePickler.debug_lines): "[<hash>] <attribute>: <value>", or
+# "[<hash>] <attribute>[<index or key>]: <value>" for an item of a list or a dict. The hash
+# is torch's own of that part (base32, 51 characters); a value may run over several lines
+# (the graph's code). Groups: the hash, the attribute, the index or key (None), the value.
+KEY_PART_LINE = re.compile(r"^\[([a-z0-9]+)\] ([A-Za-z_]\w*)(?:\[(.*?)\])?: (.*)$", re.DOTALL)
+# A tensor's part: its metadata (extract_tensor_metadata_for_cache_key), e.g.
+# "TensorMetadata(dtype=torch.float32, shape=torch.Size([4, 16]), stride=(16, 1),
+# device=device(type='cpu'), layout=torch.strided, ..., requires_grad=False, ...)". Groups:
+# dtype, sizes, strides, device type, device index (None), then the other fields.
+TENSOR_METADATA = re.compile(
+    r"^TensorMetadata\(dtype=torch\.(\w+), shape=torch\.Size\(\[(.*?)\]\), stride=\((.*?)\), "
+    r"device=device\(type='(\w+)'(?:, index=(\d+))?\)(.*)\)$",
+    re.DOTALL,
+)
+# The key's attributes that describe the whole process: the same for every graph it
+# compiles (torch's version, inductor's config, the thread count, ...). A run keeps them
+# once. Every other attribute (the graph's code, its inputs, the compile's own options, and
+# any attribute a new release adds) is kept with each graph.
+PROCESS_KEY_ATTRIBUTES = frozenset(
+    {
+        # FxGraphHashDetails, in the order torch lists them (2.13-2.15)
+        "cache_key_tag",
+        "deterministic_algorithms_settings",
+        "cpp_runtime_thread_count",
+        "provenance_tracking_level",
+        "provenance_tracking_to_timeline",
+        "compile_on_one_rank",
+        "default_dtype",
+        "cuda_matmul_settings",
+        "torch_version",
+        "system_info",
+        "inductor_config",
+        "inductor_config_comms",
+        "pre_grad_custom_pass",
+        "post_grad_custom_pre_pass",
+        "precompile_enabled",
+        "post_grad_custom_post_pass",
+        "joint_custom_pre_pass",
+        "joint_custom_post_pass",
+        "_pre_fusion_custom_pass",
+        "_post_fusion_custom_pass",
+        "_fuse_ddp_communication_passes",
+        "custom_backend_passes",
+        "custom_backend_codegen_configs",
+        "custom_backend_codegen_implications",
+        "_custom_partitioner_fn",
+        # AOTAutogradCacheDetails' own
+        "autograd_config",
+        "deterministic_algorithms",
+    }
+)
+# ... and those that describe one graph (known in 2.13-2.15: the contract test checks every
+# attribute a real key has is in one of the two lists).
+GRAPH_KEY_ATTRIBUTES = frozenset(
+    {
+        "gm",
+        "example_inputs",
+        "fx_kwargs",
+        "user_defined_triton_source",
+        "default_cuda_device_index",
+        "nested_inductor_config_patches",
+        "cudagraph_override",
+        "cudagraph_annotation",
+        "var_to_hint_override",
+        "aot_config",
+        "grad_enabled",
+        "autocast_state",
+        "triton_kernel_source_codes",
+        "saved_tensors_hooks_fx_wrap_cache_hashes",
+        "sac_context_fn_hashes",
+        "region_activation_memory_budget",
+        "region_activation_memory_budget_annotations",
+        "custom_estimator_solver_uuids",
+        "act_input_paths",
+    }
+)
 
 # -- recompile reasons: the guard that failed -------------------------------------------------
 

@@ -13,6 +13,11 @@ read, per compile id:
   ``create_aot_dispatcher_function``, ``compile_fx_inner``, ...), mapped to phases by
   :mod:`compiletrace._data.phases` as the live tracker maps them;
 - the ``dynamo_graph_break_reason`` artifact: each graph break, its reason and its line;
+- the cache-lookup artifacts (``fx_graph_cache_miss``, ``aotautograd_cache_hit``, ...):
+  each lookup's outcome, key, torch's detailed status and the key's parts (bounded and
+  split as the live recording splits them: :mod:`compiletrace._data.cache_keys`), and the
+  ``inductor_output_code`` entries' file names (the generated code's hash, the cache
+  directory), the metadata only;
 - the ``torch_version`` artifact.
 
 Every other record type is skipped and counted (``meta.trace.skipped``, a run's
@@ -48,6 +53,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeGuard
 
+from compiletrace._data.cache_keys import (
+    MAX_CACHE_DIRS,
+    MAX_CONFIG_SETS,
+    MAX_ENV,
+    CacheFacts,
+    ConfigSets,
+    RunCacheKeys,
+    split_key_lines,
+)
 from compiletrace._data.phases import split_phases
 from compiletrace._data.records import (
     NS_PER_S,
@@ -481,6 +495,7 @@ class _Compile:
     opened: int = 0  # starts in ``open``, every name's
     breaks: list[GraphBreak] = field(default_factory=list)
     lookups: list[CacheLookup] = field(default_factory=list)
+    code_hashes: list[str] = field(default_factory=list)  # inductor_output_code's modules, in order
     # (tier, outcome) of every lookup, the ones past MAX_LOOKUPS too: they still decide.
     outcomes: set[tuple[str, str]] = field(default_factory=set)
     metrics: dict[str, Any] | None = None
@@ -529,7 +544,7 @@ ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) ->
 
 def _read_log(
     log: TraceLog, namer: ComponentNamer | None, totals: _Totals
-) -> list[tuple[list[GraphRecord], TraceInfo]]:
+) -> list[tuple[list[GraphRecord], TraceInfo, RunCacheKeys | None]]:
     """One log's records and what was read, per process: a log is one process's, but logs
     concatenated or interleaved into one file are told apart by the pid of each line."""
     stats = _Stats(log.source, totals)
@@ -589,7 +604,7 @@ def _read_log(
             missing=MISSING_FIELDS,
             torch_version=torch_version,
         )
-        out.append((records, info))
+        out.append((records, info, _run_cache_keys(process)))
     return out  # empty: not a trace (no entry in it)
 
 
@@ -600,6 +615,10 @@ class _Process:
     compiles: dict[str, _Compile] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     rank: int | None = None
+    config_sets: ConfigSets = field(default_factory=ConfigSets)  # the process parts of its keys
+    cache_dirs: list[str] = field(default_factory=list)  # where its generated code was written
+    versions: dict[str, str] = field(default_factory=dict)  # torch, python, triton, cuda (its metrics)
+    functorch_config: dict[str, str] = field(default_factory=dict)  # in the AOTAutograd key
 
     def get(self, cid: str, stats: _Stats) -> _Compile:
         """The compile ``cid``, new if it is the first time the log names it."""
@@ -630,6 +649,8 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
                 c.backward = _kept_row(m, stats)
             else:
                 c.metrics = _kept_row(m, stats)
+            if not process.versions:
+                _process_facts(m, process, stats)
     elif kind == "artifact" and isinstance(entry.head[kind], dict):
         name = entry.head[kind].get("name")
         lookup = _CACHE_ARTIFACT.match(name) if isinstance(name, str) else None
@@ -648,21 +669,100 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
                 return None
             data = _payload_json(entry)
             info = data if isinstance(data, dict) else {}
-            detail = stats.text(
-                str(info.get("cache_bypass_reason") or info.get("reason") or ""), MAX_KEY_CHARS
-            )
-            c.lookups.append(
-                CacheLookup(tier, lookup[2], stats.text(str(info.get("key") or ""), MAX_KEY_CHARS), detail)
-            )
+            c.lookups.append(_cache_lookup(tier, lookup[2], info, c, process, stats))
         elif name == "torch_version":
             data = _payload_json(entry)
             if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
                 return stats.text(data["pytorch_version"], MAX_KEY_CHARS)
         else:
             stats.skip(f"artifact:{name}")
+    elif kind == "inductor_output_code" and cid is not None and isinstance(entry.head[kind], dict):
+        _output_code(entry.head[kind].get("filename"), process.get(cid, stats), process, stats)
     else:
         stats.skip(kind)
     return None
+
+
+def _cache_lookup(
+    tier: str, outcome: str, info: dict[str, Any], c: _Compile, process: _Process, stats: _Stats
+) -> CacheLookup:
+    """One cache-lookup artifact as a record: outcome, key, torch's detailed status, why it
+    was bypassed or which guard failed, what a hit saved, and the key's parts. An FX-graph
+    lookup logged before its compile's AOTAutograd lookup is the load of an AOTAutograd hit
+    (stored parts); :func:`_record` settles it once the whole compile is read."""
+    detail = info.get("cache_bypass_reason") or info.get("cache_status_guard_expr") or info.get("reason")
+    saved = info.get("time_saved_ns")
+    if not isinstance(saved, (int, float)) and isinstance(info.get("time_saved_ms"), (int, float)):
+        saved = info["time_saved_ms"] * 1_000_000
+    parts: tuple[Any, ...] = ()
+    config_set = ""
+    components = info.get("components")
+    if isinstance(components, list) and components:
+        parts, process_parts, cut = split_key_lines(c for c in components if isinstance(c, str))
+        stats.cut["cache_key_parts"] += cut
+        config_set = process.config_sets.add(process_parts, limit=MAX_CONFIG_SETS)
+    stored = tier == "fx_graph" and not any(x.tier == "aot_autograd" for x in c.lookups)
+    return CacheLookup(
+        tier,
+        outcome,
+        stats.text(str(info.get("key") or ""), MAX_KEY_CHARS),
+        stats.text(str(detail or ""), MAX_KEY_CHARS),
+        stats.text(str(info.get("cache_status_detailed") or ""), MAX_KEY_CHARS),
+        source="stored" if stored else "lookup",
+        parts=parts,
+        config_set=config_set,
+        note="" if parts or outcome == "bypass" else "torch gave none",
+        saved_ns=int(saved) if isinstance(saved, (int, float)) and 0 < saved < 1 << 62 else 0,
+    )
+
+
+def _output_code(filename: Any, c: _Compile, process: _Process, stats: _Stats) -> None:
+    """inductor_output_code's file: ``<cache dir>/<2 chars>/c<hash>.py``, the module of the
+    generated code (what a build is known by) under the cache directory used."""
+    if not isinstance(filename, str) or not filename.endswith(".py"):
+        return
+    name = stats.text(os.path.basename(filename)[: -len(".py")], MAX_KEY_CHARS)
+    if len(c.code_hashes) < MAX_LOOKUPS:
+        c.code_hashes.append(name)
+    directory = stats.text(os.path.dirname(os.path.dirname(filename)), MAX_NAME_CHARS)
+    if directory not in process.cache_dirs and len(process.cache_dirs) < MAX_CACHE_DIRS:
+        process.cache_dirs.append(directory)
+
+
+def _process_facts(row: dict[str, Any], process: _Process, stats: _Stats) -> None:
+    """The versions and the functorch config of a process, from its first metrics row."""
+    for fact, key in (("torch", "pytorch_version"), ("triton", "triton_version"), ("cuda", "cuda_version")):
+        if isinstance(row.get(key), str):
+            process.versions[fact] = stats.text(row[key], MAX_KEY_CHARS)
+    if isinstance(row.get("python_version"), str):
+        process.versions["python"] = stats.text(row["python_version"].split(" ", 1)[0], MAX_KEY_CHARS)
+    config = row.get("functorch_config")
+    try:
+        parsed = json.loads(config) if isinstance(config, str) and len(config) < MAX_LINE_CHARS else None
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        for name in sorted(parsed)[:MAX_ENV]:
+            if isinstance(name, str) and not name.startswith("_"):
+                # repr() of the JSON value is how the live recording writes the Python one
+                process.functorch_config[stats.text(name, MAX_KEY_CHARS)] = shorten(repr(parsed[name]), 80)
+
+
+def _run_cache_keys(process: _Process) -> RunCacheKeys | None:
+    """A process's share of its keys, as a run's meta keeps it (None when the trace has none)."""
+    sets = process.config_sets.snapshot()
+    if not sets and not process.cache_dirs:
+        return None
+    facts = CacheFacts(
+        torch=process.versions.get("torch", ""),
+        python=process.versions.get("python", ""),
+        triton=process.versions.get("triton", ""),
+        cuda=process.versions.get("cuda", ""),
+        cache_dir=process.cache_dirs[0] if process.cache_dirs else "",
+        cache_dirs=tuple(process.cache_dirs),
+        functorch_config=dict(process.functorch_config),
+    )
+    return RunCacheKeys(sets, facts)
 
 
 def _kept_row(row: dict[str, Any], stats: _Stats) -> dict[str, Any]:
@@ -810,7 +910,7 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
         recompile_reason=reason if isinstance(reason, str) else None,
         fx_graph_cache=_outcome(m, "inductor_fx", "fx_graph", c.outcomes),
         aot_autograd_cache=_outcome(m, "aotautograd", "aot_autograd", c.outcomes),
-        cache_lookups=tuple(c.lookups),
+        cache_lookups=_settled_lookups(c),
         status=CompileStatus.ERROR if fail else CompileStatus.OK,
         error_type=str(fail) if fail else None,
         rank=rank or 0,
@@ -821,6 +921,23 @@ def _record(cid: str, c: _Compile, rank: int | None, namer: ComponentNamer | Non
         code_firstlineno=int(m.get("co_firstlineno") or 0),
         graph_breaks=tuple(c.breaks),
     )
+
+
+def _settled_lookups(c: _Compile) -> tuple[CacheLookup, ...]:
+    """A compile's lookups once all of it is read: with no AOTAutograd lookup in the compile,
+    no FX-graph lookup was an AOTAutograd hit's load; each generated module, in order, goes
+    to the FX-graph lookups that built or loaded code (a hit, or a miss torch looked up)."""
+    lookups = c.lookups
+    if not any(x.tier == "aot_autograd" for x in lookups):
+        lookups = [x._replace(source="lookup") for x in lookups]
+    codes = iter(c.code_hashes)
+    settled = []
+    for x in lookups:
+        builds = x.tier == "fx_graph" and (
+            x.outcome == "hit" or (x.outcome == "miss" and x.source == "lookup")
+        )
+        settled.append(x._replace(code_hash=next(codes, "")) if builds else x)
+    return tuple(settled)
 
 
 def read_torch_trace(
@@ -838,9 +955,9 @@ def read_torch_trace(
     totals = _Totals()
     with trace_logs(path) as logs:
         runs = [
-            (info, _run(records, info, name))
+            (info, _run(records, info, name, cache_keys))
             for log in logs
-            for records, info in _read_log(log, components, totals)
+            for records, info, cache_keys in _read_log(log, components, totals)
         ]
         first = logs[0].source
         if not runs:  # a log with no entry beside others (a process that died at once) is passed over
@@ -852,7 +969,7 @@ def read_torch_trace(
     return runs
 
 
-def _run(records: list[GraphRecord], info: TraceInfo, source: str) -> Run:
+def _run(records: list[GraphRecord], info: TraceInfo, source: str, cache_keys: RunCacheKeys | None) -> Run:
     registry = Registry()
     for record in sorted(records, key=lambda r: r.end_unix_ns):
         registry.add(record)
@@ -869,5 +986,6 @@ def _run(records: list[GraphRecord], info: TraceInfo, source: str) -> Run:
         backend=", ".join(sorted({r.backend for r in records})) or None,
         torch_version=info.torch_version,
         trace=info,
+        cache_keys=cache_keys,
     )
     return Run(registry.records(), warmup, meta, None)

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from compiletrace._data.findings import DOCTOR_KIND, DOCTOR_SCHEMA_VERSION, Finding, FindingKind, doctor_dict
 from compiletrace._doctor.diagnose import (
+    baseline_evidence,
     diagnose,
+    diagnose_against,
     diagnose_evidence,
     diagnose_job,
     diagnose_ranks,
@@ -65,11 +67,13 @@ __all__ = [
     "Rule",
     "RunContext",
     "automatic_fix",
+    "baseline_evidence",
     "break_auto_fix",
     "break_fix",
     "break_summary",
     "classify_guard",
     "diagnose",
+    "diagnose_against",
     "diagnose_evidence",
     "diagnose_job",
     "diagnose_ranks",

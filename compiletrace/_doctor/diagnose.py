@@ -20,16 +20,19 @@ from compiletrace._data.gather import RankTimes
 from compiletrace._data.job import Job
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.registry import Registry, get_registry
-from compiletrace._data.run import WarmupResult
+from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.timeline import Timeline
+from compiletrace._data.why import Side
 from compiletrace._doctor.evidence import Evidence, RunContext, gather_evidence, job_evidence
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import RULES
 from compiletrace._doctor.verdicts import BROKE, Measured, by_counts
 
 __all__ = [
+    "baseline_evidence",
     "diagnose",
+    "diagnose_against",
     "diagnose_evidence",
     "diagnose_job",
     "diagnose_ranks",
@@ -115,6 +118,29 @@ def diagnose_job(job: Job) -> list[Finding]:
     across the ranks of a distributed job, most seconds at stake first."""
     findings = [finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence)]
     return sorted(findings, key=lambda f: -f.seconds)
+
+
+def baseline_evidence(baseline: Run | Job) -> Evidence:
+    """A run to compare with (``doctor --baseline``): a run's evidence, or a job's every
+    process's records with their cache keys merged.
+
+    >>> baseline_evidence(Job((), 0, ())).records
+    ()
+    """
+    if isinstance(baseline, Run):
+        return gather_evidence(baseline)
+    side = Side.of_runs("baseline", [(p.run.graph_records, p.run.meta) for p in baseline.processes])
+    return gather_evidence(side.records, cache_keys=side.keys)
+
+
+def diagnose_against(source: Run | Job, baseline: Evidence) -> list[Finding]:
+    """The findings of a run or a job (each process's) with ``baseline`` to compare with:
+    the cache misses are then each explained by the part of its key that changed
+    (``doctor --baseline``), most seconds at stake first."""
+    if isinstance(source, Run):
+        return diagnose_evidence(gather_evidence(source, baseline=baseline))
+    evidence = [replace(e, baseline=baseline) for e in job_evidence(source)]
+    return sorted((f for e in evidence for f in diagnose_evidence(e)), key=lambda f: -f.seconds)
 
 
 def rule_for(kind: FindingKind | str) -> Rule:

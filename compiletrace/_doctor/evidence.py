@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from compiletrace._data.cache_keys import RunCacheKeys
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.records import GraphRecord
@@ -58,6 +59,7 @@ class Evidence:
     ranks: tuple[RankTimes, ...] = ()  # each rank's figures, for a distributed job's evidence
     process: str = ""  # the job's process it is ("pid 41 (rank 1)"), named in each finding
     baseline: Evidence | None = None  # a run to compare with (the same program, another start)
+    cache_keys: RunCacheKeys | None = None  # the run's cache keys' process parts and facts, if saved
     # Each record's owner (the user's function it belongs to), in order: derived, once.
     owners: tuple[Owner, ...] = field(init=False, repr=False, compare=False)
 
@@ -92,6 +94,7 @@ def gather_evidence(
     context: RunContext | None = None,
     ranks: Iterable[RankTimes] = (),
     baseline: Evidence | None = None,
+    cache_keys: RunCacheKeys | None = None,
 ) -> Evidence:
     """The evidence in ``source``: a registry (its records and phases), a run (its records,
     warm-up, meta and timeline), a job's process (its run, and its name), or plain records.
@@ -116,6 +119,8 @@ def gather_evidence(
         records = tuple(source)
     if timeline is not None:
         phases = tuple(timeline.phases)
+    if cache_keys is None and meta is not None:
+        cache_keys = RunMeta.of(meta).cache_keys
     return Evidence(
         records=tuple(records),
         context=context if context is not None else RunContext.of(meta),
@@ -125,6 +130,7 @@ def gather_evidence(
         ranks=tuple(ranks),
         process=process,
         baseline=baseline,
+        cache_keys=cache_keys,
     )
 
 

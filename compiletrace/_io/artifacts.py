@@ -39,6 +39,7 @@ from compiletrace._io.files import write_text
 from compiletrace._io.text import printable  # re-exported: one escape for every view
 
 __all__ = [
+    "ANY_GLOBAL",
     "DIGEST_SUFFIX",
     "FORMAT_VERSION",
     "Digest",
@@ -226,6 +227,23 @@ class _Inert:
     def __repr__(self) -> str:
         module, name = self.ct_global
         return f"<{module}.{name}>"
+
+
+class _EveryGlobal(Collection[Global]):
+    """An allowlist that admits every global, each still an inert stand-in: for reading
+    what a pickle says (a cache entry's stored key parts), never for handing it to torch."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[Global]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+ANY_GLOBAL: Collection[Global] = _EveryGlobal()
 
 
 class RestrictedUnpickler(pickle.Unpickler):

@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     from compiletrace.reports._timeline import timeline_text as timeline_text
     from compiletrace.reports._verify import verify_lines as verify_lines
     from compiletrace.reports._verify import verify_table as verify_table
+    from compiletrace.reports._why import why_html as why_html
+    from compiletrace.reports._why import why_text as why_text
 
     timeline_svg = graph_timeline_svg
 
@@ -97,6 +99,8 @@ _PAGES = {
     "timeline_html": "_timeline",
     "timeline_text": "_timeline",
     "verify_lines": "_verify",
+    "why_html": "_why",
+    "why_text": "_why",
     "write_collapsed": "_flame",
     "write_speedscope": "_flame",
 }

@@ -15,6 +15,7 @@ import pytest
 import compiletrace
 from compiletrace import CacheOutcome, GraphRecord
 from compiletrace._app.compare import compare_files, load_run_file
+from compiletrace._data.kinds import FileKind
 from tests.conftest import S, make_record, save_run
 
 REASON = "tensor 'x' size mismatch at index 0. expected 2, actual 5"
@@ -138,10 +139,11 @@ def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot compare a profile run"):
         compare_files(profile, bench)
     other = json.loads(profile.read_text())
-    other["schema_version"] = 2
-    (tmp_path / "v2.json").write_text(json.dumps(other))
-    with pytest.raises(compiletrace.RunFileError, match="schema version 2 is not supported"):
-        compare_files(profile, tmp_path / "v2.json")
+    newer = FileKind.RUN.schema_version + 1  # a version this compiletrace does not know
+    other["schema_version"] = newer
+    (tmp_path / "newer.json").write_text(json.dumps(other))
+    with pytest.raises(compiletrace.RunFileError, match=f"schema version {newer} is not supported"):
+        compare_files(profile, tmp_path / "newer.json")
 
 
 def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -152,6 +152,42 @@ def test_cache_miss() -> None:
     assert "the cache was cold" in finding.fix
 
 
+CACHE_TRACES = Path(__file__).parents[1] / "inputs" / "traces" / "cache"
+
+
+def test_cache_miss_against_a_baseline_names_the_part_that_changed() -> None:
+    """doctor --baseline: the miss explained as 'compiletrace why' explains it, on the cache
+    cases' committed traces (tests/inputs/traces/make_cache_traces.py)."""
+    from compiletrace._doctor import baseline_evidence, diagnose_against
+
+    current = read(CACHE_TRACES / "a_config.log.gz")
+    base = read(CACHE_TRACES / "base.job.json")
+    assert isinstance(current, Run)
+    (finding,) = [f for f in diagnose_against(current, baseline_evidence(base)) if f.kind == "cache_miss"]
+    assert finding.evidence["changes"] == ["inductor_config[fallback_random]: False -> True"]
+    assert finding.title == (
+        "against the baseline, the graph: inductor_config[fallback_random]: False -> True "
+        f"({finding.seconds:.2f} s)"
+    )
+    (record,) = current.graph_records
+    assert finding.seconds == pytest.approx((record.backend_ns + record.backward_ns) / 1e9)
+    assert finding.fix.startswith("pin torch._inductor.config.fallback_random")
+    # The same from the command line, and the unchanged re-run has nothing to say.
+    rerun = read(CACHE_TRACES / "rerun.log.gz")
+    assert isinstance(rerun, Run)
+    assert [f for f in diagnose_against(rerun, baseline_evidence(base)) if f.kind == "cache_miss"] == []
+
+
+def test_cache_miss_baseline_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    run, base = CACHE_TRACES / "f_ci.log.gz", CACHE_TRACES / "base.log.gz"
+    assert cli.main(["doctor", str(run), "--baseline", str(base)]) == 0
+    out = capsys.readouterr().out
+    said = "against the baseline, the graph: autograd_config[error_on_custom_op_aliasing]: False -> True"
+    assert said in out
+    assert cli.main(["doctor", str(run), "--baseline", str(base), "--verify"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+
+
 def test_expensive_hit() -> None:
     (record,) = _evidence("expensive_hit").records
     (finding,) = _check("expensive_hit")

@@ -78,6 +78,22 @@ def test_in_process_the_language_model_matches_torchs_own_figure(in_process: Ser
     assert job.compilation_times().language_model == pytest.approx(record.total_ns / 1e9)
 
 
+def test_in_process_the_cache_keys_name_the_directory_vllm_chose(in_process: Served) -> None:
+    # vLLM points torch's caches at a directory it names after a hash of its factors
+    # (torch_compile_cache/torch_aot_compile/<hash>/inductor_cache on its ahead-of-time
+    # path): the run keeps the one its lookups used, and each lookup's key parts.
+    _, job, _ = in_process
+    (process,) = job.compiling()
+    keys = process.run.meta.cache_keys
+    assert keys is not None
+    facts = keys.facts
+    assert f"{os.sep}torch_compile_cache{os.sep}" in facts.cache_dir
+    assert facts.cache_dir_from == "TORCHINDUCTOR_CACHE_DIR"
+    assert facts.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    lookups = [c for r in process.run.graph_records for c in r.cache_lookups]
+    assert any(c.tier == "fx_graph" and c.parts for c in lookups), lookups
+
+
 def test_multi_process_the_worker_that_compiles_is_found_and_named(multi_process: Served) -> None:
     proc, job, _ = multi_process
     # vLLM compiles in its worker (under its engine core), not in the process we started.

@@ -105,6 +105,9 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "compilation metrics": lambda: monkeypatch.delattr(utils, "get_compilation_metrics"),
         "graph-break records": lambda: monkeypatch.delattr(utils, "graph_break_reasons"),
         "cache lookup events": lambda: monkeypatch.delattr(utils.ChromiumEventLogger, "log_instant_event"),
+        "cache key parts": lambda: monkeypatch.delattr(
+            torch._functorch._aot_autograd.autograd_cache, "_get_debug_lines_for_cache_key"
+        ),
         "recompile-limit check": lambda: monkeypatch.delattr(
             torch._dynamo.convert_frame, "exceeds_recompile_limit"
         ),

@@ -333,10 +333,12 @@ PREFIXES = (
 # Checked by their own tests below.
 NAMES = ("RESUME_PREFIX", "BREAK_EXPLANATION", "UNSUPPORTED", "FRAME_REGION", "BACKWARD_REGION", "AOT_REGION")
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
+# The parts of a cache key: checked on the keys an inductor compile writes (below).
+CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES", "GRAPH_KEY_ATTRIBUTES")
 
 
 def test_the_contract_covers_every_constant_of_the_module() -> None:
-    covered = {*PATTERNS, *PREFIXES, *NAMES, *CACHE_EVENTS}
+    covered = {*PATTERNS, *PREFIXES, *NAMES, *CACHE_EVENTS, *CACHE_KEY_PARTS}
     assert covered == set(torch_text.__all__)
     assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)
 
@@ -370,17 +372,20 @@ import json, sys, torch
 from compiletrace._core import torch_compat as tc
 tc.install_region_hook()
 tc.install_cache_lookup_hook()
-names, lookups = set(), []
+tc.install_cache_key_hooks()
+names, lookups, unread = set(), [], []
 for _ in range(2):
     torch._dynamo.reset()
     with tc.collect_timed_regions() as regions, tc.collect_cache_lookups() as seen:
         step = torch.compile(lambda x: (x.sin() * 2).sum(), backend="inductor")
         step(torch.ones(8, requires_grad=True)).backward()
     names |= {name for name, _, _ in regions}
-    lookups += [(tier, outcome) for tier, outcome, _, _ in seen]
-json.dump({"regions": sorted(names), "lookups": lookups}, sys.stdout)
+    lookups += [(c.tier, c.outcome) for c in seen.records()]
+    unread += [c.key for c in seen.records() if not c.parts and not c.note.startswith("not computed")]
+json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.stdout)
 """
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    trace = tmp_path / "trace"
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "TORCH_TRACE": str(trace)}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600
     )
@@ -397,6 +402,41 @@ json.dump({"regions": sorted(names), "lookups": lookups}, sys.stdout)
     assert {("fx_graph", "miss"), ("aot_autograd", "miss"), ("aot_autograd", "hit")} <= lookups
     assert {tier for _, tier in torch_text.CACHE_EVENT_TIERS} == {tier for tier, _ in lookups}
     assert {"hit", "miss"} <= torch_text.CACHE_EVENT_OUTCOMES
+    _check_key_lines(_key_lines(trace))
+    assert found["unread"] == [], "lookups whose key's parts compiletrace could not read"
+
+
+def _key_lines(trace: Any) -> list[str]:
+    """Every line of every cache key's parts torch wrote to its trace (the artifacts'
+    ``components``): its own text, not compiletrace's reading of it."""
+    lines: list[str] = []
+    for log in trace.glob("*.log"):
+        entries = log.read_text().split("\n")
+        for i, entry in enumerate(entries[:-1]):
+            artifact = not entry.startswith("\t") and '{"artifact": ' in entry
+            if artifact and ('"name": "fx_graph_cache_' in entry or '"name": "aotautograd_cache_' in entry):
+                payload = []
+                for line in entries[i + 1 :]:
+                    if not line.startswith("\t"):
+                        break
+                    payload.append(line[1:])
+                lines += json.loads("\n".join(payload)).get("components") or []
+    return lines
+
+
+def _check_key_lines(lines: list[str]) -> None:
+    """KEY_PART_LINE reads every line; TENSOR_METADATA every tensor's; every attribute torch
+    keys is one the module names as the process's or the graph's."""
+    assert len(lines) > 100, "the compiles made no key parts to check the patterns against"
+    parts = [torch_text.KEY_PART_LINE.match(line) for line in lines]
+    assert [line[:80] for line, m in zip(lines, parts, strict=True) if m is None] == []
+    attributes = {m[2] for m in parts if m is not None}
+    known = torch_text.PROCESS_KEY_ATTRIBUTES | torch_text.GRAPH_KEY_ATTRIBUTES
+    assert attributes - known == set(), "attributes of torch's keys the module does not place"
+    assert not torch_text.PROCESS_KEY_ATTRIBUTES & torch_text.GRAPH_KEY_ATTRIBUTES
+    inputs = [m[4] for m in parts if m is not None and m[2] == "example_inputs"]
+    tensors = [value for value in inputs if value.startswith("Tensor")]
+    assert tensors and all(torch_text.TENSOR_METADATA.match(t) for t in tensors), tensors[:1]
 
 
 def test_nothing_is_excused_that_this_torch_writes(written: Written) -> None:

@@ -16,6 +16,8 @@ One module per concept, each saying which internals it uses, and why:
                     on) and its per-compile rows
 ``event_logger``    torch's chromium event logger, teed: timed regions, cache-lookup events
 ``caches``          cache hit/miss counters, the inductor cache directory
+``cache_keys``      each cache lookup's key and the parts it is made of, and the process's
+                    facts that decide whether a cache applies
 ``artifacts``       what a cache-artifact file may hold, and where torch writes its entries
 ``structure``       an FX graph's structural hash
 ``tracing``         Dynamo's tracing time per user function (``trace_cost``), and which files
@@ -72,6 +74,15 @@ from compiletrace._core.torch_compat.backends import (
 from compiletrace._core.torch_compat.backends import inductor_modes as inductor_modes
 from compiletrace._core.torch_compat.backends import patched_suppress_errors as patched_suppress_errors
 from compiletrace._core.torch_compat.backends import suppress_errors as suppress_errors
+from compiletrace._core.torch_compat.cache_keys import (
+    CONFIG_SETS,
+    CacheLookups,
+    cache_facts,
+    cache_key_hooks_available,
+    collect_cache_lookups,
+    install_cache_key_hooks,
+    run_cache_keys,
+)
 from compiletrace._core.torch_compat.caches import CacheCounts, cache_counts, inductor_cache_dir
 from compiletrace._core.torch_compat.callbacks import (
     TRIGGER_DYNAMO,
@@ -95,7 +106,6 @@ from compiletrace._core.torch_compat.distributed import (
 from compiletrace._core.torch_compat.distributed import process_group_timeout
 from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.event_logger import (
-    collect_cache_lookups,
     collect_timed_regions,
     install_cache_lookup_hook,
     install_region_hook,
@@ -150,6 +160,7 @@ __all__ = [
     "CACHE_ARTIFACT_GLOBALS",
     "CACHE_ARTIFACT_JSON_KINDS",
     "CONFIG_FIXES",
+    "CONFIG_SETS",
     "FRAME_REGION",
     "GUARD_ARGUMENT",
     "GUARD_CALLS",
@@ -162,6 +173,7 @@ __all__ = [
     "ArtifactClassShape",
     "BackendCallHandler",
     "CacheCounts",
+    "CacheLookups",
     "Capability",
     "CompileEventCallback",
     "CompilingFrame",
@@ -175,6 +187,8 @@ __all__ = [
     "cache_artifact_location",
     "cache_artifact_object_paths",
     "cache_counts",
+    "cache_facts",
+    "cache_key_hooks_available",
     "callbacks_available",
     "capabilities",
     "check_config_fix_names",
@@ -198,6 +212,7 @@ __all__ = [
     "innermost_backend",
     "install_aot_compile_hook",
     "install_backend_call_hook",
+    "install_cache_key_hooks",
     "install_cache_lookup_hook",
     "install_callbacks",
     "install_recompile_limit_hook",
@@ -215,6 +230,7 @@ __all__ = [
     "recompile_reason",
     "remove_backend_call_handler",
     "restart_reasons",
+    "run_cache_keys",
     "set_trace_collector",
     "time_one_time_functions",
     "trace_collector",

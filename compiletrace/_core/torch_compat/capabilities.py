@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
 from compiletrace._core.torch_compat.one_time import one_time_functions_available
@@ -140,6 +141,11 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("compilation metrics", _metrics_oracle, "nothing (torch's own figures, used to check compiletrace's)"),
     ("graph-break records", _graph_break_records, "graph-break reasons and locations"),
     ("cache lookup events", _cache_lookup_events, "cache keys"),
+    (
+        "cache key parts",
+        cache_key_hooks_available,
+        "the parts of each cache key ('why' then compares whole keys only)",
+    ),
     (
         "recompile-limit check",
         _recompile_limit_check,

@@ -10,23 +10,23 @@ What is used, and why:
   backend call, they split that call into phases (AOTAutograd, Inductor, kernel compile,
   cache).
 - Its instant events ``fx_graph_cache_*`` / ``autograd_cache_*`` (``log_instant_event``),
-  read by the doctor: each cache lookup's outcome and key.
+  read by the doctor: each cache lookup's outcome and key, handed to the lookups collector
+  of ``cache_keys``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from compiletrace._core.torch_compat.cache_keys import note_cache_event
 from compiletrace._core.torch_compat.frames import current_compile_context, current_compile_id
 from compiletrace._data.phases import TimedRegion
 from compiletrace._data.torch_text import (
     AOT_REGION,
     BACKWARD_REGION,
-    CACHE_EVENT_OUTCOMES,
-    CACHE_EVENT_TIERS,
     FRAME_REGION,
 )
 from compiletrace._io.state import STATE, Slot, warn_once
@@ -50,7 +50,6 @@ RegionListener = Callable[[str, "str | None", int, int, Any], None]
 
 class _RegionSink(threading.local):
     regions: list[TimedRegion] | None = None
-    lookups: list[tuple[str, str, str, str]] | None = None  # see collect_cache_lookups
 
 
 # Per thread (the compile running on it collects its regions): not process state.
@@ -133,12 +132,12 @@ def collect_timed_regions() -> Iterator[list[TimedRegion]]:
 # ---------------------------------------------------------------------------------------
 
 # Torch's instant events for cache lookups: "<prefix><state>", state hit, miss, bypass
-# (CACHE_EVENT_TIERS, CACHE_EVENT_OUTCOMES).
+# (CACHE_EVENT_TIERS, CACHE_EVENT_OUTCOMES), collected by cache_keys.collect_cache_lookups.
 
 
 def install_cache_lookup_hook() -> bool:
     """Tee torch's cache-lookup events (``fx_graph_cache_miss`` and the like, carrying the
-    key) into the collector active on the calling thread, if any. Returns False when
+    key) into the lookups collector active on the calling thread, if any. Returns False when
     torch's event logger is not where it was (records then lack cache keys)."""
     found = _event_logger_method("log_instant_event")
     if found is None:
@@ -150,36 +149,9 @@ def install_cache_lookup_hook() -> bool:
     def log_instant_event(
         event_name: str, time_ns: int, metadata: Any = None, *args: Any, **kwargs: Any
     ) -> Any:
-        lookups = _region_sink.lookups
-        if lookups is not None:
-            _note_cache_lookup(lookups, event_name, metadata)
+        note_cache_event(event_name, metadata)
         return original(event_name, time_ns, metadata, *args, **kwargs)
 
     log_instant_event._compiletrace_patched = True  # type: ignore[attr-defined]
     event_logger.log_instant_event = log_instant_event
     return True
-
-
-def _note_cache_lookup(lookups: list[tuple[str, str, str, str]], name: str, metadata: Any) -> None:
-    try:
-        for prefix, tier in CACHE_EVENT_TIERS:
-            if name.startswith(prefix) and name[len(prefix) :] in CACHE_EVENT_OUTCOMES:
-                info = metadata if isinstance(metadata, Mapping) else {}
-                detail = info.get("cache_bypass_reason") or ""
-                lookups.append((tier, name[len(prefix) :], str(info.get("key") or ""), str(detail)[:200]))
-                return
-    except Exception as exc:  # measuring never breaks a compile
-        warn_once(f"reading a cache lookup failed and was skipped: {exc!r}")
-
-
-@contextmanager
-def collect_cache_lookups() -> Iterator[list[tuple[str, str, str, str]]]:
-    """Collect the cache lookups torch announces on this thread inside the ``with`` block,
-    as (tier, outcome, key, bypass reason)."""
-    previous = _region_sink.lookups
-    lookups: list[tuple[str, str, str, str]] = []
-    _region_sink.lookups = lookups
-    try:
-        yield lookups
-    finally:
-        _region_sink.lookups = previous

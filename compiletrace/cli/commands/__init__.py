@@ -43,6 +43,10 @@ COMMANDS: dict[str, CommandInfo] = {
         "compiletrace.cli.commands.compare",
         "compare two saved runs; exit 1 when anything regressed",
     ),
+    "why": CommandInfo(
+        "compiletrace.cli.commands.why",
+        "say why a compile cache did not apply, by the part of its key that changed",
+    ),
     "doctor": CommandInfo(
         "compiletrace.cli.commands.doctor",
         "say why a saved run's compile time went where it went, and what to change",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from compiletrace._io.errors import UsageError
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from compiletrace.cli.parsing import add_common_options
 
@@ -43,6 +44,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "time, runs with --trace-cost); repeatable, or a comma-separated list "
         "(default: total,component)",
     )
+    parser.add_argument(
+        "--why",
+        action="store_true",
+        help="then say why each graph NEW missed the compile cache, by the part of its key that\n"
+        "changed ('compiletrace why BASE NEW')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,4 +60,13 @@ def run(args: argparse.Namespace) -> int:
         args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds, gates=gates
     )
     print(result.table())
+    if args.why:
+        from compiletrace._data.why import Side, explain
+        from compiletrace.reports import why_text
+
+        if result.base.kind != "profile" or result.new.kind != "profile":
+            raise UsageError("--why explains two runs' cache misses; these are start-up benchmarks")
+        sides = [Side.of_runs(f.path, [(f.records, f.meta)]) for f in (result.base, result.new)]
+        print()
+        print(why_text(explain(*sides)))
     return EXIT_FAILED if result.regressions else EXIT_OK

@@ -37,6 +37,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "torch's trace (a TORCH_TRACE directory, log, .gz or .zip)",
     )
     add_trace_components(parser)
+    parser.add_argument(
+        "--baseline",
+        metavar="BASE",
+        help="a run of the same program that hit the cache (a run, a job or torch's trace): each\n"
+        "cache miss of RUN is explained by the part of its key that changed ('compiletrace why')",
+    )
     parser.add_argument("--json", metavar="OUT", help="write the findings as versioned JSON ('-': stdout)")
     parser.add_argument(
         "--html",
@@ -75,9 +81,13 @@ def run(args: argparse.Namespace) -> int:
     if (args.fail_on is not None and not fail_on) or fail_on - set(known):
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
-    check_outputs([(args.json, "--json"), (args.html, "--html")], inputs=[args.run])
+    check_outputs(
+        [(args.json, "--json"), (args.html, "--html")], inputs=[args.run, *filter(None, [args.baseline])]
+    )
     if args.trust and not args.verify:
         raise UsageError("--trust is for --verify, which runs the job's command")
+    if args.baseline and args.verify:
+        raise UsageError("--baseline compares two runs; --verify re-runs one: give one of them")
     job = load(
         args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
@@ -87,11 +97,30 @@ def run(args: argparse.Namespace) -> int:
     assert not isinstance(job, list) and hasattr(job, "diagnose")
     if args.verify:
         return _verify(args, job, fail_on)
-    findings = job.diagnose()
+    findings = job.diagnose() if not args.baseline else _against_baseline(args, job)
     if args.json != "-":
         print(findings_text(findings))
     _write_findings(args, findings)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
+
+
+def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
+    from compiletrace._data.gather import GatherResult
+    from compiletrace._data.kinds import FileKind
+    from compiletrace._doctor import baseline_evidence, diagnose_against
+    from compiletrace._load import load
+
+    if isinstance(job, GatherResult):
+        raise UsageError(
+            f"{args.run}: --baseline compares a run or a job with another; this is a gathered result"
+        )
+    base = load(
+        args.baseline,
+        accept={FileKind.RUN, FileKind.JOB},
+        command="compiletrace doctor --baseline",
+        components=args.component,
+    )
+    return diagnose_against(job, baseline_evidence(base))  # type: ignore[arg-type]
 
 
 def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:

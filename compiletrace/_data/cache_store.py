@@ -1,0 +1,163 @@
+"""What a compile cache directory holds, read without running any of it: each FX-graph
+entry's key and the parts its writer computed for it (torch stores them in the entry:
+``CompiledFxGraph._fx_graph_cache_debug_lines``, and each AOTAutograd entry keeps its FX
+graphs' as ``fx_graph_cache_info``), so that a run that missed can be compared with the
+entries of the same graph that were there.
+
+Entries are pickles. They are read with compiletrace's restricted unpickler, every global
+an inert stand-in (nothing named in the file is imported or called), as regular files only
+(no link followed), within the limits below.
+
+>>> stored_entries("/no/such/cache")
+[]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compiletrace._io.artifacts import ANY_GLOBAL, RestrictedUnpickler, standin_fields, walk
+from compiletrace._io.errors import RunFileError
+from compiletrace._io.inputs import open_input
+
+__all__ = ["MAX_ENTRIES", "StoredEntry", "autotune_choices", "stored_entries"]
+
+MAX_ENTRIES = 256  # entry files read from one directory, the newest first
+MAX_ENTRY_BYTES = 64 << 20  # a larger file is no entry of a graph compiletrace would compare
+MAX_TOTAL_BYTES = 128 << 20  # read from one directory in all
+MAX_LINES = 8192  # key lines one entry may hold (torch's have about 640)
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """An FX-graph entry of a cache directory: the key it is stored under and the key's
+    lines (torch's text, as its writer computed them), and what compiling it took."""
+
+    key: str
+    lines: tuple[str, ...]
+    time_taken_ns: int  # the writer's compile time: what a hit on it saves (0 unknown)
+    path: str  # the file it was read from (an AOTAutograd entry's, for its FX graphs)
+
+
+MAX_LISTED = 50_000  # directory entries looked at under one cache directory
+
+
+def _regular_files(
+    directory: str, depth: int, budget: list[int] | None = None
+) -> Iterator[tuple[str, os.stat_result]]:
+    """Regular files ``depth`` levels of directories under ``directory``, links never
+    followed, at most :data:`MAX_LISTED` entries looked at in all."""
+    budget = [MAX_LISTED] if budget is None else budget
+    try:
+        with os.scandir(directory) as found:
+            entries = []
+            for entry in found:
+                if budget[0] <= 0:
+                    break
+                budget[0] -= 1
+                entries.append(entry)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if depth == 0 and stat.S_ISREG(info.st_mode):
+            yield entry.path, info
+        elif depth > 0 and stat.S_ISDIR(info.st_mode):
+            yield from _regular_files(entry.path, depth - 1, budget)
+
+
+def _lines(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, list) and 0 < len(value) <= MAX_LINES and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _entries_in(path: str, data: bytes) -> list[StoredEntry]:
+    """The FX-graph keys and lines one entry file holds (an FX-graph entry, its own; an
+    AOTAutograd entry, its forward's and backward's)."""
+    try:
+        root = RestrictedUnpickler(data, ANY_GLOBAL, path).load()
+    except Exception:  # damaged, refused, or not a pickle: nothing to compare with
+        return []
+    found: dict[str, StoredEntry] = {}
+    for obj in walk(root):
+        fields = obj if isinstance(obj, dict) else standin_fields(obj)
+        if not fields:
+            continue
+        lines = _lines(fields.get("_fx_graph_cache_debug_lines"))
+        key = fields.get("_fx_graph_cache_key")
+        taken = fields.get("_time_taken_ns")
+        if lines is not None and isinstance(key, str):
+            found[key] = StoredEntry(key, lines, taken if isinstance(taken, int) and taken > 0 else 0, path)
+        info = fields.get("fx_graph_cache_info")
+        if isinstance(info, tuple) and len(info) == 2 and isinstance(info[0], str):
+            stored = _lines(info[1])
+            if stored is not None and info[0] not in found:
+                found[info[0]] = StoredEntry(info[0], stored, 0, path)
+    return list(found.values())
+
+
+def stored_entries(cache_dir: str) -> list[StoredEntry]:
+    """The FX-graph entries under ``cache_dir`` (``fxgraph/*/KEY/*`` and those
+    ``aotautograd/KEY/*`` names), the newest :data:`MAX_ENTRIES` files, at most
+    :data:`MAX_TOTAL_BYTES` read in all; an entry that cannot be read is passed over."""
+    files = [
+        *_regular_files(os.path.join(cache_dir, "fxgraph"), 2),
+        *_regular_files(os.path.join(cache_dir, "aotautograd"), 1),
+    ]
+    files.sort(key=lambda f: -f[1].st_mtime_ns)
+    out: dict[str, StoredEntry] = {}
+    total = 0
+    for path, info in files[:MAX_ENTRIES]:
+        if info.st_size > MAX_ENTRY_BYTES or total + info.st_size > MAX_TOTAL_BYTES:
+            continue
+        total += info.st_size
+        try:  # opened again as no link, in case it was swapped for one since it was listed
+            with open_input(path, pipes=False, links=False) as source:
+                data = source.read_all(MAX_ENTRY_BYTES)
+        except (RunFileError, OSError):
+            continue
+        for entry in _entries_in(path, data):
+            if entry.key not in out or (not out[entry.key].time_taken_ns and entry.time_taken_ns):
+                out[entry.key] = entry
+    return list(out.values())
+
+
+MAX_CHOICES = 512  # autotune results a run keeps (one per Triton kernel that autotuned)
+_NOT_A_CHOICE = ("time_taken_ms", "triton_cache_hash")  # the benchmark's figures, not the choice
+
+
+def autotune_choices(cache_dir: str) -> dict[str, str]:
+    """What autotuning chose for each kernel of ``cache_dir`` (its ``*.best_config`` files,
+    next to the kernels, ``<2 chars>/<hash>.best_config``): file name -> a digest of the
+    choice (the config without how long benchmarking took). Two runs whose keys are equal
+    but whose digests differ built different kernels. Empty where nothing autotuned (the CPU).
+
+    >>> autotune_choices("/no/such/cache")
+    {}
+    """
+    found: dict[str, str] = {}
+    for path, info in _regular_files(cache_dir, 1):
+        if not path.endswith(".best_config") or info.st_size > 1 << 20 or len(found) >= MAX_CHOICES:
+            continue
+        try:
+            with open_input(path, pipes=False, links=False) as source:
+                config = json.loads(source.read_all(1 << 20))
+        except (RunFileError, OSError, ValueError, RecursionError):
+            continue
+        if isinstance(config, dict):
+            choice = {k: v for k, v in config.items() if k not in _NOT_A_CHOICE}
+            text = json.dumps(choice, sort_keys=True, default=str)
+            found[os.path.basename(path)] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return dict(sorted(found.items()))

@@ -1,0 +1,295 @@
+"""A cache key's parts as data (``_data/cache_keys``), a cache directory's entries read
+without running them (``_data/cache_store``), and the comparison of two keys (``_data/why``):
+torch's lines and torch's entries as torch writes them, the bounds, what old and hostile
+files do."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from compiletrace._data.cache_keys import (
+    MAX_GRAPH_PARTS,
+    MAX_INPUT_PARTS,
+    CacheFacts,
+    KeyPart,
+    RunCacheKeys,
+    process_env,
+    read_vllm_factors,
+    split_key_lines,
+)
+from compiletrace._data.cache_store import autotune_choices, stored_entries
+from compiletrace._data.files import read
+from compiletrace._data.records import CacheLookup, CacheOutcome, GraphRecord
+from compiletrace._data.run import Run
+from compiletrace._data.why import Side, explain
+from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import RunFileError
+
+INPUTS = Path(__file__).parents[1] / "inputs"
+H = "cev5uo2jlwdhw2uyzcm7vr6cl23azjfw437f5r5lskm7spucos6"  # a hash as torch writes one (51 characters)
+TENSOR = (
+    "TensorMetadata(dtype=torch.float32, shape=torch.Size([4, 16]), stride=(16, 1), "
+    "device=device(type='cuda', index=1), layout=torch.strided, memory_format=torch.channels_last, "
+    "storage_offset=3, storage_bytes=None, requires_grad=True, is_quantized=False, is_conj=False)"
+)
+
+
+def test_lines_split_into_the_graphs_and_the_processs_parts() -> None:
+    graph, process, cut = split_key_lines(
+        [
+            f"[{H}] gm: <lambda>()\n\ndef forward(self, x):\n    return x",
+            f"[{H}] example_inputs[0]: {TENSOR}",
+            f"[{H}] fx_kwargs[static_input_idxs]: [0, 1]",
+            f"[{H}] inductor_config[triton.cudagraphs]: False",
+            f"[{H}] torch_version: \x10\ufffdM",
+            f"[{H}] a_new_release_attribute: 7",
+            "no key line",
+        ]
+    )
+    assert [p.name for p in graph] == [
+        "gm",
+        "example_inputs[0]",
+        "fx_kwargs[static_input_idxs]",
+        "a_new_release_attribute",
+    ]
+    assert graph[0].value == "<graph code, 4 lines>"
+    # A tensor's metadata compact: what differs from a contiguous CPU tensor is named.
+    assert graph[1].value == "float32[4,16] stride(16,1) cuda:1 channels_last offset=3 requires_grad"
+    assert [(p.name, p.value) for p in process] == [
+        ("inductor_config[triton.cudagraphs]", "False"),
+        ("torch_version", "<bytes>"),
+    ]
+    assert all(p.hash == H[:16] for p in (*graph, *process)) and cut == 1
+
+
+def test_a_graphs_parts_are_bounded() -> None:
+    inputs = [f"[{H[:-3]}{i:03d}] example_inputs[{i}]: {i}" for i in range(MAX_INPUT_PARTS + 40)]
+    others = [f"[{H}] fx_kwargs[k{i}]: {i}" for i in range(MAX_GRAPH_PARTS + 5)]
+    graph, _, cut = split_key_lines([*inputs, *others, f"[{H}] gm: " + "x" * 100_000])
+    names = [p.name for p in graph]
+    # The graph's code (kept whatever the bound: it is what the graph is), the inputs, the
+    # rest folded into one part, then the other parts up to their bound.
+    assert names[0] == "gm" and len(graph) == 1 + MAX_INPUT_PARTS + 1 + MAX_GRAPH_PARTS
+    folded = graph[1 + MAX_INPUT_PARTS]
+    assert folded.name == f"example_inputs[{MAX_INPUT_PARTS}:]" and folded.value == "<40 more>"
+    assert cut == 5  # the other parts past their bound
+    assert all(len(p.value) <= 80 for p in graph)
+
+
+def test_run_keys_read_back_and_refuse_what_no_run_writes() -> None:
+    facts = CacheFacts(torch="2.13.0+cpu", cache_dir="/c", cache_dirs=("/c",), env={"CI": "1"})
+    keys = RunCacheKeys({"s1": {"a": KeyPart("a", "h", "1")}, "s2": {"b": KeyPart("b", "h", "2")}}, facts)
+    data = json.loads(json.dumps(keys.to_json()))
+    assert RunCacheKeys.from_json(data, "run.json") == keys
+    bad = copy.deepcopy(data)
+    bad["config_sets"]["s2"]["like"] = "nowhere"
+    with pytest.raises(
+        RunFileError, match=r"'meta\.cache_keys\.config_sets\.s2\.like' must be the id of a set"
+    ):
+        RunCacheKeys.from_json(bad, "run.json")
+    bad = copy.deepcopy(data)
+    bad["config_sets"]["s1"] = [["a", "h"]]
+    with pytest.raises(RunFileError, match=r"\[name, hash, value\]"):
+        RunCacheKeys.from_json(bad, "run.json")
+    bad = copy.deepcopy(data)
+    bad["facts"]["cache_dirs"] = ["/d"] * 100
+    with pytest.raises(RunFileError, match="cache_dirs"):
+        RunCacheKeys.from_json(bad, "run.json")
+
+
+def test_a_run_saved_before_cache_keys_still_loads_and_compares() -> None:
+    # The doctor's saved run predates the parts: its lookups have tier, outcome and key only.
+    old = read(INPUTS / "runs" / "cache_miss.run.json")
+    assert isinstance(old, Run) and old.meta.cache_keys is None
+    (record,) = old.graph_records
+    assert {c.tier for c in record.cache_lookups} == {"fx_graph", "aot_autograd"}
+    assert all(c.parts == () and c.source == "lookup" for c in record.cache_lookups)
+    report = explain(Side("old.json", old.graph_records), Side("old.json", old.graph_records))
+    assert report.missed == 1  # the cold miss, compared with itself: keys equal, nothing more known
+    assert any("saved without its cache keys' parts" in n for n in report.notes)
+
+
+def test_a_lookup_with_parts_round_trips_through_a_record() -> None:
+    lookup = CacheLookup("fx_graph", "miss", "fkey", status="full_miss", role="forward",
+                         parts=(KeyPart("gm", "h", "<graph code, 3 lines>"),), config_set="s1",
+                         code_hash="cabc", saved_ns=5)  # fmt: skip
+    record = GraphRecord("0/0", "lm", "inductor", "forward", 1, 0, 10, 1, 2, 0, cache_lookups=(lookup,))
+    assert GraphRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+    data = record.to_dict()
+    data["cache_lookups"][0]["parts"] = [["gm", "h"]]
+    with pytest.raises(RunFileError, match="cache_lookups"):
+        GraphRecord.from_dict(data, "run.json")
+
+
+def test_the_environment_kept_is_what_keys_and_directories_read() -> None:
+    env = process_env(
+        {"TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "OMP_NUM_THREADS": "4", "USER": "a", "PATH": "/bin",
+         "HF_TOKEN": "x", "VLLM_API_KEY": "secret", "TORCH_X": "y" * 500}
+    )  # fmt: skip
+    assert env == {
+        "OMP_NUM_THREADS": "4",
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "1",
+        "TORCH_X": "y" * 199 + "…",
+        "USER": "a",
+        "VLLM_API_KEY": "<redacted>",
+    }
+
+
+VLLM_FACTORS = INPUTS / "vllm" / "cache_key_factors.json"
+
+
+def test_vllms_factors_are_read_from_the_directory_it_keys(tmp_path: Path) -> None:
+    # vLLM 0.32 keeps torch's cache in rank_i_j/inductor_cache, each component's factors
+    # in rank_i_j/<prefix>/.
+    rank = tmp_path / "torch_compile_cache" / "d1e4a5b6c7" / "rank_0_0"
+    local = rank / "backbone"
+    (rank / "inductor_cache").mkdir(parents=True)
+    local.mkdir()
+    (local / "cache_key_factors.json").write_bytes(VLLM_FACTORS.read_bytes())
+    factors = read_vllm_factors(str(rank / "inductor_cache"))
+    assert factors is not None and factors.path == str(local / "cache_key_factors.json")
+    # vLLM 0.32's file: the environment it hashed, raw, and three digests.
+    assert factors.env["VLLM_CPU_OMP_THREADS_BIND"] == "auto" and factors.env["VLLM_CPU_CI_ENV"] == "false"
+    assert set(factors.hashes) == {"code_hash", "compiler_hash", "config_hash"}
+    assert factors.config == {} and factors.compiler == {}
+    # A link is never followed; what is not vLLM's file is none.
+    (local / "cache_key_factors.json").unlink()
+    (local / "cache_key_factors.json").symlink_to(VLLM_FACTORS)
+    assert read_vllm_factors(str(rank / "inductor_cache")) is None
+    (local / "cache_key_factors.json").unlink()
+    (local / "cache_key_factors.json").write_text("[1, 2]")
+    assert read_vllm_factors(str(rank / "inductor_cache")) is None
+
+
+def test_two_vllm_runs_whose_factors_differ(tmp_path: Path) -> None:
+    """A vLLM warm start that missed with torch's keys equal: the reason is in the factors."""
+    data = json.loads(VLLM_FACTORS.read_text())
+    other = {**data, "env": {**data["env"], "VLLM_CPU_OMP_THREADS_BIND": "nobind"}}
+    facts = []
+    for name, factors in (("a", data), ("b", other)):
+        local = tmp_path / name
+        (local / "inductor_cache").mkdir(parents=True)
+        (local / "cache_key_factors.json").write_text(json.dumps(factors))
+        found = read_vllm_factors(str(local / "inductor_cache"))
+        facts.append(
+            CacheFacts(
+                cache_dir=str(local / "inductor_cache"),
+                cache_dirs=(str(local / "inductor_cache"),),
+                vllm=found,
+            )
+        )
+    lookup = CacheLookup("fx_graph", "miss", "fsame", status="full_miss")
+    base = GraphRecord(
+        "0/0",
+        "lm",
+        "inductor",
+        "forward",
+        1,
+        0,
+        10,
+        1,
+        2,
+        0,
+        fx_graph_cache=CacheOutcome.MISS,
+        cache_lookups=(lookup,),
+    )
+    report = explain(
+        Side("a", (base,), RunCacheKeys({}, facts[0])), Side("b", (base,), RunCacheKeys({}, facts[1]))
+    )
+    (group,) = report.groups
+    assert group.reason.kind == "vllm"
+    assert [c.line() for c in group.reason.changes] == ["vLLM VLLM_CPU_OMP_THREADS_BIND: auto -> nobind"]
+    assert "vLLM chose another cache directory" in group.reason.summary
+
+
+class _Planted:
+    """What a hostile entry would name: unpickling it for real would call os.system."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, ("touch planted",))
+
+
+def test_stored_entries_are_read_without_running_them(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    entry = cache / "fxgraph" / "ab" / "fabkey" / "e1"
+    entry.parent.mkdir(parents=True)
+    lines = [f"[{H}] gm: code", f"[{H}] inductor_config[x]: True"]
+    state = {"_fx_graph_cache_debug_lines": lines, "_fx_graph_cache_key": "fabkey", "_time_taken_ns": 7,
+             "hook": _Planted()}  # fmt: skip
+    entry.write_bytes(pickle.dumps(state))
+    (cache / "fxgraph" / "ab" / "linked").symlink_to(entry.parent)  # never followed
+    (found,) = stored_entries(str(cache))
+    assert (found.key, found.lines, found.time_taken_ns) == ("fabkey", tuple(lines), 7)
+    assert not (tmp_path / "planted").exists() and not Path("planted").exists()
+    entry.write_bytes(b"\x80\x04not a pickle")
+    assert stored_entries(str(cache)) == []
+
+
+def test_a_fields_check_names_the_bad_part() -> None:
+    with pytest.raises(RunFileError, match="parts"):
+        lookup = {"tier": "fx_graph", "outcome": "hit", "key": "f1", "detail": "", "parts": "x"}
+        CacheLookup.from_fields(Fields(lookup, "run.json"))
+    with pytest.raises(RunFileError, match="detail"):  # version 1's four fields are in every file
+        CacheLookup.from_fields(Fields({"tier": "fx_graph", "outcome": "hit", "key": "f1"}, "run.json"))
+
+
+def test_same_key_other_build(tmp_path: Path) -> None:
+    """The reverse failure: both runs hit the same keys, and built other kernels. Not made on
+    the CPU (inductor's CPU code is deterministic and nothing autotunes there): the two
+    signals are the FX graph entry's code (its module's name) and autotuning's choices."""
+    lookup = CacheLookup("fx_graph", "hit", "fsame", status="hit", code_hash="caaa")
+    other = lookup._replace(code_hash="cbbb")
+    r = GraphRecord("0/0", "lm", "inductor", "forward", 1, 0, 10, 1, 2, 0, cache_lookups=(lookup,))
+    report = explain(Side("a", (r,)), Side("b", (dataclasses.replace(r, cache_lookups=(other,)),)))
+    (built,) = report.same_key_other_build
+    assert (built.key_base, built.code_base, built.code_current) == ("fsame", "caaa", "cbbb")
+    assert report.missed == 0  # a hit in both: no miss to explain, one build to question
+    # Triton's autotune results beside the kernels: the choice, not how long choosing took.
+    for name, cache, block in (("a", tmp_path / "a", 64), ("b", tmp_path / "b", 128)):
+        (cache / "xy").mkdir(parents=True)
+        config = {"XBLOCK": block, "num_warps": 4, "time_taken_ms": 3, "triton_cache_hash": name}
+        (cache / "xy" / "k1.best_config").write_text(json.dumps(config))
+        (cache / "xy" / "k2.best_config").write_text(json.dumps({"XBLOCK": 8, "time_taken_ms": block}))
+    a, b = autotune_choices(str(tmp_path / "a")), autotune_choices(str(tmp_path / "b"))
+    assert a["k2.best_config"] == b["k2.best_config"] and a["k1.best_config"] != b["k1.best_config"]
+    sides = [Side(n, (r,), RunCacheKeys({}, CacheFacts(autotune=c))) for n, c in (("a", a), ("b", b))]
+    (built,) = explain(*sides).same_key_other_build
+    assert built.detail == "autotuning chose otherwise for 1 kernel(s): k1.best_config"
+
+
+def test_a_directory_is_listed_within_a_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache directory of any size costs at most MAX_LISTED directory entries to look at:
+    the bound holds across the levels walked, not per directory."""
+    from compiletrace._data import cache_store
+
+    for sub in ("aa", "bb", "cc"):
+        (tmp_path / sub).mkdir()
+        for i in range(4):
+            (tmp_path / sub / f"{sub}{i}.best_config").write_text(json.dumps({"XBLOCK": i}))
+    assert len(autotune_choices(str(tmp_path))) == 12
+    monkeypatch.setattr(cache_store, "MAX_LISTED", 5)  # 3 directories, then 2 files
+    assert len(autotune_choices(str(tmp_path))) == 2
+
+
+def test_an_entry_that_is_a_link_is_absent(tmp_path: Path) -> None:
+    """torch writes each key's entry as a directory: a link in its place (someone else's,
+    pointing anywhere) is no entry, and is not followed to judge when it was written."""
+    from compiletrace._data.why import _entry_state
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "entry").write_bytes(b"x")
+    (tmp_path / "cache" / "aotautograd").mkdir(parents=True)
+    (tmp_path / "cache" / "aotautograd" / "akey").symlink_to(elsewhere)
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "absent"
+    (tmp_path / "cache" / "aotautograd" / "akey").unlink()
+    (tmp_path / "cache" / "aotautograd" / "akey").mkdir()
+    (tmp_path / "cache" / "aotautograd" / "akey" / "entry").write_bytes(b"x")
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "there before"
