@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 1, frozenset({1}))
+('compiletrace.run', 2, frozenset({1, 2}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
@@ -97,11 +97,21 @@ class FileKind(enum.Enum):
 
 # Each kind's versions, and what each added to the one before.
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
-    FileKind.RUN: {1: "graph records and phases, warm-up, meta, the timeline's window"},
+    FileKind.RUN: {
+        1: "graph records and phases, warm-up, meta, the timeline's window",
+        2: "each record's split into the warm-start ledger's lines (frame_lines), the work on "
+        "compiled graphs' first calls (registry.runtime_events), the process's ready mark and a "
+        "compile torch's stance refused after it (meta.ready, meta.refused_after_ready), the runtime "
+        "rows of a trace (meta.trace.runtime_rows)",
+    },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
     FileKind.DOCTOR: {1: "findings"},
-    FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
+    FileKind.JOB: {
+        1: "the command, its exit status and directory, each process's run, the missing",
+        2: "the ready mark asked for (ready), and the compiles after ready (after_ready: derived, "
+        "for readers other than compiletrace; not read back)",
+    },
     FileKind.JOB_STARTED: {1: "the process"},
 }
 

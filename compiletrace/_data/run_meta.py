@@ -40,6 +40,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from compiletrace._data.ready import ReadyMark
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError, UsageError
 from compiletrace._io.text import clip, printable
@@ -92,7 +93,8 @@ class CompilationMode(enum.Enum):
 
 def _as_json(record: Any) -> dict[str, Any]:
     """A frozen record of this module as the JSON object its file holds: each field by its
-    name, a nested record as its own object, a tuple as a list, an enum as its value."""
+    name, a nested record (or named tuple) as its own object, a tuple as a list, an enum as
+    its value."""
 
     def value(v: Any) -> Any:
         if hasattr(v, "__dataclass_fields__"):
@@ -101,6 +103,8 @@ def _as_json(record: Any) -> dict[str, Any]:
             return v.value
         if isinstance(v, Mapping):
             return dict(v)
+        if hasattr(v, "_asdict"):  # a named tuple of another module (a ReadyMark)
+            return dict(v._asdict())
         return list(v) if isinstance(v, tuple) else v
 
     return {f.name: value(getattr(record, f.name)) for f in fields(record)}
@@ -216,6 +220,9 @@ class TraceInfo:
     cut: Mapping[str, int]  # what the reader's limits cut, by what ("graph_breaks", "texts")
     missing: tuple[str, ...]  # record fields the trace does not carry, left at their defaults
     torch_version: str | None  # the torch that wrote it, where the log says
+    # torch's runtime rows read (one per call of a compiled graph that autotuned or recorded a
+    # CUDA graph); None in files from before they were read
+    runtime_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _as_json(self)
@@ -235,6 +242,7 @@ class TraceInfo:
             cut=_counts(f, "cut"),
             missing=tuple(f.strings("missing", limit=MAX_TEXT_CHARS, max_items=MAX_NAMES)),
             torch_version=f.string("torch_version", optional=True, limit=MAX_TEXT_CHARS),
+            runtime_rows=f.integer("runtime_rows", None, optional=True, minimum=0),
         )
 
 
@@ -269,6 +277,12 @@ class RunMeta(Mapping[str, Any]):
     applied_fixes: tuple[str, ...] | None = None  # compiletrace run --apply: the fixes applied
     process: ProcessInfo | None = None  # compiletrace run: the process (saved flat: pid, ppid, role, argv)
     trace: TraceInfo | None = None  # read from torch's trace: what the reader skipped and cut
+    # When the process became ready to serve (compiletrace run --ready, compiletrace.ready(),
+    # the end of its warm-up; or the mark a trace carries): compiles after it are spikes
+    ready: ReadyMark | None = None
+    # What torch's stance said when it refused a compile after ready and the program died of
+    # it (compiletrace run --apply fail-after-ready)
+    refused_after_ready: str | None = None
     # Keys this compiletrace does not know, as read (JSON values): written back, never read.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -346,6 +360,8 @@ class RunMeta(Mapping[str, Any]):
             # Saved flat; all four or none (a missing one is named).
             process=ProcessInfo.from_dict(f.data, source, where) if given & set(_PROCESS_KEYS) else None,
             trace=TraceInfo.from_dict(f.data["trace"], source, f.path("trace")) if "trace" in given else None,
+            ready=ReadyMark.from_dict(f.data["ready"], source, f.path("ready")) if "ready" in given else None,
+            refused_after_ready=_text(f, "refused_after_ready"),
             extra=_extra(f, set(f.data) - _KNOWN_KEYS),
         )
 
