@@ -11,6 +11,9 @@ What is used, and why:
   cache).
 - Its instant events ``fx_graph_cache_*`` / ``autograd_cache_*`` (``log_instant_event``),
   read by the doctor: each cache lookup's outcome and key.
+- The regions torch times on a compiled graph's call, outside any compile (runtime
+  autotuning, CUDA-graph recording): their ends go to the runtime listener, with the
+  metadata their start carried (``log_event_start``: the kernel, forward or backward).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from compiletrace._data.torch_text import (
     BACKWARD_REGION,
     CACHE_EVENT_OUTCOMES,
     CACHE_EVENT_TIERS,
+    CUDAGRAPH_REGIONS,
     FRAME_REGION,
+    RUNTIME_AUTOTUNE_REGIONS,
 )
 from compiletrace._io.state import STATE, warn_once
 
@@ -47,10 +52,21 @@ _BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION, AOT_REGION})
 # (region name, compile id, start ns, end ns, the CompileContext object current at its end)
 RegionListener = Callable[[str, "str | None", int, int, Any], None]
 
+# The regions torch times on a compiled graph's first calls (its runtime metrics).
+RUNTIME_REGIONS = frozenset({*RUNTIME_AUTOTUNE_REGIONS, *CUDAGRAPH_REGIONS})
+# (region name, the graph's compile id or None, start ns, end ns, its start's metadata, whether
+# a compile was open on the thread)
+RuntimeListener = Callable[[str, "str | None", int, int, Mapping[str, Any], bool], None]
+
+
+_runtime_listener: RuntimeListener | None = None  # one per process: the process tracker
+
 
 class _RegionSink(threading.local):
     regions: list[TimedRegion] | None = None
+    frame: list[TimedRegion] | None = None  # every region of the frame compile open here
     lookups: list[tuple[str, str, str, str]] | None = None  # see collect_cache_lookups
+    runtime_starts: list[Mapping[str, Any]] | None = None  # metadata of open runtime regions
 
 
 _region_sink = _RegionSink()
@@ -68,6 +84,20 @@ def _event_logger_method(name: str) -> tuple[Any, Any] | None:
         return None
 
 
+def _tee(name: str, make: Callable[[Any], Any]) -> bool:
+    """Replace the event logger's method ``name`` by ``make(original)`` (once: a method teed
+    already is left alone); False when the logger or the method is not where it was."""
+    found = _event_logger_method(name)
+    if found is None:
+        return False
+    event_logger, original = found
+    if not getattr(original, "_compiletrace_patched", False):
+        teed = make(original)
+        teed._compiletrace_patched = True
+        setattr(event_logger, name, teed)
+    return True
+
+
 def install_region_hook(listener: RegionListener | None = None) -> bool:
     """Tee every region torch's ``dynamo_timed`` closes into the collector active on the
     calling thread, if any, and the frame and lazy-backward regions to ``listener``.
@@ -76,26 +106,28 @@ def install_region_hook(listener: RegionListener | None = None) -> bool:
     if listener is not None:
         with STATE.lock:
             STATE.region_listener = listener
-    found = _event_logger_method("log_event_end")
-    if found is None:
+
+    def make(original: Any) -> Any:
+        def log_event_end(
+            event_name: str, time_ns: int, metadata: Any, start_time_ns: int, *args: Any, **kwargs: Any
+        ) -> Any:
+            sink = _region_sink
+            regions = sink.regions
+            if regions is not None:
+                regions.append((event_name, start_time_ns, time_ns))
+            frame = sink.frame
+            if frame is not None and frame is not regions:
+                frame.append((event_name, start_time_ns, time_ns))
+            if event_name in _BOUNDARY_REGIONS:
+                _notify_region(event_name, start_time_ns, time_ns, args, kwargs)
+            elif event_name in RUNTIME_REGIONS:
+                _notify_runtime(event_name, start_time_ns, time_ns, args, kwargs)
+            return original(event_name, time_ns, metadata, start_time_ns, *args, **kwargs)
+
+        return log_event_end
+
+    if not _tee("log_event_end", make):
         return False
-    event_logger, original = found
-    if getattr(original, "_compiletrace_patched", False):
-        STATE.region_hook_installed = True
-        return True
-
-    def log_event_end(
-        event_name: str, time_ns: int, metadata: Any, start_time_ns: int, *args: Any, **kwargs: Any
-    ) -> Any:
-        regions = _region_sink.regions
-        if regions is not None:
-            regions.append((event_name, start_time_ns, time_ns))
-        if event_name in _BOUNDARY_REGIONS:
-            _notify_region(event_name, start_time_ns, time_ns, args, kwargs)
-        return original(event_name, time_ns, metadata, start_time_ns, *args, **kwargs)
-
-    log_event_end._compiletrace_patched = True  # type: ignore[attr-defined]
-    event_logger.log_event_end = log_event_end
     STATE.region_hook_installed = True
     return True
 
@@ -111,6 +143,56 @@ def _notify_region(name: str, start_ns: int, end_ns: int, args: Any, kwargs: Any
         listener(name, compile_id, start_ns, end_ns, current_compile_context())
     except Exception as exc:  # telemetry must never break a compile
         warn_once(f"reading a compile's bounds failed and was skipped: {exc!r}")
+
+
+def install_runtime_hook(listener: RuntimeListener) -> bool:
+    """Tell ``listener`` of every region torch times on a compiled graph's call (runtime
+    autotuning, CUDA-graph recording), with the kernel and direction its start carried.
+    Needs the region hook (:func:`install_region_hook`); False when torch's event logger is
+    not where it was."""
+    global _runtime_listener
+    _runtime_listener = listener
+
+    def make(original: Any) -> Any:
+        def log_event_start(event_name: str, time_ns: int, metadata: Any, *args: Any, **kwargs: Any) -> Any:
+            if event_name in RUNTIME_REGIONS:
+                starts = _region_sink.runtime_starts
+                if starts is None:
+                    starts = _region_sink.runtime_starts = []
+                starts.append(metadata if isinstance(metadata, Mapping) else {})
+            return original(event_name, time_ns, metadata, *args, **kwargs)
+
+        return log_event_start
+
+    return _tee("log_event_start", make)
+
+
+def _notify_runtime(name: str, start_ns: int, end_ns: int, args: Any, kwargs: Any) -> None:
+    starts = _region_sink.runtime_starts
+    metadata = starts.pop() if starts else {}
+    listener = _runtime_listener
+    if listener is None:
+        return
+    try:
+        explicit = kwargs.get("compile_id", args[1] if len(args) > 1 else None)
+        current = current_compile_id()
+        compile_id = str(explicit) if explicit is not None else current
+        listener(name, compile_id, start_ns, end_ns, metadata, current is not None)
+    except Exception as exc:  # measuring must never break the model's call
+        warn_once(f"reading a compiled graph's first-call work failed and was skipped: {exc!r}")
+
+
+def frame_region_sink(regions: list[TimedRegion] | None) -> list[TimedRegion] | None:
+    """Collect every region torch closes on this thread into ``regions`` (a frame compile's,
+    from its start to its end; None stops); the sink it replaces."""
+    previous = _region_sink.frame
+    _region_sink.frame = regions
+    return previous
+
+
+def current_frame_region_sink() -> list[TimedRegion] | None:
+    """The list :func:`frame_region_sink` set on this thread, if any."""
+    return _region_sink.frame
 
 
 @contextmanager
@@ -137,24 +219,19 @@ def install_cache_lookup_hook() -> bool:
     """Tee torch's cache-lookup events (``fx_graph_cache_miss`` and the like, carrying the
     key) into the collector active on the calling thread, if any. Returns False when
     torch's event logger is not where it was (records then lack cache keys)."""
-    found = _event_logger_method("log_instant_event")
-    if found is None:
-        return False
-    event_logger, original = found
-    if getattr(original, "_compiletrace_patched", False):
-        return True
 
-    def log_instant_event(
-        event_name: str, time_ns: int, metadata: Any = None, *args: Any, **kwargs: Any
-    ) -> Any:
-        lookups = _region_sink.lookups
-        if lookups is not None:
-            _note_cache_lookup(lookups, event_name, metadata)
-        return original(event_name, time_ns, metadata, *args, **kwargs)
+    def make(original: Any) -> Any:
+        def log_instant_event(
+            event_name: str, time_ns: int, metadata: Any = None, *args: Any, **kwargs: Any
+        ) -> Any:
+            lookups = _region_sink.lookups
+            if lookups is not None:
+                _note_cache_lookup(lookups, event_name, metadata)
+            return original(event_name, time_ns, metadata, *args, **kwargs)
 
-    log_instant_event._compiletrace_patched = True  # type: ignore[attr-defined]
-    event_logger.log_instant_event = log_instant_event
-    return True
+        return log_instant_event
+
+    return _tee("log_instant_event", make)
 
 
 def _note_cache_lookup(lookups: list[tuple[str, str, str, str]], name: str, metadata: Any) -> None:
