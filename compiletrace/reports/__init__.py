@@ -30,6 +30,7 @@ from compiletrace.reports._html import (
     trace_cost_svg,
 )
 from compiletrace.reports._job import job_summary_lines
+from compiletrace.reports._ledger import job_ledger_lines, ledger_lines, run_ledger_lines
 from compiletrace.reports._table import render_table
 from compiletrace.reports._text import log_summary, profile_text, summary_line, summary_table, totals_line
 from compiletrace.reports._timeline import timeline_html, timeline_text
@@ -50,12 +51,15 @@ __all__ = [
     "findings_text",
     "graph_timeline_svg",
     "html_report",
+    "job_ledger_lines",
     "job_summary_lines",
+    "ledger_lines",
     "log_summary",
     "profile_text",
     "registry_html_table",
     "render_table",
     "report_fragment",
+    "run_ledger_lines",
     "speedscope_dict",
     "summary_line",
     "summary_table",
