@@ -310,4 +310,4 @@ def profile(
         steady_call_spread_s=steady_spread_s,
         steady_calls=steady_calls or None,
     )
-    return ProfileRun(reg.records(), result, meta, startup_timeline(reg))
+    return ProfileRun(reg.records(), result, meta, startup_timeline(reg), reg.runtime_events())
