@@ -177,7 +177,13 @@ class _Recording:
         reg = Registry()
         for record in records:
             reg.add(record)
-        for phase in self.registry.phase_records():  # the engines' phases (engine_phases)
+        # The engines' phases (engine_phases), and the program's own (compiletrace.phase,
+        # warm_up: the process registry's, where they go by default).
+        process_registry = get_registry()
+        phases = [*self.registry.phase_records()]
+        if process_registry is not self.registry:
+            phases += process_registry.phase_records()
+        for phase in sorted(phases, key=lambda p: p.end_unix_ns):
             if phase.start_unix_ns >= self.forked_at_ns:
                 reg.add_phase(phase)
         for event in self.registry.runtime_events():  # autotuning, CUDA-graph recordings

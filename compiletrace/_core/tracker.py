@@ -335,7 +335,8 @@ class Tracker:
         with self._lock:
             regions, self._header_seen = frame_regions(frame.regions, self._header_seen)
         start, end = self.to_unix_ns(start_ns), self.to_unix_ns(end_ns)
-        return split_frame(regions, start, end, aot_hit=frame.aot is CacheOutcome.HIT)
+        hits = {"aot_hit": frame.aot is CacheOutcome.HIT, "fx_hit": frame.fx is CacheOutcome.HIT}
+        return split_frame(regions, start, end, **hits)
 
     def _time_one_time_functions(self, module: ModuleType) -> None:
         tc.time_one_time_functions(module, self.import_timer.timed_block)

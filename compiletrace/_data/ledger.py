@@ -140,12 +140,17 @@ _KERNEL_COMPILE_REGIONS = ("CachingAutotuner.slow_precompile_config", "cpp_wrapp
 _Span = tuple[int, int, int, str, bool]  # start, end, level, line, compiletrace's own (not torch's)
 
 
-def line_of(name: str, *, aot_hit: bool = False) -> str | None:
+def line_of(name: str, *, aot_hit: bool = False, fx_hit: bool = False) -> str | None:
     """The ledger line a region of torch's (by name) gives its time to; None for a region
-    that only groups others (``entire_frame_compile``, ``compile_attempt_0``).
+    that only groups others (``entire_frame_compile``, ``compile_attempt_0``). ``aot_hit``,
+    ``fx_hit``: the frame's AOTAutograd or FX-graph cache hit, so the regions that wrap those
+    lookups (the backend call; inductor's ``compile_fx_inner``, called directly by a backend
+    such as vLLM's) were a cache's lookup and load, not a compile.
 
     >>> line_of("PyCodeCache.load_by_key_path"), line_of("backend_compile", aot_hit=True)
     ('kernel load', 'cache lookup and load: AOTAutograd')
+    >>> line_of("compile_fx_inner"), line_of("compile_fx_inner", fx_hit=True)
+    ('compile (cache miss)', 'cache lookup and load: FX graph')
     >>> line_of("compile_attempt_0") is None
     True
     """
@@ -166,6 +171,8 @@ def line_of(name: str, *, aot_hit: bool = False) -> str | None:
     if name.startswith(REMOTE_CACHE_REGIONS):
         return REMOTE_CACHE
     phase = phase_of(name)
+    if phase == INDUCTOR and fx_hit:
+        return FX_CACHE
     if phase in (AOT_AUTOGRAD, INDUCTOR):
         return COMPILE_MISS
     if phase == CACHE:
@@ -227,16 +234,17 @@ def split_frame(
     end_ns: int,
     *,
     aot_hit: bool = False,
+    fx_hit: bool = False,
 ) -> tuple[tuple[str, str, int], ...]:
     """One frame compile's time, ``[start_ns, end_ns]``, per ledger line: ``(line, the line
     torch's regions alone give, ns)``, adding up to ``end_ns - start_ns``. Time no region
-    with a line covers is Dynamo's own (tracing and bookkeeping). ``aot_hit``: the frame's
-    AOTAutograd cache hit (the rest of its backend call is that cache's lookup and load).
+    with a line covers is Dynamo's own (tracing and bookkeeping). ``aot_hit``, ``fx_hit``:
+    the frame's caches hit (see :func:`line_of`).
     A region named :data:`COMPILETRACE_REGION` is compiletrace's own timing; one named
     :data:`HEADER_MARK` is the process's precompiled header (see :func:`frame_regions`)."""
     spans: list[_Span] = []
     for name, s, e in regions:
-        line = line_of(name, aot_hit=aot_hit)
+        line = line_of(name, aot_hit=aot_hit, fx_hit=fx_hit)
         if line is not None:
             spans.append((s, e, 0, line, name == COMPILETRACE_REGION))
     swept = _sweep(spans, start_ns, end_ns)

@@ -594,8 +594,13 @@ def _read_log(log: TraceLog, namer: ComponentNamer | None, totals: _Totals) -> l
             try:
                 record = _record(cid, compiled, rank, namer)
                 if record is not None:
-                    hit = record.aot_autograd_cache is CacheOutcome.HIT
-                    lines = split_frame(regions, record.start_unix_ns, record.end_unix_ns, aot_hit=hit)
+                    lines = split_frame(
+                        regions,
+                        record.start_unix_ns,
+                        record.end_unix_ns,
+                        aot_hit=record.aot_autograd_cache is CacheOutcome.HIT,
+                        fx_hit=record.fx_graph_cache is CacheOutcome.HIT,
+                    )
                     # Held to what compiletrace's own files hold, so 'report --json' reads back.
                     data = {**record.to_dict(), "frame_lines": [list(line) for line in lines]}
                     record = GraphRecord.from_dict(data, log.source)
