@@ -144,8 +144,8 @@ def line_of(name: str, *, aot_hit: bool = False, fx_hit: bool = False) -> str | 
     """The ledger line a region of torch's (by name) gives its time to; None for a region
     that only groups others (``entire_frame_compile``, ``compile_attempt_0``). ``aot_hit``,
     ``fx_hit``: the frame's AOTAutograd or FX-graph cache hit, so the regions that wrap those
-    lookups (the backend call; inductor's ``compile_fx_inner``, called directly by a backend
-    such as vLLM's) were a cache's lookup and load, not a compile.
+    lookups (the backend call; inductor's ``compile_fx_inner``, where a backend calls
+    inductor itself) were a cache's lookup and load, not a compile.
 
     >>> line_of("PyCodeCache.load_by_key_path"), line_of("backend_compile", aot_hit=True)
     ('kernel load', 'cache lookup and load: AOTAutograd')
