@@ -1,6 +1,6 @@
 """A GPU server's TORCH_TRACE read on a CPU machine: the committed logs of
-``tests/inputs/torch_trace/gpu-*`` (made by torch's own emitters, as a GPU run writes them:
-``regenerate_gpu_logs.py``) give the warm-start ledger (Triton compiles, autotuning at
+``tests/inputs/traces/gpu-*`` (made by torch's own emitters, as a GPU run writes them:
+``regenerate_gpu_traces.py``) give the warm-start ledger (Triton compiles, autotuning at
 compile and at first calls, CUDA-graph recording) and the compiles after the ready mark,
 from the trace alone. The runtime rows (``compilation_metrics_runtime``) are read, and
 stand for their calls where the calls' regions are missing; and the logs still have the
@@ -8,7 +8,6 @@ format the installed torch writes."""
 
 from __future__ import annotations
 
-import gzip
 import inspect
 import json
 import re
@@ -31,7 +30,7 @@ from compiletrace._data.run import Run
 from compiletrace._data.torch_trace import read_torch_trace
 from compiletrace._doctor import diagnose_evidence, gather_evidence
 
-LOGS = Path(__file__).resolve().parents[1] / "inputs" / "torch_trace"
+LOGS = Path(__file__).resolve().parents[1] / "inputs" / "traces"
 RELEASES = sorted(p.name for p in LOGS.glob("gpu-*"))
 SIZE = "tensor 'x' size mismatch at index 0. expected 8, actual 12"
 KERNELS = ["triton_poi_fused_add_0", "triton_red_fused_sum_1"]
@@ -44,8 +43,8 @@ def _read(path: Path) -> Run:
 
 
 def _lines(release: str) -> list[str]:
-    with gzip.open(LOGS / release / "dedicated_log_torch_trace.log.gz", "rt", encoding="utf-8") as log:
-        return log.read().splitlines()
+    (log,) = (LOGS / release).glob("*.log")
+    return log.read_text(encoding="utf-8").splitlines()
 
 
 def test_every_release_torch_declares_has_its_log() -> None:
@@ -187,7 +186,7 @@ def _trace_call_line(function: object, call: str) -> int:
 def test_the_log_of_this_release_is_in_the_format_this_torch_writes() -> None:
     release = "gpu-" + ".".join(torch.__version__.split("+")[0].split(".")[:2])
     if release not in RELEASES:
-        pytest.skip(f"no committed log for {release}: run regenerate_gpu_logs.py with this torch")
+        pytest.skip(f"no committed log for {release}: run regenerate_gpu_traces.py with this torch")
     import torch._dynamo.utils as utils
 
     rows = _trace_call_line(utils.record_compilation_metrics, "torch._logging.trace_structured(")
