@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from compiletrace import ProfileRun, cli
+from compiletrace._data.kinds import FileKind
 from compiletrace.bench.startup import BenchOptions, ChildFailed, run_startup_bench
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -75,7 +76,7 @@ def test_profile_prints_tables_and_writes_every_output(
     assert "warm-up took" in out
     assert captured.err == ""  # stderr is not a terminal: no progress display
     data = json.loads(out_json.read_text())
-    assert data["kind"] == "compiletrace.run" and data["schema_version"] == 1
+    assert data["kind"] == "compiletrace.run" and data["schema_version"] == FileKind.RUN.schema_version
     assert data["meta"]["model"] == "compiletrace.models:build_demo"
     assert data["meta"]["backend"] == "eager"
     run = ProfileRun.from_dict(data)

@@ -138,10 +138,11 @@ def test_missing_file_and_mismatched_runs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot compare a profile run"):
         compare_files(profile, bench)
     other = json.loads(profile.read_text())
-    other["schema_version"] = 2
-    (tmp_path / "v2.json").write_text(json.dumps(other))
-    with pytest.raises(compiletrace.RunFileError, match="schema version 2 is not supported"):
-        compare_files(profile, tmp_path / "v2.json")
+    unknown = other["schema_version"] + 1  # a version a newer compiletrace would write
+    other["schema_version"] = unknown
+    (tmp_path / "newer.json").write_text(json.dumps(other))
+    with pytest.raises(compiletrace.RunFileError, match=f"schema version {unknown} is not supported"):
+        compare_files(profile, tmp_path / "newer.json")
 
 
 def test_cli_exit_status_gates_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
