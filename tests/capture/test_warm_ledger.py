@@ -25,7 +25,7 @@ from compiletrace._data.ledger import (
     WARM_UP_RUNS,
     run_ledger,
 )
-from compiletrace._data.ready import WARM_UP, mark_of
+from compiletrace._data.ready import WARM_UP
 from compiletrace._data.records import CacheOutcome
 from compiletrace._data.run import Run
 from compiletrace._data.torch_trace import read_torch_trace
@@ -66,7 +66,7 @@ def test_a_warm_start_ledger_adds_up_and_its_trace_agrees(tmp_path: Path) -> Non
     assert (record.fx_graph_cache, record.aot_autograd_cache) == (CacheOutcome.HIT, CacheOutcome.HIT)
 
     # Live: from the process's start to the end of its warm-up, every instant on one line.
-    mark = mark_of(process.run.meta)
+    mark = process.run.meta.ready
     assert mark is not None and mark.how == WARM_UP
     book = run_ledger(process.run)
     lines = book.ns_by_line()
@@ -91,7 +91,7 @@ def test_a_warm_start_ledger_adds_up_and_its_trace_agrees(tmp_path: Path) -> Non
     # From the trace: the same ready mark, and the frame split the same way, line by line.
     traced = read_torch_trace(trace)
     assert isinstance(traced, Run)
-    assert mark_of(traced.meta) == mark
+    assert traced.meta.ready == mark
     (from_trace,) = traced.graph_records
     assert abs(from_trace.frame_ns - record.frame_ns) <= 1_000  # microseconds in the trace
     ours, theirs = _by_torch_line(record.frame_lines), _by_torch_line(from_trace.frame_lines)
