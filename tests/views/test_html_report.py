@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,13 @@ from compiletrace.reports._timeline import timeline_html
 from tests.conftest import MS, S, make_record, run_of
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+INSTALLED = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+
+
+def needs_chromium(test: Callable[..., None]) -> Callable[..., None]:
+    """Runs in a headless chromium when there is one: a process, so never in the fast loop."""
+    return pytest.mark.slow(INSTALLED(test))
+
 
 RECORDS = [
     make_record("0/0", "encoder", backend="inductor", graph_node_count=19, frame_ns=3 * S,
