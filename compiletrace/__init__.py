@@ -68,6 +68,7 @@ if _TYPE_CHECKING:
     from compiletrace._core.compile import compile
     from compiletrace._core.observers import CompileObserver as _CompileObserver
     from compiletrace._core.passive import observe
+    from compiletrace._core.ready import ready
     from compiletrace._doctor import Finding, diagnose
     from compiletrace._load import load
     from compiletrace.reports import export_chrome_trace
@@ -90,6 +91,7 @@ _LAZY = {
     "observe": "compiletrace._core.passive",
     "phase": "compiletrace._app.timeline",
     "profile": "compiletrace._app.profile",
+    "ready": "compiletrace._core.ready",
     "warm_up": "compiletrace._app.warmup",
 }
 _SUBMODULES = ("bench", "cli", "distributed", "models", "reports", "telemetry")
@@ -130,6 +132,7 @@ __all__ = [
     "observe",
     "phase",
     "profile",
+    "ready",
     "summary",
     "warm_up",
 ]

@@ -44,6 +44,7 @@ PUBLIC = {
     "load_ipython_extension",
     "phase",
     "profile",
+    "ready",
     "summary",
     "warm_up",
 }

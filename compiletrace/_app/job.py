@@ -47,12 +47,14 @@ from compiletrace._data.job_dir import (
     MAX_MARKER_BYTES,
     OPTIONS_ENV,
     PROGRAM_FIXES_ENV,
+    READY_ENV,
     RUN_SUFFIX,
     STARTED_SUFFIX,
     parse_key,
     read_started,
 )
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.ready import parse_ready
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
 from compiletrace._io.errors import CommandNotFound, CompiletraceError, RunFileError, UsageError
@@ -94,7 +96,7 @@ class ProfileJob(Job):
 
     @classmethod
     def of(cls, job: Job) -> ProfileJob:
-        return cls(job.command, job.exit_status, job.processes, job.missing, job.cwd)
+        return cls(job.command, job.exit_status, job.processes, job.missing, job.cwd, job.ready)
 
     def diagnose(self) -> list[Finding]:
         """The doctor's findings, process by process (a finding's evidence names its
@@ -220,10 +222,12 @@ def child_environment(
     fixes: Sequence[str] = (),
     extra_env: Mapping[str, str] | None = None,
     otlp_endpoint: str | None = None,
+    ready: str | None = None,
 ) -> dict[str, str]:
     """The environment the command runs in: this one (with ``extra_env`` over it), the
     bootstrap (:func:`bootstrap_directory` unless given) first on ``PYTHONPATH`` and the job's
-    directory (its path and identity) and options for every process to read."""
+    directory (its path and identity) and options for every process to read (``ready``: the
+    ready mark, checked by :func:`~compiletrace._data.ready.parse_ready`)."""
     env = {**os.environ, **(extra_env or {})}
     bootstrap = bootstrap_dir if bootstrap_dir is not None else bootstrap_directory()
     path = env.get("PYTHONPATH")
@@ -239,6 +243,10 @@ def child_environment(
         env[PROGRAM_FIXES_ENV] = "1"  # the bootstrap installs them once torch is imported
     else:
         env.pop(PROGRAM_FIXES_ENV, None)
+    if ready:
+        env[READY_ENV] = parse_ready(ready).text  # the bootstrap wraps MODULE:FUNCTION
+    else:
+        env.pop(READY_ENV, None)  # an outer job's mark is not this one's
     return env
 
 
@@ -299,6 +307,7 @@ def run_command(
     cwd: str | None = None,
     stdout: Any = None,
     otlp_endpoint: str | None = None,
+    ready: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
     what each process wrote: :func:`job_run`, with its temporary job directory removed
@@ -313,6 +322,7 @@ def run_command(
         cwd=cwd,
         stdout=stdout,
         otlp_endpoint=otlp_endpoint,
+        ready=ready,
     ) as outcome:
         return outcome
 
@@ -329,6 +339,7 @@ def job_run(
     cwd: str | None = None,
     stdout: Any = None,
     otlp_endpoint: str | None = None,
+    ready: str | None = None,
 ) -> Iterator[RunOutcome]:
     """Run ``command`` with every compile of every Python process recorded, merge what each
     process wrote, and give the outcome to the block; a temporary job directory is removed
@@ -337,13 +348,16 @@ def job_run(
     else can write. ``fixes`` are settings applied in every process before its first
     compile (``compiletrace run --apply``). With ``otlp_endpoint``, every process also sends
     its compiles' spans and metrics there as they happen (OTLP/HTTP; its own providers,
-    never the program's global ones). Raises :class:`CommandNotFound` (nothing run) for a
-    command that does not exist, :class:`~compiletrace.UsageError` for a bad rule, fix or
-    job directory."""
+    never the program's global ones). ``ready`` (``--ready``): when each process is ready
+    to serve, ``MODULE:FUNCTION`` or ``phase:NAME`` (default: the end of its warm-up);
+    what compiles after it is the job's :meth:`~compiletrace._data.job.Job.after_ready`.
+    Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
+    :class:`~compiletrace.UsageError` for a bad rule, fix, ready mark or job directory."""
     command = [str(part) for part in command]
     executable = _resolve(command, cwd)
     parse_component_rules(components)  # bad rules fail before anything runs
     check_fix_names(fixes)
+    spec = parse_ready(ready).text if ready else ""
     with contextlib.ExitStack() as stack:
         if job_dir is None:
             path = stack.enter_context(_temporary_job_directory())
@@ -358,6 +372,7 @@ def job_run(
             fixes=fixes,
             extra_env=extra_env,
             otlp_endpoint=otlp_endpoint,
+            ready=spec,
         )
         try:
             child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd, stdout=stdout)
@@ -366,7 +381,7 @@ def job_run(
         with _forwarding_signals(child):
             returncode = child.wait()
         status = 128 - returncode if returncode < 0 else returncode
-        job = collect_job(directory, command, status, cwd=cwd)
+        job = collect_job(directory, command, status, cwd=cwd, ready=spec)
         killed_by = -returncode if returncode < 0 else None
         yield RunOutcome(job, status, killed_by, directory.path, temporary=job_dir is None)
 
@@ -405,6 +420,7 @@ def collect_job(
     exit_status: int,
     *,
     cwd: str | None = None,
+    ready: str = "",
 ) -> ProfileJob:
     """Merge the run files the processes of a job wrote into ``directory`` (each read
     through the one reader, every field checked); processes that started recording but
@@ -457,5 +473,5 @@ def collect_job(
         if key not in recorded
     )
     return ProfileJob(
-        tuple(command), exit_status, tuple(processes), missing, os.path.abspath(cwd or os.getcwd())
+        tuple(command), exit_status, tuple(processes), missing, os.path.abspath(cwd or os.getcwd()), ready
     )

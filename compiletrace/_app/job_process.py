@@ -9,10 +9,11 @@ process's key (``compiletrace._data.job_dir``: pid, start time, a random part):
 - ``KEY.started.json``: written at start, so a process killed before it could write its
   run is still known to the job (the report names it); a forked child that compiles
   nothing removes its own at its end (a DataLoader worker is not a lost process);
-- ``KEY.run.json``: the process's run (a run file; its ``meta`` says which process),
-  written atomically at exit (a normal exit, an uncaught exception, ``sys.exit``,
-  ``os._exit``), before ``os.exec*`` replaces the program, on SIGTERM (the process then
-  dies of SIGTERM, as it would have), and at the end of a multiprocessing child.
+- ``KEY.run.json``: the process's run (a run file; its ``meta`` says which process, and
+  when it became ready: ``compiletrace run --ready``), written atomically at exit (a
+  normal exit, an uncaught exception, ``sys.exit``, ``os._exit``), before ``os.exec*``
+  replaces the program, on SIGTERM (the process then dies of SIGTERM, as it would have),
+  and at the end of a multiprocessing child.
 
 Every file goes through :class:`~compiletrace._io.private_dir.PrivateDirectory`: the
 directory the launcher made, checked by identity, owner and mode at every write, so a
@@ -38,23 +39,37 @@ from typing import TYPE_CHECKING, Any
 from compiletrace._app import program_fixes
 from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.timeline import startup_timeline
+from compiletrace._core import recorder
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.passive import observe
+from compiletrace._core.ready import current_mark, mark_ready, on_ready
 from compiletrace._data.job_dir import (
     JOB_DIR_ENV,
     JOB_DIR_ID_ENV,
     LAUNCHER_PID_ENV,
     OPTIONS_ENV,
     RANK_PID_ENV,
+    READY_ENV,
     RUN_SUFFIX,
     STARTED_SUFFIX,
     process_key,
     started_marker,
 )
+from compiletrace._data.ready import (
+    PHASE,
+    READY_ARTIFACT,
+    WARM_UP,
+    ReadyMark,
+    ReadySpec,
+    is_warm_up_phase,
+    parse_ready,
+)
 from compiletrace._data.records import CompilationTimes
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import MAX_TEXT_CHARS, ProcessInfo, RunMeta
+from compiletrace._data.timeline import PhaseRecord
+from compiletrace._data.torch_text import STANCE_REFUSED
 from compiletrace._io.files import json_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory
 from compiletrace._io.state import STATE, Slot
@@ -94,6 +109,7 @@ class _Recording:
         self.registry = Registry()
         self.observer: observe | None = None
         self.info: ProcessInfo | None = None
+        self.refused: str | None = None  # torch's stance refused a compile after ready, and said this
 
     def begin(self) -> None:
         """Start recording as this process."""
@@ -165,9 +181,18 @@ class _Recording:
         reg = Registry()
         for record in records:
             reg.add(record)
-        for phase in self.registry.phase_records():  # the engines' phases (engine_phases)
+        # The engines' phases (engine_phases), and the program's own (compiletrace.phase,
+        # warm_up: the process registry's, where they go by default).
+        process_registry = get_registry()
+        phases = [*self.registry.phase_records()]
+        if process_registry is not self.registry:
+            phases += process_registry.phase_records()
+        for phase in sorted(phases, key=lambda p: p.end_unix_ns):
             if phase.start_unix_ns >= self.forked_at_ns:
                 reg.add_phase(phase)
+        for event in self.registry.runtime_events():  # autotuning, CUDA-graph recordings
+            if event.start_unix_ns >= self.forked_at_ns:
+                reg.add_runtime_event(event)
         by_component = reg.by_component()
         warmup = WarmupResult(
             skipped=True,  # no warm-up was run by compiletrace: the program ran as it does
@@ -176,6 +201,7 @@ class _Recording:
             by_component=by_component,
         )
         backends = sorted({r.backend for r in records})
+        mark = current_mark()
         meta = RunMeta(
             source="compiletrace run",
             model=clip(" ".join(info.argv), MAX_TEXT_CHARS - 100) or "?",  # what the header names the run by
@@ -186,8 +212,10 @@ class _Recording:
             applied_fixes=tuple(self.fixes),
             process=info,
             cache_keys=tc.run_cache_keys(records),
+            ready=mark if mark is not None and mark.unix_ns >= self.forked_at_ns else None,
+            refused_after_ready=self.refused,
         )
-        run = Run(reg.records(), warmup, meta, startup_timeline(reg))
+        run = Run(reg.records(), warmup, meta, startup_timeline(reg), reg.runtime_events())
         self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))
 
 
@@ -352,11 +380,14 @@ def _write_before_leaving() -> None:
 
 def _apply_fixes(names: list[str]) -> list[str]:
     """Make each fix's setting now, before this process's first compile (a program fix:
-    installed already, once torch was imported, or now); the names applied."""
+    installed already, once torch was imported, or now); the names applied. A fix that
+    takes effect at the ready mark (a stance) is made then (:func:`_became_ready`)."""
     program_fixes.install(names)  # each once per process: those installed already are skipped
     installed = program_fixes.applied()
     applied = []
     for name in names:
+        if tc.is_stance_fix(name):
+            continue
         if program_fixes.is_program_fix(name):
             if name in installed:
                 applied.append(name)
@@ -372,6 +403,66 @@ def _apply_fixes(names: list[str]) -> list[str]:
 def _fixes_option() -> list[str]:
     raw = os.environ.get(OPTIONS_ENV)
     return [str(f) for f in json.loads(raw).get("fixes", [])] if raw else []
+
+
+def _ready_spec() -> ReadySpec | None:
+    raw = os.environ.get(READY_ENV)
+    if not raw:
+        return None
+    try:
+        return parse_ready(raw)
+    except Exception as exc:  # the launcher checked it: another launcher's, or none
+        _warn(f"{READY_ENV} is not a ready mark; this process marks its warm-up's end instead", exc)
+        return None
+
+
+def _watch_phases(spec: ReadySpec | None) -> None:
+    """Mark this process ready when its ``--ready phase:NAME`` ends, or, with no ``--ready``,
+    its first top-level warm-up phase (``MODULE:FUNCTION`` is the bootstrap's)."""
+    if spec is not None and spec.how != PHASE:
+        return
+
+    def phase_ended(record: PhaseRecord) -> None:
+        if current_mark() is not None:
+            return
+        if spec is not None:
+            if record.name == spec.name:
+                mark_ready(PHASE, spec.text, record.end_unix_ns)
+        elif record.parent_id is None and is_warm_up_phase(record.name):
+            mark_ready(WARM_UP, record.name, record.end_unix_ns)
+
+    recorder.set_end_listener(phase_ended)
+
+
+def _became_ready(recording: _Recording, fixes: list[str], mark: ReadyMark) -> None:
+    """At the ready mark: make the fixes that take effect there (torch's stance), and write
+    the mark into torch's trace, if one is being written."""
+    for name in fixes:
+        if not tc.is_stance_fix(name):
+            continue
+        try:
+            tc.apply_stance_fix(name)
+        except Exception as exc:  # inside a compiled region, or a torch without the stance
+            _warn(f"the fix {name!r} could not be applied at the ready mark in this process", exc)
+            continue
+        recording.fixes.append(name)
+        if name == "fail-after-ready":
+            _note_refusals(recording)
+    tc.write_trace_artifact(READY_ARTIFACT, mark.to_dict())
+
+
+def _note_refusals(recording: _Recording) -> None:
+    """Keep, in the run, torch's message when its stance refused a compile and the program
+    died of it (``doctor --verify`` tells a gate that closed from a crash so)."""
+    previous = sys.excepthook
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        text = str(value)
+        if STANCE_REFUSED in text:
+            recording.refused = text.strip().splitlines()[0][:500] if text.strip() else STANCE_REFUSED
+        previous(kind, value, tb)
+
+    sys.excepthook = excepthook
 
 
 def install_program_fixes() -> None:
@@ -417,6 +508,11 @@ def start() -> None:
         install_engine_phases(recording.registry)  # vLLM's start-up phases, when it runs here
     except Exception as exc:
         _warn("engine start-up phases are off in this process", exc)
+    try:
+        _watch_phases(_ready_spec())
+        on_ready(lambda mark: _became_ready(recording, fixes, mark))
+    except Exception as exc:
+        _warn("the ready mark is off in this process", exc)
     atexit.register(_write_quietly)
     _write_before_leaving()
     os.register_at_fork(after_in_child=_after_fork_in_child)

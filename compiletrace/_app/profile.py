@@ -312,4 +312,4 @@ def profile(
         steady_calls=steady_calls or None,
         cache_keys=tc.run_cache_keys(reg.records()),
     )
-    return ProfileRun(reg.records(), result, meta, startup_timeline(reg))
+    return ProfileRun(reg.records(), result, meta, startup_timeline(reg), reg.runtime_events())

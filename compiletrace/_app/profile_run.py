@@ -47,7 +47,7 @@ class ProfileRun(Run):
     @classmethod
     def of(cls, run: Run) -> ProfileRun:
         """The same run, with its views."""
-        return cls(run.graph_records, run.warmup, run.meta, run.timeline)
+        return cls(run.graph_records, run.warmup, run.meta, run.timeline, run.runtime_events)
 
     def diagnose(self) -> list[Finding]:
         """The doctor's findings on this run: why its compile time went where it went and

@@ -48,7 +48,7 @@ from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.verify import TrialFigures, VerifyRow
-from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, automatic_fix, judge
+from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, fixes_to_verify, judge
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
@@ -98,6 +98,11 @@ class Trial:
     @property
     def exit_status(self) -> int:
         return self.job.exit_status
+
+    @property
+    def refused_after_ready(self) -> bool:
+        """Whether torch's stance refused a compile after ready in any process of the run."""
+        return any(p.run.meta.refused_after_ready for p in self.job.processes)
 
     @property
     def frame_compiles(self) -> int:
@@ -152,7 +157,12 @@ def slowed_beyond_noise(before: Trial, after: Trial) -> bool:
 
 
 def _run_once(
-    command: Sequence[str], fix: str | None, cwd: str | None, clock: Callable[[], float], profiled: bool
+    command: Sequence[str],
+    fix: str | None,
+    cwd: str | None,
+    clock: Callable[[], float],
+    profiled: bool,
+    ready: str | None = None,
 ) -> Trial:
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
         env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
@@ -162,7 +172,9 @@ def _run_once(
         start = clock()
         # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
         # the doctor's, --json - included.
-        outcome = run_command(command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2)
+        outcome = run_command(
+            command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2, ready=ready
+        )
         wall = clock() - start
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
     return Trial(fix, outcome.job, wall, steady, spread)
@@ -183,26 +195,30 @@ def verify_command(
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
     profiled: bool = False,
+    ready: str | None = None,
 ) -> list[Verdict]:
     """Run ``command`` as it is, then once per fix the doctor can apply to what it found,
     and judge each finding (see the module docstring). ``profiled``: the command is a
-    ``compiletrace profile`` that measures its steady state (``--json PATH`` is added)."""
+    ``compiletrace profile`` that measures its steady state (``--json PATH`` is added).
+    ``ready``: the job's ready mark (``run --ready``), the same in every run."""
     say = progress or (lambda line: None)
     say(f"the baseline: {printable(' '.join(command))}")
-    before = _run_once(command, None, cwd, clock, profiled)
+    before = _run_once(command, None, cwd, clock, profiled, ready)
     findings = before.findings
     trials: dict[str, Trial] = {}
     for finding in findings:
-        fix = automatic_fix(finding)
-        if fix is not None and fix not in trials:
-            say(f"with --apply {fix}")
-            trials[fix] = _run_once(command, fix, cwd, clock, profiled)
+        for fix in fixes_to_verify(finding):
+            if fix not in trials:
+                say(f"with --apply {fix}")
+                trials[fix] = _run_once(command, fix, cwd, clock, profiled, ready)
     verdicts = []
     for finding in findings:
-        fix = automatic_fix(finding)
-        after = trials.get(fix) if fix is not None else None
-        verdict = MANUAL if after is None else judge(finding, before, after)
-        verdicts.append(Verdict(finding, fix, before, after, verdict))
+        fixes = fixes_to_verify(finding)
+        if not fixes:
+            verdicts.append(Verdict(finding, None, before, None, MANUAL))
+        for fix in fixes:  # its fix, then its gate (a finding may name both: a row each)
+            after = trials[fix]
+            verdicts.append(Verdict(finding, fix, before, after, judge(finding, before, after)))
     return verdicts
 
 
@@ -217,7 +233,7 @@ def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> li
         )
     if job.cwd and not os.path.isdir(job.cwd):
         raise UsageError(f"the directory the job ran in ({printable(job.cwd)}) is gone; --verify runs there")
-    return verify_command(job.command, cwd=job.cwd or None, progress=progress)
+    return verify_command(job.command, cwd=job.cwd or None, progress=progress, ready=job.ready or None)
 
 
 def profile_command(meta: RunMeta, python: str = sys.executable) -> list[str]:
@@ -268,7 +284,8 @@ def verify_profile_run(
 def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
     """The baseline's findings, each with what verifying it measured in its evidence
     (``evidence["verify"]``: the fix, the verdict, and before/after pairs), for the JSON."""
-    found = []
+    found: list[Finding] = []
+    previous: Finding | None = None
     for v in verdicts:
         measured: dict[str, object] = {"fix": v.fix, "verdict": v.verdict}
         if v.after is not None:
@@ -284,6 +301,11 @@ def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
                 slower = slowdown(v.before, v.after)
                 if slower is not None:
                     measured["slower_per_call"] = round(slower, 4)
+        if v.finding is previous:
+            # The finding's gate, measured after its fix: beside it, not in place of it.
+            found[-1] = replace(found[-1], evidence={**found[-1].evidence, "verify_gate": measured})
+            continue
+        previous = v.finding
         found.append(replace(v.finding, evidence={**v.finding.evidence, "verify": measured}))
     return found
 

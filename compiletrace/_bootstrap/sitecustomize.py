@@ -8,8 +8,12 @@ shadows (the user's own, if any), then waits for ``torch._dynamo`` to be importe
 starts recording (``compiletrace._app.job_process.start``). A job whose fixes change how
 the program calls torch (``run --apply regional-compile=CLASS``) also waits for ``torch``
 itself, and installs them as soon as it is imported, before the program can call
-``torch.compile`` (``compiletrace._app.program_fixes``). The standard library only, and
-never an exception: a failure is one line on stderr, and the program runs on.
+``torch.compile`` (``compiletrace._app.program_fixes``). A job with a ready mark on a
+function (``run --ready MODULE:FUNCTION``) waits for that module too, and wraps the
+function as soon as the module has run, before the program can bind it elsewhere (``from
+MODULE import FUNCTION``): its first return in a process marks that process ready
+(``compiletrace._core.ready``). The standard library only, and never an exception: a
+failure is one line on stderr, and the program runs on.
 """
 
 from __future__ import annotations
@@ -30,11 +34,16 @@ _TORCH = "torch"
 _JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # as compiletrace._app.job_process names it
 _PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # set by compiletrace._app.job, "1" when asked
 _RANK_PID_ENV = "COMPILETRACE_RANK_PID"  # as compiletrace._data.job_dir names it
+_READY_ENV = "COMPILETRACE_READY"  # as compiletrace._data.job_dir names it: MODULE:FUNCTION or phase:NAME
+_MAIN = "__main__"
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
+_WRAPPED = "_compiletrace_ready"  # set on a wrapper: never wrapped twice
 
 
-def _say(what: str, exc: BaseException) -> None:
+def _say(what: str, exc: BaseException | None = None) -> None:
+    because = "" if exc is None else f": {type(exc).__name__}: {exc}"
     try:  # noqa: SIM105 (contextlib is not loaded yet, and would cost every process)
-        sys.stderr.write(f"compiletrace: {what}: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"compiletrace: {what}{because}\n")
     except Exception:  # a closed stderr: nothing left to tell
         pass
 
@@ -82,7 +91,163 @@ def _install_program_fixes() -> None:
 # module name -> what runs once it has run; emptied as each is seen. Here, not in the
 # process state: every process of a job imports this module, which imports the standard
 # library only (compiletrace itself is imported once torch is).
-_PENDING: dict[str, Callable[[], None]] = {}
+_PENDING: dict[str, list[Callable[[], None]]] = {}
+
+
+def _when_imported(name: str, hook: Callable[[], None]) -> None:
+    """Run ``hook`` once module ``name`` has run (now, if it has)."""
+    if name in sys.modules:
+        hook()
+    else:
+        _PENDING.setdefault(name, []).append(hook)
+
+
+# -- the ready mark on a function (compiletrace run --ready MODULE:FUNCTION) --------------------
+
+
+def _mark_ready(what: str) -> None:
+    import time  # built in: at the ready mark only
+
+    now = time.time_ns()
+    try:
+        from compiletrace._core.ready import mark_ready
+
+        mark_ready("function", what, now)
+    except Exception as exc:
+        _say(f"the ready mark ({what}) is lost in this process (pid {os.getpid()})", exc)
+
+
+def _ready_when_returned(function: Callable[..., object], what: str) -> Callable[..., object]:
+    """``function``, whose first normal return in a process marks that process ready (an
+    exception passes through and marks nothing; an async function marks at its result)."""
+    fired: list[int] = []  # the process that fired (a forked child fires on its own)
+
+    def fire() -> None:
+        pid = os.getpid()
+        if not fired or fired[0] != pid:
+            fired[:] = [pid]
+            _mark_ready(what)
+
+    wrapper: Callable[..., object]
+    if function.__code__.co_flags & _CO_COROUTINE:  # type: ignore[attr-defined]
+
+        async def ready_when_awaited(*args: object, **kwargs: object) -> object:
+            result = await function(*args, **kwargs)  # type: ignore[misc]
+            fire()
+            return result
+
+        wrapper = ready_when_awaited
+    else:
+
+        def ready_when_returned(*args: object, **kwargs: object) -> object:
+            result = function(*args, **kwargs)
+            fire()
+            return result
+
+        wrapper = ready_when_returned
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:  # noqa: SIM105 (as above)
+            setattr(wrapper, attr, getattr(function, attr))
+        except Exception:
+            pass
+    wrapper.__dict__.update(getattr(function, "__dict__", {}))
+    wrapper.__wrapped__ = function  # type: ignore[attr-defined]
+    setattr(wrapper, _WRAPPED, True)
+    return wrapper
+
+
+def _resolve(module: object, dotted: str) -> tuple[object, str, object] | None:
+    """(owner, name, what the owner holds) for ``Class.method`` or ``function`` in ``module``."""
+    *path, name = dotted.split(".")
+    owner = module
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    held = vars(owner).get(name) if isinstance(owner, type) else None
+    if held is None:
+        held = getattr(owner, name, None)
+    return None if held is None else (owner, name, held)
+
+
+def _wrap_ready(module: object, dotted: str, what: str) -> bool:
+    """Wrap ``dotted`` in ``module`` (see :func:`_ready_when_returned`); False when it is
+    not there yet. A name that is no function is one line on stderr."""
+    found = _resolve(module, dotted)
+    if found is None:
+        return False
+    owner, name, held = found
+    inner = getattr(held, "__func__", held) if isinstance(held, (staticmethod, classmethod)) else held
+    if getattr(inner, _WRAPPED, False):
+        return True
+    if getattr(inner, "__code__", None) is None:
+        _say(f"--ready {what}: {type(held).__name__} is not a function; this process is never marked ready")
+        return True
+    wrapped = _ready_when_returned(inner, what)  # type: ignore[arg-type]
+    setattr(owner, name, type(held)(wrapped) if inner is not held else wrapped)  # type: ignore[call-arg]
+    return True
+
+
+def _on_stack(code: object) -> bool:
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+class _ReadyInMain:
+    """``--ready MODULE:FUNCTION`` where MODULE runs as the program itself (``__main__``, or
+    ``python -m MODULE``): its module is never imported, so the function is wrapped in the
+    program's namespace when torch, then its compiler, is imported (a script defines its
+    functions before it compiles), unless it is running already."""
+
+    def __init__(self, module: str, dotted: str, what: str) -> None:
+        self.module, self.dotted, self.what = module, dotted, what
+        self.done = False
+
+    def attempt(self, last: bool) -> None:
+        main = sys.modules.get(_MAIN)
+        spec = getattr(main, "__spec__", None)
+        if self.done or main is None or self.module not in (_MAIN, getattr(spec, "name", None)):
+            return
+        found = _resolve(main, self.dotted)
+        held = None if found is None else found[2]
+        inner = getattr(held, "__func__", held)
+        code = getattr(inner, "__code__", None)
+        if code is not None and _on_stack(code):
+            self.done = True
+            _say(
+                f"--ready {self.what}: it was already running when the program first compiled, so "
+                "its return cannot be seen without tracing every call; this process is never marked "
+                "ready. Call compiletrace.ready() after it, or move it to a module (MODULE:FUNCTION)"
+            )
+        elif _wrap_ready(main, self.dotted, self.what):
+            self.done = True
+        elif last:
+            self.done = True
+            _say(
+                f"--ready {self.what}: the program had not defined it when it first compiled; "
+                "this process is never marked ready"
+            )
+
+
+def _watch_ready(spec: str) -> None:
+    module, sep, dotted = spec.partition(":")
+    if not sep or module == "phase":
+        return  # phase:NAME: the recording watches phases
+    in_main = _ReadyInMain(module, dotted, spec)
+    _when_imported(_TORCH, lambda: in_main.attempt(last=False))
+    _when_imported(_WATCHED, lambda: in_main.attempt(last=True))
+    if module == _MAIN:
+        return
+
+    def wrap() -> None:
+        if not _wrap_ready(sys.modules[module], dotted, spec):
+            _say(f"--ready {spec}: {module} has no {dotted}; this process is never marked ready")
+
+    _when_imported(module, wrap)
 
 
 class _Loader:
@@ -97,11 +262,19 @@ class _Loader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        hook = _PENDING.pop(self._fullname, None)
+        try:
+            self._loader.exec_module(module)
+        finally:  # the module keeps its own loader (a reload, importlib.resources)
+            try:
+                if module.__spec__ is not None:
+                    module.__spec__.loader = self._loader
+                module.__loader__ = self._loader
+            except Exception:
+                pass
+        hooks = _PENDING.pop(self._fullname, ())
         if not _PENDING:
             _stop_watching()
-        if hook is not None:
+        for hook in hooks:
             hook()
 
     def __getattr__(self, name: str) -> object:
@@ -151,14 +324,14 @@ def _install() -> None:
             # mark tells them apart from it (compiletrace._app.job_process.process_role).
             os.environ[_RANK_PID_ENV] = str(os.getpid())
         if os.environ.get(_PROGRAM_FIXES_ENV) == "1":
-            if _TORCH in sys.modules:
-                _install_program_fixes()
-            else:
-                _PENDING[_TORCH] = _install_program_fixes
-        if _WATCHED in sys.modules:
-            _start_recording()
-        else:
-            _PENDING[_WATCHED] = _start_recording
+            _when_imported(_TORCH, _install_program_fixes)
+        ready = os.environ.get(_READY_ENV)
+        if ready:
+            try:
+                _watch_ready(ready)
+            except Exception as exc:
+                _say(f"--ready {ready} is off in this process (pid {os.getpid()})", exc)
+        _when_imported(_WATCHED, _start_recording)
         if _PENDING:
             sys.meta_path.insert(0, _WatchDynamo())  # type: ignore[arg-type]
 

@@ -59,6 +59,18 @@ class ImportTimer:
         self._active = active
         self._thread = _ThreadImports()
         self._watched: dict[str, Callable[[ModuleType], None]] = {}
+        # Told of each interval timed, (start, end) on the clock, on the thread that timed it
+        # (the tracker places them among torch's regions of the compile).
+        self.on_interval: Callable[[int, int], None] | None = None
+
+    def _timed(self, start: int, end: int) -> None:
+        self._thread.total_ns += end - start
+        tell = self.on_interval
+        if tell is not None:
+            try:
+                tell(start, end)
+            except Exception as exc:  # never break an import over timing it
+                warn_once(f"placing a compile's import in its time failed and was skipped: {exc!r}")
 
     def watch(self, name: str, loaded: Callable[[ModuleType], None]) -> None:
         """Call ``loaded(module)`` once module ``name`` has run, whenever it is imported
@@ -96,7 +108,7 @@ class ImportTimer:
             yield
         finally:
             state.depth -= 1
-            state.total_ns += self._clock() - start
+            self._timed(start, self._clock())
 
     def thread_total_ns(self) -> int:
         """Nanoseconds of timed imports on the calling thread so far (a running total: a
@@ -155,7 +167,7 @@ class ImportTimer:
             finally:
                 if timed:
                     state.depth -= 1
-                    state.total_ns += clock() - start
+                    self._timed(start, clock())
             loaded = self._watched.pop(module.__name__, None)
             if loaded is not None:
                 try:

@@ -32,7 +32,7 @@ from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.timeline import PHASE, SPAN, PhaseRecord
 from compiletrace._io.state import warn_once
 
-__all__ = ["CURRENT", "OpenPhase", "begin", "current_phase", "end", "rank", "recording"]
+__all__ = ["CURRENT", "OpenPhase", "begin", "current_phase", "end", "rank", "recording", "set_end_listener"]
 
 
 class OpenPhase(NamedTuple):
@@ -62,6 +62,16 @@ _CURRENT: contextvars.ContextVar[OpenPhase | None] = contextvars.ContextVar(
 
 
 CURRENT = _CURRENT  # for callers that read it on every phase: ``CURRENT.get()``, no call between
+
+# Told of every phase that ends, in any registry (a job's recording watches for the phase
+# its ready mark is: compiletrace run --ready phase:NAME, or a warm-up).
+_end_listener: Callable[[PhaseRecord], None] | None = None
+
+
+def set_end_listener(listener: Callable[[PhaseRecord], None] | None) -> None:
+    """Call ``listener(record)`` after each phase ends (None: no one); one listener per process."""
+    global _end_listener
+    _end_listener = listener
 
 
 def current_phase() -> OpenPhase | None:
@@ -152,6 +162,12 @@ def end(opened: OpenPhase, error: BaseException | None = None) -> PhaseRecord | 
     except Exception as exc:  # recording is a nicety: never break the user's code
         warn_once(f"a phase could not be recorded and was skipped: {exc!r}")
         return None
+    listener = _end_listener
+    if listener is not None:
+        try:
+            listener(record)
+        except Exception as exc:
+            warn_once(f"a listener of phases failed and was skipped: {exc!r}")
     return record
 
 

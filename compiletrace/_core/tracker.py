@@ -22,6 +22,13 @@ These kinds of event reach it:
 6. torch's ahead-of-time path (``aot_compile``), which fires no callback: its start, the
    end of Dynamo's capture, the end of the backend call and its end (``aot_*``), bounded by
    torch's own region for it.
+7. The regions torch times on a compiled graph's call, outside any compile (autotuning at
+   a kernel's first call, a CUDA-graph tree's recording): a
+   :class:`~compiletrace._data.records.RuntimeEvent` each, in the registry of the graph.
+
+Every region torch closes during a frame compile is kept with the frame, beside the
+intervals compiletrace timed itself (imports, the CPU probe), and the frame's time is split
+by them into the lines of the warm-start ledger (``frame_lines``, ``compiletrace._data.ledger``).
 
 Besides the times, each record carries what the doctor (``compiletrace._doctor``)
 needs to say why: the compiled code's file and line, torch's graph-break records made
@@ -60,16 +67,21 @@ from compiletrace._core.observers import (
     register_observer_factory,
 )
 from compiletrace._core.trace_cost import TraceCollector
+from compiletrace._data.ledger import COMPILETRACE_REGION, frame_regions, split_frame
 from compiletrace._data.phases import TimedRegion, fit_to, one_time_ns, split_phases
 from compiletrace._data.records import (
+    AUTOTUNE,
+    CUDAGRAPH,
     CacheLookup,
     CacheOutcome,
     CompileStatus,
     GraphBreak,
     GraphRecord,
+    RuntimeEvent,
     qualified_type_name,
 )
 from compiletrace._data.registry import Registry
+from compiletrace._data.torch_text import RUNTIME_AUTOTUNE_REGIONS
 from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace._io.text import first_line
 
@@ -181,6 +193,10 @@ class _OpenFrame:
     module: CompiledTarget = _NO_MODULE  # the module whose forward (or call) this is
     imports_mark: int = 0  # the thread's timed imports when the frame opened
     setup_ns: int = 0  # torch's once-per-process regions inside this frame's backend calls
+    # Every region torch closed during the frame, and compiletrace's own timed intervals
+    # (Unix ns), collected while the frame is open; and the collector it replaced.
+    regions: list[TimedRegion] = field(default_factory=list)
+    outer_sink: list[TimedRegion] | None = None
 
 
 @dataclass
@@ -293,6 +309,8 @@ class Tracker:
         # Times what each compile imports (installed with the process tracker only): the
         # one-time set-up inside the first graphs.
         self.import_timer = ImportTimer(self._clock, active=self._compiling_here)
+        # The process's first C++ compile is its precompiled header (one-time set-up).
+        self._header_seen = False
 
     def _compiling_here(self) -> bool:
         return bool(self._state.frames)
@@ -300,6 +318,7 @@ class Tracker:
     def time_one_time_setup(self) -> None:
         """Time the imports of every compile, and torch's one-time functions (now, where
         their module is loaded; else once it is)."""
+        self.import_timer.on_interval = self._timed_interval
         self.import_timer.install()
         for module_name, _ in tc.ONE_TIME_FUNCTIONS:
             module = sys.modules.get(module_name)
@@ -307,6 +326,30 @@ class Tracker:
                 tc.time_one_time_functions(module, self.import_timer.timed_block)
             else:
                 self.import_timer.watch(module_name, self._time_one_time_functions)
+
+    def _timed_interval(self, start: int, end: int) -> None:
+        # An import (or the CPU probe) timed inside the frame open on this thread.
+        frames = self._state.frames
+        if frames:
+            frames[-1].regions.append((COMPILETRACE_REGION, self.to_unix_ns(start), self.to_unix_ns(end)))
+
+    def _collect_regions(self, frame: _OpenFrame) -> None:
+        if self.phase_split_enabled:
+            frame.outer_sink = tc.frame_region_sink(frame.regions)
+
+    def _stop_collecting(self, frame: _OpenFrame) -> None:
+        if tc.current_frame_region_sink() is frame.regions:
+            tc.frame_region_sink(frame.outer_sink)
+
+    def _frame_lines(self, frame: _OpenFrame, start_ns: int, end_ns: int) -> tuple[tuple[str, str, int], ...]:
+        """The frame's time by ledger line, from its regions (none without torch's regions)."""
+        if not frame.regions or not self.bounds_from_regions:
+            return ()
+        with self._lock:
+            regions, self._header_seen = frame_regions(frame.regions, self._header_seen)
+        start, end = self.to_unix_ns(start_ns), self.to_unix_ns(end_ns)
+        hits = {"aot_hit": frame.aot is CacheOutcome.HIT, "fx_hit": frame.fx is CacheOutcome.HIT}
+        return split_frame(regions, start, end, **hits)
 
     def _time_one_time_functions(self, module: ModuleType) -> None:
         tc.time_one_time_functions(module, self.import_timer.timed_block)
@@ -349,6 +392,7 @@ class Tracker:
             owner = self._owner_of(frame)
         opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._frame_tokens())
         opened.imports_mark = self.import_timer.thread_total_ns()
+        self._collect_regions(opened)
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
             opened.fullgraph = frame.fullgraph
@@ -448,6 +492,8 @@ class Tracker:
         frame = self._pop_open_frame(compile_id)
         if frame is not None:
             _stop_tracing_cost(frame)
+            if frame.owner is None:
+                self._stop_collecting(frame)
         if frame is None or frame.owner is None:
             return  # an unmatched end (callbacks registered mid-compile), or not our backend's
         if self.bounds_from_regions:
@@ -504,6 +550,51 @@ class Tracker:
             made = self._made_by(context, compile_id)
             if made is not None:
                 self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens())
+
+    # -- Work on a compiled graph's calls ---------------------------------------------------
+
+    def on_runtime_region(
+        self,
+        name: str,
+        compile_id: str | None,
+        start_unix_ns: int,
+        end_unix_ns: int,
+        metadata: Any,
+        in_compile: bool,
+    ) -> None:
+        """A region torch timed on a compiled graph's call (runtime autotuning, a CUDA-graph
+        recording): a runtime event in the registry of that graph (and of its copies); inside
+        a compile it is that compile's, and its frame's split holds it."""
+        if in_compile:
+            return
+        detail = metadata.get("kernel_name") if isinstance(metadata, dict) else None
+        event = RuntimeEvent(
+            AUTOTUNE if name in RUNTIME_AUTOTUNE_REGIONS else CUDAGRAPH,
+            compile_id or "",
+            isinstance(metadata, dict) and metadata.get("is_backward") is True,
+            start_unix_ns,
+            max(end_unix_ns - start_unix_ns, 0),
+            str(detail or name)[:200],
+        )
+        for registry in self._registries_of(compile_id):
+            registry.add_runtime_event(event)
+
+    def _registries_of(self, compile_id: str | None) -> list[Registry]:
+        """Where a graph's records went: the graph's registry and its copies' (by compile
+        id), else every passive recording's."""
+        with self._lock:
+            made = self._made_by_id.get(compile_id) if compile_id is not None else None
+        if made is not None:
+            return [made.registry, *(registry for registry, _ in made.copies)]
+        passive = self.passive
+        if passive is None:
+            return []
+        try:
+            owner = passive.owner_for(None, None)
+        except Exception as exc:
+            warn_once(f"naming a compiled graph's call failed; it was not recorded: {exc!r}")
+            return []
+        return [owner.registry, *(registry for registry, _ in getattr(owner, "copies", ()))]
 
     # -- Backend calls ------------------------------------------------------------------
 
@@ -642,6 +733,7 @@ class Tracker:
         opened.aot_call = _AotBackendCall()
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
+        self._collect_regions(opened)
         self._state.frames.append(opened)
         return opened
 
@@ -749,6 +841,7 @@ class Tracker:
         owner = frame.owner
         assert owner is not None
         _stop_tracing_cost(frame)
+        self._stop_collecting(frame)
         frame_ns = end_ns - frame.start_ns
         imported_ns = self.import_timer.thread_total_ns() - frame.imports_mark
         setup_ns = max(min(imported_ns + frame.setup_ns, frame_ns), 0)
@@ -812,6 +905,7 @@ class Tracker:
             module_forward=frame.module.forward_location,
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
+            frame_lines=self._frame_lines(frame, frame.start_ns, end_ns),
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
         # record, under the component each names it.
@@ -1015,6 +1109,7 @@ def get_tracker() -> Tracker:
             tc.install_callbacks(on_start, new.on_end)
             tc.on_dynamo_reset(new.forget_compile_ids)
             new.bounds_from_regions = tc.install_region_hook(new.on_region)
+            tc.install_runtime_hook(new.on_runtime_region)
             tc.install_cache_lookup_hook()
             tc.install_cache_key_hooks()
             tc.install_recompile_limit_hook(new.on_recompile_limit)

@@ -41,6 +41,7 @@ class FindingKind(str, enum.Enum):
     CACHE_MISS = "cache_miss"  # graphs compiled afresh: the cache missed or was bypassed
     EXPENSIVE_HIT = "expensive_hit"  # a cache hit that still compiled
     COMPILE_AFTER_WARMUP = "compile_after_warmup"  # a latency spike while serving
+    COMPILE_AFTER_READY = "compile_after_ready"  # a compile after the program said it was ready
     SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
     RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
     COSTLY_TRACE = "costly_trace"  # one user function holds much of a component's Dynamo time

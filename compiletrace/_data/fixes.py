@@ -38,6 +38,8 @@ class Fix(str, enum.Enum):
     RAISE_RECOMPILE_LIMIT = "raise-recompile-limit"  # torch's setting: more variants per frame
     REGIONAL_COMPILE = "regional-compile"  # the program's torch.compile: each CLASS block on its own
     STATIC_CACHE = "static-cache"  # the program's generate: a static generation cache
+    FAIL_AFTER_READY = "fail-after-ready"  # torch's stance at the ready mark: a compile raises
+    EAGER_AFTER_READY = "eager-after-ready"  # torch's stance at the ready mark: a compile runs eagerly
 
     def __str__(self) -> str:  # "dynamic-shapes", in messages and f-strings alike
         return str(self.value)
@@ -106,6 +108,17 @@ _ABOUT: dict[Fix, _About] = {
         "transformers' generate gets a static cache (cache_implementation='static') when the call "
         "sets no cache of its own",
         "model.generate(..., cache_implementation='static')",
+    ),
+    Fix.FAIL_AFTER_READY: _About(
+        "at the ready mark (--ready), torch refuses every new compile in the process: the call that "
+        "would compile raises instead (a gate in the process, not a fix; lazy backwards, CUDA-graph "
+        "recordings and autotuning still happen)",
+        'torch.compiler.set_stance("fail_on_recompile") after the warm-up',
+    ),
+    Fix.EAGER_AFTER_READY: _About(
+        "at the ready mark (--ready), a call that would compile runs eagerly instead: no compile "
+        "spike, but that call runs uncompiled, and no hook sees it",
+        'torch.compiler.set_stance("eager_on_recompile") after the warm-up',
     ),
 }
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.ready import JobAfterReady, job_after_ready
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import ProcessInfo
@@ -53,6 +54,7 @@ class Job:
     processes: tuple[JobProcess, ...]
     missing: tuple[ProcessInfo, ...] = ()
     cwd: str = ""  # the directory the command ran in ("": not known, a trace's processes)
+    ready: str = ""  # compiletrace run --ready, as given ("": the end of a warm-up, by default)
 
     def records(self) -> tuple[GraphRecord, ...]:
         """Every process's records, process by process."""
@@ -80,6 +82,23 @@ class Job:
     def compilation_times(self) -> CompilationTimes:
         return CompilationTimes.from_components(self.by_component())
 
+    def after_ready(self) -> JobAfterReady:
+        """What compiled after each process became ready (``compiletrace run --ready``; by
+        default, after its warm-up), and whether any did."""
+        return job_after_ready(
+            self.ready,
+            (
+                (
+                    p.info.label,
+                    p.run.graph_records,
+                    p.run.runtime_events,
+                    p.run.timeline.phases if p.run.timeline is not None else (),
+                    p.run.meta.ready,
+                )
+                for p in self.processes
+            ),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return FileKind.JOB.envelope(
             {
@@ -88,6 +107,9 @@ class Job:
                 "processes": [{"process": p.info.to_dict(), "run": p.run.to_dict()} for p in self.processes],
                 "missing": [m.to_dict() for m in self.missing],
                 "cwd": self.cwd,
+                "ready": self.ready,
+                # Derived (not read back): what CI holds at zero, and when each process was ready.
+                "after_ready": self.after_ready().to_dict(),
             },
         )
 
@@ -95,7 +117,7 @@ class Job:
     def from_dict(cls, data: Any, source: str = "job") -> Self:
         """Read :meth:`to_dict` output, checking every field (each process's run too)."""
         f = Fields(data, source)
-        FileKind.JOB.check(f)
+        version = FileKind.JOB.check(f)
         processes = []
         for item in f.items("processes"):
             info = ProcessInfo.from_dict(item.obj("process").data, source, f"{item.where}.process")
@@ -109,6 +131,7 @@ class Job:
             processes=tuple(processes),
             missing=missing,
             cwd=f.string("cwd"),
+            ready=f.string("ready") if version >= 2 else "",
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -35,6 +35,7 @@ __all__ = [
     "OPTIONS_ENV",
     "PROGRAM_FIXES_ENV",
     "RANK_PID_ENV",
+    "READY_ENV",
     "RUN_SUFFIX",
     "STARTED_KIND",
     "STARTED_SUFFIX",
@@ -49,6 +50,9 @@ JOB_DIR_ID_ENV = "COMPILETRACE_JOB_DIR_ID"  # "device:inode" of that directory, 
 OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
 LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
 PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # "1": the bootstrap calls install_program_fixes
+# compiletrace run --ready WHEN, as given (checked by the launcher): MODULE:FUNCTION is wrapped
+# by the bootstrap as its module is imported, phase:NAME is watched by the recording.
+READY_ENV = "COMPILETRACE_READY"
 # Set by the bootstrap in a process started as a torchrun rank (RANK set, this variable not):
 # that process's pid. Its children inherit both, so they are not taken for the rank.
 RANK_PID_ENV = "COMPILETRACE_RANK_PID"

@@ -101,12 +101,20 @@ class FileKind(enum.Enum):
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
     FileKind.RUN: {
         1: "graph records and phases, warm-up, meta, the timeline's window",
-        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys",
+        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys; "
+        "each record's split into the warm-start ledger's lines (frame_lines), the work on "
+        "compiled graphs' first calls (registry.runtime_events), the process's ready mark and a "
+        "compile torch's stance refused after it (meta.ready, meta.refused_after_ready), the runtime "
+        "rows of a trace (meta.trace.runtime_rows)",
     },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
     FileKind.DOCTOR: {1: "findings"},
-    FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
+    FileKind.JOB: {
+        1: "the command, its exit status and directory, each process's run, the missing",
+        2: "the ready mark asked for (ready), and the compiles after ready (after_ready: derived, "
+        "for readers other than compiletrace; not read back)",
+    },
     FileKind.JOB_STARTED: {1: "the process"},
     FileKind.WHY: {1: "the graphs matched, each missed tier and its changed key parts, grouped by reason"},
 }

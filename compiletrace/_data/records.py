@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
 from compiletrace._data.cache_keys import KeyPart, parts_from_json, parts_to_json
+from compiletrace._data.kinds import FileKind
 from compiletrace._data.torch_text import RESUME_NAME, RESUME_PREFIX
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import RunFileError
@@ -29,6 +30,7 @@ __all__ = [
     "GraphBreak",
     "GraphKey",
     "GraphRecord",
+    "RuntimeEvent",
     "TraceNode",
     "component_totals",
     "graph_keys",
@@ -39,6 +41,8 @@ __all__ = [
 ]
 
 NS_PER_S = 1_000_000_000
+
+NEWEST_RUN_VERSION = FileKind.RUN.schema_version  # what a record's reader reads by default
 
 # The two standard components: a vision or audio encoder beside a language-model backbone.
 ENCODER = "encoder"
@@ -351,6 +355,10 @@ class GraphRecord:
     # Dynamo's time per user function (opt-in, trace_cost=True): the frame's function, then
     # an OTHER node for guards and bookkeeping; the roots' totals add up to dynamo_ns.
     trace_cost: tuple[TraceNode, ...] = ()
+    # The frame's time per line of the warm-start ledger (compiletrace._data.ledger), adding
+    # up to frame_ns: (line, the line torch's regions alone give that time, ns). The two
+    # lines differ where compiletrace timed what torch does not (imports, the CPU probe).
+    frame_lines: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -435,14 +443,18 @@ class GraphRecord:
         data["graph_breaks"] = [b._asdict() for b in self.graph_breaks]
         data["cache_lookups"] = [c.to_json() for c in self.cache_lookups]
         data["trace_cost"] = [n.to_json() for n in self.trace_cost]
+        data["frame_lines"] = [list(line) for line in self.frame_lines]
         return data
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "record", where: str = "") -> GraphRecord:
+    def from_dict(
+        cls, data: Any, source: str = "record", where: str = "", version: int = NEWEST_RUN_VERSION
+    ) -> GraphRecord:
         """Read a record written by :meth:`to_dict`, checking every field (a file may come
-        from anywhere). Raises :class:`~compiletrace.RunFileError` naming the bad field."""
+        from anywhere); ``version``: the run file's (version 1 has no ``frame_lines``).
+        Raises :class:`~compiletrace.RunFileError` naming the bad field."""
         f = Fields(data, source, where)
-        missing = sorted(_FIELDS - set(f.data))
+        missing = sorted((_FIELDS if version >= 2 else _FIELDS - _SINCE_2) - set(f.data))
         if missing:
             at = f" (at {where})" if where else ""
             raise RunFileError(f"{source}: graph record lacks {missing}{at}")
@@ -499,11 +511,13 @@ class GraphRecord:
             module_forward=f.string("module_forward"),
             setup_ns=f.integer("setup_ns", minimum=0),
             trace_cost=_trace_cost(f),
+            frame_lines=_frame_lines(f) if version >= 2 else (),
         )
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file).
 _FIELDS = frozenset(f.name for f in fields(GraphRecord))
+_SINCE_2 = frozenset({"frame_lines"})  # added by the run file's version 2
 
 
 def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:
@@ -511,6 +525,28 @@ def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:
     if not isinstance(value, list):
         raise f.fail("trace_cost", "a list", value)
     return tuple(TraceNode.from_json(n, f.source, f.path("trace_cost")) for n in value)
+
+
+MAX_FRAME_LINES = 64  # lines of one frame's ledger split (the ledger has about twenty)
+
+
+def _frame_lines(f: Fields) -> tuple[tuple[str, str, int], ...]:
+    value = f.data["frame_lines"]
+    ok = (
+        isinstance(value, list)
+        and len(value) <= MAX_FRAME_LINES
+        and all(
+            isinstance(v, list)
+            and len(v) == 3
+            and all(isinstance(name, str) and len(name) <= 200 for name in v[:2])
+            and type(v[2]) is int
+            and v[2] >= 0
+            for v in value
+        )
+    )
+    if not ok:
+        raise f.fail("frame_lines", f"at most {MAX_FRAME_LINES} [line, torch's line, ns]", value)
+    return tuple((v[0], v[1], v[2]) for v in value)
 
 
 def _non_empty(f: Fields, key: str) -> str:
@@ -548,3 +584,49 @@ def graph_keys(records: Iterable[GraphRecord]) -> list[tuple[GraphKey, GraphReco
         seen[base] = n + 1
         out.append(((r.component, r.code_name, n), r))
     return out
+
+
+class RuntimeEvent(NamedTuple):
+    """Work torch did on a compiled graph's call, outside any compile (its runtime metrics):
+    Triton autotuning at a kernel's first call, a CUDA-graph tree's recording. Times are Unix
+    epoch nanoseconds.
+
+    >>> e = RuntimeEvent(AUTOTUNE, "0/0", False, 10, 5, "triton_poi_fused_add_0")
+    >>> RuntimeEvent.from_dict(e.to_dict()) == e, e.end_unix_ns
+    (True, 15)
+    """
+
+    kind: str  # AUTOTUNE or CUDAGRAPH
+    compile_id: str  # the compiled graph's ("" where torch gave none)
+    backward: bool  # the graph is a backward graph
+    start_unix_ns: int
+    duration_ns: int
+    detail: str = ""  # the kernels autotuned, or the regions of a recording
+
+    @property
+    def end_unix_ns(self) -> int:
+        return self.start_unix_ns + self.duration_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        return self._asdict()
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "runtime event", where: str = "") -> RuntimeEvent:
+        """Read :meth:`to_dict` output, every field checked."""
+        f = Fields(data, source, where)
+        kind = f.string("kind")
+        if kind not in RUNTIME_KINDS:
+            raise f.fail("kind", f"one of {', '.join(RUNTIME_KINDS)}", kind)
+        return cls(
+            kind,
+            f.string("compile_id", limit=200),
+            f.boolean("backward"),
+            f.integer("start_unix_ns", minimum=0),
+            f.integer("duration_ns", minimum=0),
+            f.string("detail", limit=1000),
+        )
+
+
+AUTOTUNE = "runtime_autotune"  # Triton autotuning a kernel at its first call
+CUDAGRAPH = "cudagraph_recording"  # a CUDA-graph tree recording the graph (its 2nd call, a new shape)
+RUNTIME_KINDS = (AUTOTUNE, CUDAGRAPH)

@@ -11,7 +11,14 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
+from compiletrace._data.records import (
+    NEWEST_RUN_VERSION,
+    NS_PER_S,
+    CompilationTimes,
+    GraphRecord,
+    RuntimeEvent,
+    ordered_components,
+)
 from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
@@ -69,6 +76,9 @@ class Registry:
         self.dropped = 0  # records dropped past the capacity (still in the totals)
         self._phases: list[PhaseRecord] = []
         self.phases_dropped = 0  # phases not kept past the capacity
+        # Work on compiled graphs' first calls (autotuning, CUDA-graph recording): the first
+        # ones kept, as phases are.
+        self._runtime: list[RuntimeEvent] = []
 
     # -- writing ----------------------------------------------------------------------
 
@@ -123,6 +133,13 @@ class Registry:
             with self._lock:
                 self.phases_dropped += 1
 
+    def add_runtime_event(self, event: RuntimeEvent) -> None:
+        """Store work torch did on a compiled graph's call (autotuning, a CUDA-graph recording)."""
+        if not isinstance(event, RuntimeEvent):
+            raise ArgumentTypeError(f"event must be a RuntimeEvent, got {type(event).__name__}")
+        if self.capacity is None or len(self._runtime) < self.capacity:
+            self._runtime.append(event)
+
     def clear(self) -> None:
         """Forget every record, phases included."""
         with self._lock:
@@ -133,6 +150,7 @@ class Registry:
             self.dropped = 0
             self._phases.clear()
             self.phases_dropped = 0
+            self._runtime.clear()
 
     # -- reading ----------------------------------------------------------------------
 
@@ -145,6 +163,11 @@ class Registry:
         """An immutable snapshot of every phase kept, in the order they ended."""
         with self._lock:
             return tuple(self._phases)
+
+    def runtime_events(self) -> tuple[RuntimeEvent, ...]:
+        """An immutable snapshot of the work torch did on compiled graphs' calls, in order."""
+        with self._lock:
+            return tuple(self._runtime)
 
     def compilation_times(self) -> CompilationTimes:
         """Seconds spent compiling the "language_model" and "encoder" components."""
@@ -170,13 +193,16 @@ class Registry:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with a schema version; :meth:`from_dict` reads it back."""
-        return registry_dict(self.records(), self.phase_records())
+        return registry_dict(self.records(), self.phase_records(), self.runtime_events())
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "registry", where: str = "") -> Registry:
+    def from_dict(
+        cls, data: Any, source: str = "registry", where: str = "", version: int = NEWEST_RUN_VERSION
+    ) -> Registry:
         """Rebuild a registry from :meth:`to_dict` output, checking every field; raises
-        :class:`~compiletrace.RunFileError` naming the first bad one. A file from before
-        phases were recorded (no ``phase_records``) reads as a registry without phases."""
+        :class:`~compiletrace.RunFileError` naming the first bad one. ``version``: the run
+        file's (its records' fields, and first-call work from version 2 on). A registry with
+        no phases (or no first-call work) has no ``phase_records`` (``runtime_events``)."""
         if not isinstance(data, dict) or "records" not in data:
             at = f" (field {where!r})" if where else ""
             raise RunFileError(
@@ -186,10 +212,13 @@ class Registry:
         f.check_version({SCHEMA_VERSION})
         registry = cls()
         for item in f.items("records"):
-            registry.add(GraphRecord.from_dict(item.data, item.source, item.where))
+            registry.add(GraphRecord.from_dict(item.data, item.source, item.where, version))
         if "phase_records" in f.data:
             for item in f.items("phase_records"):
                 registry.add_phase(PhaseRecord.from_dict(item.data, item.source, item.where))
+        if version >= 2 and "runtime_events" in f.data:
+            for item in f.items("runtime_events"):
+                registry.add_runtime_event(RuntimeEvent.from_dict(item.data, item.source, item.where))
         return registry
 
 
@@ -201,14 +230,20 @@ def checked_registry(registry: object) -> Registry | None:
     return registry
 
 
-def registry_dict(records: Iterable[GraphRecord], phases: Iterable[PhaseRecord] = ()) -> dict[str, Any]:
-    """The JSON-ready form of a registry holding ``records`` and ``phases``
-    (:meth:`Registry.to_dict`); ``phase_records`` only when there are phases, so a registry
-    without any writes what it always wrote (a new key: older readers skip it)."""
+def registry_dict(
+    records: Iterable[GraphRecord], phases: Iterable[PhaseRecord] = (), runtime: Iterable[RuntimeEvent] = ()
+) -> dict[str, Any]:
+    """The JSON-ready form of a registry holding ``records``, ``phases`` and ``runtime``
+    events (:meth:`Registry.to_dict`); ``phase_records`` and ``runtime_events`` only when
+    there are some, so a registry without any writes what it always wrote (new keys: older
+    readers skip them)."""
     data: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "records": [r.to_dict() for r in records]}
     phase_list = [p.to_dict() for p in phases]
     if phase_list:
         data["phase_records"] = phase_list
+    runtime_list = [e.to_dict() for e in runtime]
+    if runtime_list:
+        data["runtime_events"] = runtime_list
     return data
 
 

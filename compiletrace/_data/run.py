@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
+from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, RuntimeEvent, component_totals
 from compiletrace._data.registry import Registry, registry_dict
 from compiletrace._data.run_meta import CompilationMode, RunMeta
 from compiletrace._data.timeline import Timeline, build_timeline
@@ -90,6 +90,8 @@ class Run:
     warmup: WarmupResult
     meta: RunMeta  # what ran, where, with which torch, what else it measured, who recorded it
     timeline: Timeline | None  # the start-up timeline, up to the end of the run
+    # Work torch did on compiled graphs' first calls (autotuning, CUDA-graph recording)
+    runtime_events: tuple[RuntimeEvent, ...]
 
     def __init__(
         self,
@@ -97,11 +99,13 @@ class Run:
         warmup: WarmupResult,
         meta: RunMeta | Mapping[str, Any] | None = None,
         timeline: Timeline | None = None,
+        runtime_events: tuple[RuntimeEvent, ...] = (),
     ) -> None:
         object.__setattr__(self, "graph_records", graph_records)
         object.__setattr__(self, "warmup", warmup)
         object.__setattr__(self, "meta", RunMeta.of(meta, f"{type(self).__name__}(meta=...)"))
         object.__setattr__(self, "timeline", timeline)
+        object.__setattr__(self, "runtime_events", tuple(runtime_events))
 
     def records(self) -> tuple[GraphRecord, ...]:
         return self.graph_records
@@ -121,13 +125,17 @@ class Run:
             registry.add(record)
         for phase_record in self.timeline.phases if self.timeline is not None else ():
             registry.add_phase(phase_record)
+        for event in self.runtime_events:
+            registry.add_runtime_event(event)
         return registry
 
     def to_dict(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "meta": self.meta.to_dict(),
             "registry": registry_dict(
-                self.graph_records, self.timeline.phases if self.timeline is not None else ()
+                self.graph_records,
+                self.timeline.phases if self.timeline is not None else (),
+                self.runtime_events,
             ),
             "warmup": self.warmup.to_dict(),
         }
@@ -141,8 +149,8 @@ class Run:
         """Read :meth:`to_dict` output, checking every field; raises
         :class:`~compiletrace.RunFileError` naming the first bad one."""
         f = Fields(data, source)
-        FileKind.RUN.check(f)
-        registry = Registry.from_dict(f.obj("registry").data, source, "registry")
+        version = FileKind.RUN.check(f)
+        registry = Registry.from_dict(f.obj("registry").data, source, "registry", version)
         warmup = WarmupResult.from_dict(f.obj("warmup").data, source, "warmup")
         meta = RunMeta.from_dict(f.obj("meta").data, source, "meta")
         timeline = None
@@ -156,7 +164,7 @@ class Run:
                 origin=origin,
                 before_exec_ns=before_exec,
             )
-        return cls(registry.records(), warmup, meta, timeline)
+        return cls(registry.records(), warmup, meta, timeline, registry.runtime_events())
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the run as JSON, atomically."""

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from compiletrace._data.cache_keys import RunCacheKeys
+from compiletrace._data.ready import ReadyMark
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError, UsageError
 from compiletrace._io.text import clip, printable
@@ -93,7 +94,8 @@ class CompilationMode(enum.Enum):
 
 def _as_json(record: Any) -> dict[str, Any]:
     """A frozen record of this module as the JSON object its file holds: each field by its
-    name, a nested record as its own object, a tuple as a list, an enum as its value."""
+    name, a nested record (or named tuple) as its own object, a tuple as a list, an enum as
+    its value."""
 
     def value(v: Any) -> Any:
         if isinstance(v, RunCacheKeys):
@@ -104,6 +106,8 @@ def _as_json(record: Any) -> dict[str, Any]:
             return v.value
         if isinstance(v, Mapping):
             return dict(v)
+        if hasattr(v, "_asdict"):  # a named tuple of another module (a ReadyMark)
+            return dict(v._asdict())
         return list(v) if isinstance(v, tuple) else v
 
     return {f.name: value(getattr(record, f.name)) for f in fields(record)}
@@ -219,6 +223,9 @@ class TraceInfo:
     cut: Mapping[str, int]  # what the reader's limits cut, by what ("graph_breaks", "texts")
     missing: tuple[str, ...]  # record fields the trace does not carry, left at their defaults
     torch_version: str | None  # the torch that wrote it, where the log says
+    # torch's runtime rows read (one per call of a compiled graph that autotuned or recorded a
+    # CUDA graph); None in files from before they were read
+    runtime_rows: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _as_json(self)
@@ -238,6 +245,7 @@ class TraceInfo:
             cut=_counts(f, "cut"),
             missing=tuple(f.strings("missing", limit=MAX_TEXT_CHARS, max_items=MAX_NAMES)),
             torch_version=f.string("torch_version", optional=True, limit=MAX_TEXT_CHARS),
+            runtime_rows=f.integer("runtime_rows", None, optional=True, minimum=0),
         )
 
 
@@ -274,6 +282,12 @@ class RunMeta(Mapping[str, Any]):
     trace: TraceInfo | None = None  # read from torch's trace: what the reader skipped and cut
     # The process parts of its cache keys and the facts that decide reuse (run file version 2).
     cache_keys: RunCacheKeys | None = None
+    # When the process became ready to serve (compiletrace run --ready, compiletrace.ready(),
+    # the end of its warm-up; or the mark a trace carries): compiles after it are spikes
+    ready: ReadyMark | None = None
+    # What torch's stance said when it refused a compile after ready and the program died of
+    # it (compiletrace run --apply fail-after-ready)
+    refused_after_ready: str | None = None
     # Keys this compiletrace does not know, as read (JSON values): written back, never read.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -356,6 +370,8 @@ class RunMeta(Mapping[str, Any]):
                 if "cache_keys" in given
                 else None
             ),
+            ready=ReadyMark.from_dict(f.data["ready"], source, f.path("ready")) if "ready" in given else None,
+            refused_after_ready=_text(f, "refused_after_ready"),
             extra=_extra(f, set(f.data) - _KNOWN_KEYS),
         )
 

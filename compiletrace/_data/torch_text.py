@@ -26,6 +26,7 @@ import re
 __all__ = [
     "AOT_AUTOGRAD_REGIONS",
     "AOT_REGION",
+    "BACKEND_REGION",
     "BACKWARD_REGION",
     "BREAK_CONTEXT_MANAGER",
     "BREAK_DATA_DEPENDENT",
@@ -38,7 +39,10 @@ __all__ = [
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
     "CACHE_REGIONS",
+    "COMPILE_AUTOTUNE_REGIONS",
+    "CUDAGRAPH_REGIONS",
     "FRAME_REGION",
+    "FX_LOAD_REGIONS",
     "GRAPH_KEY_ATTRIBUTES",
     "GUARDED_ARGUMENT",
     "GUARD_BACKEND",
@@ -46,22 +50,29 @@ __all__ = [
     "GUARD_ENTRY_PREFIX",
     "GUARD_GRAD_MODE",
     "GUARD_IDENTITY",
+    "GUARD_REGIONS",
     "GUARD_SHAPE",
     "GUARD_SOURCE_COMMENT",
     "GUARD_VALUE",
+    "HEADER_REGION",
     "INDUCTOR_REGIONS",
     "KERNEL_COMPILE_REGIONS",
+    "KERNEL_LOAD_REGIONS",
     "KEY_PART_LINE",
     "KWARGS_COUNT_GUARD",
     "NUMBER_CONSTANT",
     "ONE_TIME_REGIONS",
     "PROCESS_KEY_ATTRIBUTES",
+    "REMOTE_CACHE_REGIONS",
     "RESUME_NAME",
     "RESUME_PREFIX",
+    "RUNTIME_AUTOTUNE_REGIONS",
     "SIZE_MISMATCH",
     "STACK_VALUE",
+    "STANCE_REFUSED",
     "STRING_CONSTANT",
     "TENSOR_METADATA",
+    "TRACING_REGIONS",
     "UNSUPPORTED",
     "VALUE_COMPARISON",
 ]
@@ -109,6 +120,34 @@ AOT_AUTOGRAD_REGIONS = (
 # Regions that run once per process, whichever graph compiles first: the keys of torch's
 # compile caches (a hash of its own sources; on CUDA builds, Triton's too).
 ONE_TIME_REGIONS = ("inductor_codecache_torch_key", "CacheBase.get_system")
+
+# The regions a warm start's ledger (compiletrace._data.ledger) splits a frame compile by,
+# beyond the phases above. Dynamo tracing the frame's bytecode again, and building its
+# guards (precompile's guards too), torch's whole backend call:
+TRACING_REGIONS = ("bytecode_tracing", "insert_deferred_runtime_asserts")
+GUARD_REGIONS = ("build_guards", "precompile_build_guards", "precompile_load_guards")
+BACKEND_REGION = "backend_compile"
+# Loading the compiled graph an AOTAutograd-cache hit names from the FX-graph cache, and
+# loading a compiled module (its kernels: a .so or Triton's binaries) into the process.
+FX_LOAD_REGIONS = ("AOTAutogradCache.inductor_load",)
+KERNEL_LOAD_REGIONS = ("PyCodeCache.load_by_key_path", "TritonBundler.")
+# A process's first C++ compile is its precompiled header (codecache._precompile_header),
+# paid once per process whatever the cache holds: the first region of this name.
+HEADER_REGION = "compile_file"
+# Remote caches (fbcode's FX-graph cache, profile-guided dynamic shapes' state).
+REMOTE_CACHE_REGIONS = ("remote_fx_graph_cache", "pgo.")
+# Autotuning while compiling (max-autotune's template choices, fused-node benchmarks): a
+# region name is searched (mm_template_autotuning, flex_attention_template_precompiling).
+COMPILE_AUTOTUNE_REGIONS = re.compile(r"_template_(?:autotuning|precompiling)$|^benchmark_fused_nodes$")
+# Work on a compiled graph's first calls, outside any compile (torch's runtime metrics):
+# Triton autotuning (runtime/triton_heuristics.py) and CUDA-graph trees' recording
+# (cudagraph_trees.py). Their regions carry the graph's compile id in their arguments.
+RUNTIME_AUTOTUNE_REGIONS = (
+    "CachingAutotuner.benchmark_all_configs",
+    "CachingAutotuner.coordinate_descent_tuning",
+    "CachingAutotuner.combo_sequential_autotune",
+)
+CUDAGRAPH_REGIONS = ("cudagraphify.get_container", "CUDAGraphNode.record")
 
 # Torch's instant events for a cache lookup: "<prefix><outcome>" ("fx_graph_cache_miss"),
 # carrying the key. Prefix -> the cache tier, as records name it.
@@ -194,6 +233,8 @@ GRAPH_KEY_ATTRIBUTES = frozenset(
         "act_input_paths",
     }
 )
+# What torch.compiler.set_stance("fail_on_recompile") raises at a compile it refuses.
+STANCE_REFUSED = "Detected recompile when torch.compile stance is"
 
 # -- recompile reasons: the guard that failed -------------------------------------------------
 

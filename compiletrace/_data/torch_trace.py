@@ -11,14 +11,20 @@ read, per compile id:
   (a row with ``is_forward: false``, or ``bwd_compilation_metrics``, is the lazy backward);
 - ``chromium_event`` payloads: torch's timed regions (``backend_compile``,
   ``create_aot_dispatcher_function``, ``compile_fx_inner``, ...), mapped to phases by
-  :mod:`compiletrace._data.phases` as the live tracker maps them;
+  :mod:`compiletrace._data.phases` as the live tracker maps them, and each frame's time
+  split into the warm-start ledger's lines (:mod:`compiletrace._data.ledger`);
+- the work on a compiled graph's first calls, outside any compile (autotuning, CUDA-graph
+  recording): its regions (their compile id is in their arguments), and torch's runtime
+  rows, ``compilation_metrics_runtime`` and ``bwd_compilation_metrics_runtime`` (one per
+  call that did such work), which stand for it where its regions are missing;
 - the ``dynamo_graph_break_reason`` artifact: each graph break, its reason and its line;
 - the cache-lookup artifacts (``fx_graph_cache_miss``, ``aotautograd_cache_hit``, ...):
   each lookup's outcome, key, torch's detailed status and the key's parts (bounded and
   split as the live recording splits them: :mod:`compiletrace._data.cache_keys`), and the
   ``inductor_output_code`` entries' file names (the generated code's hash, the cache
   directory), the metadata only;
-- the ``torch_version`` artifact.
+- the ``torch_version`` artifact, and compiletrace's own ``compiletrace_ready`` (the ready
+  mark ``compiletrace run`` writes into the program's trace).
 
 Every other record type is skipped and counted (``meta.trace.skipped``, a run's
 :class:`~compiletrace._data.run_meta.TraceInfo`). A log that ends mid-entry (a crashed or
@@ -62,8 +68,12 @@ from compiletrace._data.cache_keys import (
     RunCacheKeys,
     split_key_lines,
 )
+from compiletrace._data.ledger import frame_regions, split_frame
 from compiletrace._data.phases import split_phases
+from compiletrace._data.ready import READY_ARTIFACT, ReadyMark
 from compiletrace._data.records import (
+    AUTOTUNE,
+    CUDAGRAPH,
     NS_PER_S,
     CacheLookup,
     CacheOutcome,
@@ -71,11 +81,13 @@ from compiletrace._data.records import (
     CompileStatus,
     GraphBreak,
     GraphRecord,
+    RuntimeEvent,
     root_code_name,
 )
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import MAX_TEXT_CHARS, RunMeta, TraceInfo
+from compiletrace._data.torch_text import CUDAGRAPH_REGIONS, RUNTIME_AUTOTUNE_REGIONS
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import HEAD_BYTES, InputFile, open_input
 from compiletrace._io.text import clip, shorten
@@ -133,6 +145,7 @@ MAX_NAME_CHARS = 1_000  # a code name, file name or error type's head
 MAX_KEY_CHARS = 200  # a cache key, a lookup's detail, torch's version
 MAX_REGION_NAME_CHARS = 200  # torch's region names are short: a longer one is none of torch's
 MAX_SKIPPED_KINDS = 100  # skipped record kinds counted by name; the rest are counted together
+MAX_RUNTIME = 10_000  # first-call regions and runtime rows a process keeps (a server logs one per call)
 MAX_ID_DIGITS = 10  # a pid or a rank (Linux's largest pid has 7 digits)
 _MAX_ID = 10**MAX_ID_DIGITS  # a frame id or a frame's compile count
 _MAX_COMPILE_ID_CHARS = 64
@@ -358,6 +371,9 @@ _METRIC_KEYS = frozenset(
         ),
     }
 )
+# torch's rows for the work on a compiled graph's calls (forward, backward).
+_RUNTIME_ROWS = ("compilation_metrics_runtime", "bwd_compilation_metrics_runtime")
+_RUNTIME_REGIONS = frozenset({*RUNTIME_AUTOTUNE_REGIONS, *CUDAGRAPH_REGIONS})
 # Record types whose payload is read; every other payload is skipped as it streams by.
 _PAYLOAD_WANTED = frozenset({"chromium_event", "artifact"})
 
@@ -542,9 +558,18 @@ def default_component(code_filename: str, code_name: str) -> str:
 ComponentNamer = Callable[[str, str], "str | None"]  # (code file, code name) -> a rule's name
 
 
-def _read_log(
-    log: TraceLog, namer: ComponentNamer | None, totals: _Totals
-) -> list[tuple[list[GraphRecord], TraceInfo, RunCacheKeys | None]]:
+@dataclass
+class _Read:
+    """What one process's log gave: its records, its first-call work, its ready mark."""
+
+    records: list[GraphRecord]
+    runtime: list[RuntimeEvent]
+    ready: ReadyMark | None
+    info: TraceInfo
+    cache_keys: RunCacheKeys | None  # the process parts of its cache keys, where it has them
+
+
+def _read_log(log: TraceLog, namer: ComponentNamer | None, totals: _Totals) -> list[_Read]:
     """One log's records and what was read, per process: a log is one process's, but logs
     concatenated or interleaved into one file are told apart by the pid of each line."""
     stats = _Stats(log.source, totals)
@@ -578,18 +603,30 @@ def _read_log(
     for pid, process in processes.items():
         rank = log.rank if log.rank is not None and len(processes) == 1 else process.rank
         records = []
+        header_seen = False  # the process's first C++ compile: its precompiled header
         for cid in process.order:
+            compiled = process.compiles[cid]
+            regions, header_seen = frame_regions(compiled.regions, header_seen)
             try:
-                record = _record(cid, process.compiles[cid], rank, namer)
-                # Held to what compiletrace's own files hold, so 'report --json' reads back.
+                record = _record(cid, compiled, rank, namer)
                 if record is not None:
-                    record = GraphRecord.from_dict(record.to_dict(), log.source)
+                    lines = split_frame(
+                        regions,
+                        record.start_unix_ns,
+                        record.end_unix_ns,
+                        aot_hit=record.aot_autograd_cache is CacheOutcome.HIT,
+                        fx_hit=record.fx_graph_cache is CacheOutcome.HIT,
+                    )
+                    # Held to what compiletrace's own files hold, so 'report --json' reads back.
+                    data = {**record.to_dict(), "frame_lines": [list(line) for line in lines]}
+                    record = GraphRecord.from_dict(data, log.source)
             except (*_BAD_VALUE, RunFileError):
                 stats.rejected += 1
                 continue
             if record is not None:
                 records.append(record)
-        if not records and len(processes) > 1:
+        runtime = _runtime_events(process)
+        if not records and not runtime and len(processes) > 1:
             continue  # a process of a shared log that compiled nothing
         info = TraceInfo(
             log=clip(log.source, MAX_TEXT_CHARS - 100),
@@ -603,9 +640,22 @@ def _read_log(
             cut=dict(sorted(stats.cut.items())),
             missing=MISSING_FIELDS,
             torch_version=torch_version,
+            runtime_rows=len(process.runtime_rows),
         )
-        out.append((records, info, _run_cache_keys(process)))
+        out.append(_Read(records, runtime, process.ready, info, _run_cache_keys(process)))
     return out  # empty: not a trace (no entry in it)
+
+
+@dataclass
+class _RuntimeRow:
+    """One of torch's runtime rows: a call of a compiled graph that autotuned or recorded."""
+
+    compile_id: str
+    backward: bool
+    end_ns: int
+    duration_ns: int
+    autotune_ns: int
+    cudagraph_ns: int
 
 
 @dataclass
@@ -619,6 +669,10 @@ class _Process:
     cache_dirs: list[str] = field(default_factory=list)  # where its generated code was written
     versions: dict[str, str] = field(default_factory=dict)  # torch, python, triton, cuda (its metrics)
     functorch_config: dict[str, str] = field(default_factory=dict)  # in the AOTAutograd key
+    runtime: list[RuntimeEvent] = field(default_factory=list)  # first-call work, from its regions
+    runtime_open: dict[str, list[tuple[int, str, dict[str, Any]]]] = field(default_factory=dict)
+    runtime_rows: list[_RuntimeRow] = field(default_factory=list)
+    ready: ReadyMark | None = None  # compiletrace's ready mark, where the trace carries one
 
     def get(self, cid: str, stats: _Stats) -> _Compile:
         """The compile ``cid``, new if it is the first time the log names it."""
@@ -641,6 +695,10 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
     cid = _compile_id(entry.head)
     if kind == "chromium_event":
         _region(entry, process, stats)
+    elif kind in _RUNTIME_ROWS:
+        m = entry.head[kind]
+        if isinstance(m, dict):
+            _runtime_row(m, kind, process, stats)
     elif kind in ("compilation_metrics", "bwd_compilation_metrics"):
         m = entry.head[kind]
         if isinstance(m, dict) and _is_compile_id(m.get("compile_id")):
@@ -670,6 +728,10 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
             data = _payload_json(entry)
             info = data if isinstance(data, dict) else {}
             c.lookups.append(_cache_lookup(tier, lookup[2], info, c, process, stats))
+        elif name == READY_ARTIFACT:
+            data = _payload_json(entry)
+            if process.ready is None:
+                process.ready = ReadyMark.from_dict(data, stats.source, f"artifact {READY_ARTIFACT}")
         elif name == "torch_version":
             data = _payload_json(entry)
             if isinstance(data, dict) and isinstance(data.get("pytorch_version"), str):
@@ -784,12 +846,99 @@ def _kept_row(row: dict[str, Any], stats: _Stats) -> dict[str, Any]:
     return kept
 
 
+def _runtime_row(m: dict[str, Any], kind: str, process: _Process, stats: _Stats) -> None:
+    """Keep one of torch's runtime rows: where its call's regions are missing from the log,
+    it stands for them (:func:`_runtime_events`)."""
+    end_us, duration_us = m.get("end_time_us"), m.get("duration_us")
+    if not (isinstance(end_us, int) and isinstance(duration_us, int) and 0 <= duration_us <= end_us):
+        stats.damaged += 1
+        return
+    if len(process.runtime_rows) >= MAX_RUNTIME:
+        stats.cut["runtime_rows"] += 1
+        return
+    cid = m.get("compile_id")
+
+    def ns(key: str) -> int:
+        value = m.get(key)
+        return max(min(value, duration_us), 0) * 1000 if isinstance(value, int) else 0
+
+    process.runtime_rows.append(
+        _RuntimeRow(
+            cid if _is_compile_id(cid) else "",
+            kind.startswith("bwd_") or m.get("is_forward") is False,
+            end_us * 1000,
+            duration_us * 1000,
+            ns("runtime_triton_autotune_time_us"),
+            ns("runtime_cudagraphify_time_us"),
+        )
+    )
+
+
+def _runtime_region(
+    name: str, ns: int, ph: Any, args: dict[str, Any], process: _Process, stats: _Stats
+) -> None:
+    """A region of a compiled graph's call (its compile id in its arguments): a runtime event."""
+    stack = process.runtime_open.setdefault(name, [])
+    if ph == "B":
+        if len(stack) < MAX_REGIONS:
+            cid = args.get("compile_id")
+            stack.append((ns, cid if _is_compile_id(cid) and cid != "None" else "", args))
+        else:
+            stats.cut["regions"] += 1
+    elif ph == "E" and stack:
+        start, cid, start_args = stack.pop()
+        if len(process.runtime) >= MAX_RUNTIME:
+            stats.cut["runtime_events"] += 1
+            return
+        kernel = start_args.get("kernel_name")
+        process.runtime.append(
+            RuntimeEvent(
+                AUTOTUNE if name in RUNTIME_AUTOTUNE_REGIONS else CUDAGRAPH,
+                cid,
+                start_args.get("is_backward") is True,
+                start,
+                max(ns - start, 0),
+                stats.text(kernel if isinstance(kernel, str) else name, MAX_KEY_CHARS),
+            )
+        )
+
+
+def _runtime_events(process: _Process) -> list[RuntimeEvent]:
+    """The process's first-call work: each region the log kept, and for a runtime row whose
+    call left none (a log cut short, or a torch that logs no such region), the row's own
+    figures, placed at the end of its call (torch's ``start_time_us`` of a runtime row is
+    where its first region ended, not where its work began)."""
+    events = list(process.runtime)
+    for row in process.runtime_rows:
+        start = row.end_ns - row.duration_ns
+        covered = any(
+            e.compile_id == row.compile_id
+            and e.backward == row.backward
+            and start <= e.end_unix_ns <= row.end_ns
+            for e in process.runtime
+        )
+        if covered:
+            continue
+        at = start
+        for kind, ns, detail in (
+            (AUTOTUNE, row.autotune_ns, "(torch's runtime row)"),
+            (CUDAGRAPH, row.cudagraph_ns, "(torch's runtime row)"),
+        ):
+            if ns > 0:
+                events.append(RuntimeEvent(kind, row.compile_id, row.backward, at, ns, detail))
+                at += ns
+    return sorted(events, key=lambda e: e.start_unix_ns)
+
+
 def _region(entry: _Entry, process: _Process, stats: _Stats) -> None:
     event = _payload_json(entry)
     if not isinstance(event, dict):
         return
     name, ts, ph = event.get("name"), event.get("ts"), event.get("ph")
     args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    if name in _RUNTIME_REGIONS and isinstance(ts, (int, float)) and isinstance(args, dict):
+        _runtime_region(name, int(ts * 1000), ph, args, process, stats)
+        return
     cid = args.get("compile_id") if isinstance(args, dict) else None
     if not (isinstance(name, str) and isinstance(ts, (int, float)) and _is_compile_id(cid)):
         return
@@ -954,11 +1103,7 @@ def read_torch_trace(
     name = path.name if isinstance(path, InputFile) else os.fspath(path)
     totals = _Totals()
     with trace_logs(path) as logs:
-        runs = [
-            (info, _run(records, info, name, cache_keys))
-            for log in logs
-            for records, info, cache_keys in _read_log(log, components, totals)
-        ]
+        runs = [(read.info, _run(read, name)) for log in logs for read in _read_log(log, components, totals)]
         first = logs[0].source
         if not runs:  # a log with no entry beside others (a process that died at once) is passed over
             raise RunFileError(
@@ -969,7 +1114,8 @@ def read_torch_trace(
     return runs
 
 
-def _run(records: list[GraphRecord], info: TraceInfo, source: str, cache_keys: RunCacheKeys | None) -> Run:
+def _run(read: _Read, source: str) -> Run:
+    records, info = read.records, read.info
     registry = Registry()
     for record in sorted(records, key=lambda r: r.end_unix_ns):
         registry.add(record)
@@ -986,6 +1132,7 @@ def _run(records: list[GraphRecord], info: TraceInfo, source: str, cache_keys: R
         backend=", ".join(sorted({r.backend for r in records})) or None,
         torch_version=info.torch_version,
         trace=info,
-        cache_keys=cache_keys,
+        ready=read.ready,
+        cache_keys=read.cache_keys,
     )
-    return Run(registry.records(), warmup, meta, None)
+    return Run(registry.records(), warmup, meta, None, tuple(read.runtime))

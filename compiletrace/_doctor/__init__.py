@@ -47,7 +47,7 @@ from compiletrace._doctor.guards import GuardKind, classify_guard, guard_fix, gu
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import RULES
 from compiletrace._doctor.rules.graph_break import break_auto_fix, break_fix, break_summary, library_break_fix
-from compiletrace._doctor.shared import automatic_fix, fix_of, owners
+from compiletrace._doctor.shared import automatic_fix, fix_of, fixes_to_verify, owners
 from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, Measured
 
 __all__ = [
@@ -81,6 +81,7 @@ __all__ = [
     "diagnose_run",
     "doctor_dict",
     "fix_of",
+    "fixes_to_verify",
     "gather_evidence",
     "guard_fix",
     "guard_text",

@@ -158,8 +158,9 @@ _BY_KIND = {rule.kind: rule for rule in RULES}
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
     """The verdict on one finding from the runs without and with its fix: "broke the
     program" when the command ended otherwise with the fix (a crash compiles less too: never
-    a fix), else the judge of the finding's rule."""
-    if after.exit_status != before.exit_status:
-        return BROKE
+    a fix), else the judge of the finding's rule (which reads the exit status itself where
+    its fix is a gate that ends the program on purpose)."""
     rule = _BY_KIND.get(finding.kind)
+    if after.exit_status != before.exit_status and not (rule is not None and rule.reads_exit_status):
+        return BROKE
     return (rule.judge if rule is not None and rule.judge is not None else by_counts)(finding, before, after)

@@ -17,7 +17,8 @@ from typing import Any
 from compiletrace._data.cache_keys import RunCacheKeys
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.job import Job, JobProcess
-from compiletrace._data.records import GraphRecord
+from compiletrace._data.ready import ReadyMark, default_mark
+from compiletrace._data.records import GraphRecord, RuntimeEvent
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import RunMeta
@@ -60,6 +61,8 @@ class Evidence:
     process: str = ""  # the job's process it is ("pid 41 (rank 1)"), named in each finding
     baseline: Evidence | None = None  # a run to compare with (the same program, another start)
     cache_keys: RunCacheKeys | None = None  # the run's cache keys' process parts and facts, if saved
+    ready: ReadyMark | None = None  # when the process became ready to serve (compiletrace run --ready)
+    runtime: tuple[RuntimeEvent, ...] = ()  # work on compiled graphs' first calls (autotune, CUDA graphs)
     # Each record's owner (the user's function it belongs to), in order: derived, once.
     owners: tuple[Owner, ...] = field(init=False, repr=False, compare=False)
 
@@ -95,11 +98,14 @@ def gather_evidence(
     ranks: Iterable[RankTimes] = (),
     baseline: Evidence | None = None,
     cache_keys: RunCacheKeys | None = None,
+    ready: ReadyMark | None = None,
 ) -> Evidence:
     """The evidence in ``source``: a registry (its records and phases), a run (its records,
     warm-up, meta and timeline), a job's process (its run, and its name), or plain records.
     ``warmup``, ``timeline`` and ``meta`` (or the ``context`` read from it), when given,
     stand for what a source of plain records lacks; ``ranks`` are a distributed job's.
+    ``ready``: the mark to judge compiles after ready by (default: the run's own, else the
+    end of its first warm-up phase).
 
     >>> gather_evidence(ranks=[RankTimes(0, {"lm": 1.0})]).ranks
     (RankTimes(rank=0, by_component={'lm': 1.0}, graphs=0, host='', pid=0, graph_cache={}),)
@@ -108,10 +114,12 @@ def gather_evidence(
     if isinstance(source, JobProcess):
         process, source = source.info.label, source.run
     phases: tuple[PhaseRecord, ...] = ()
+    runtime: tuple[RuntimeEvent, ...] = ()
     if isinstance(source, Registry):
-        records, phases = source.records(), source.phase_records()
+        records, phases, runtime = source.records(), source.phase_records(), source.runtime_events()
     elif isinstance(source, Run):
         records = source.graph_records
+        runtime = source.runtime_events
         warmup = source.warmup if warmup is None else warmup
         timeline = source.timeline if timeline is None else timeline
         meta = source.meta if meta is None else meta
@@ -121,6 +129,8 @@ def gather_evidence(
         phases = tuple(timeline.phases)
     if cache_keys is None and meta is not None:
         cache_keys = RunMeta.of(meta).cache_keys
+    if ready is None:
+        ready = RunMeta.of(meta).ready or default_mark(phases)
     return Evidence(
         records=tuple(records),
         context=context if context is not None else RunContext.of(meta),
@@ -131,13 +141,17 @@ def gather_evidence(
         process=process,
         baseline=baseline,
         cache_keys=cache_keys,
+        ready=ready,
+        runtime=runtime,
     )
 
 
 def job_evidence(job: Job) -> list[Evidence]:
     """A job's evidence: each process's, then its ranks' together (a distributed job's
     processes compared with each other)."""
-    found = [gather_evidence(process) for process in job.processes]
+    # A process with no ready mark of its own is judged by the job's earliest.
+    marks = [p.mark for p in job.after_ready().processes]
+    found = [gather_evidence(process, ready=mark) for process, mark in zip(job.processes, marks, strict=True)]
     ranks = []
     for rank, process in job.ranks().items():
         registry = Registry()

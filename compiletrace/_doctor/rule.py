@@ -31,3 +31,6 @@ class Rule:
     check: Check
     fixes: tuple[Fix, ...] = ()  # the fixes its findings may name (evidence["auto_fix"])
     judge: Judge | None = None  # doctor --verify's reading of a fix, for a rule with fixes
+    # Its judge reads the exit status itself: a fix that is a gate ends the program otherwise
+    # on purpose (else a run that ends otherwise with the fix "broke the program").
+    reads_exit_status: bool = False

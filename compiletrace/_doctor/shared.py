@@ -22,12 +22,14 @@ from compiletrace._io.errors import UsageError
 
 __all__ = [
     "AUTO_FIX",
+    "GATE_FIX",
     "MAX_EXAMPLES",
     "Owner",
     "at",
     "automatic_fix",
     "cache_keys",
     "fix_of",
+    "fixes_to_verify",
     "frame",
     "frames_of",
     "group",
@@ -44,6 +46,7 @@ __all__ = [
 
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 AUTO_FIX = "auto_fix"  # the evidence key of a finding's fix that applies with no edit
+GATE_FIX = "gate_fix"  # ... and of a setting that stops the program at the problem instead (a gate)
 
 K = TypeVar("K", bound=Hashable)
 
@@ -166,6 +169,17 @@ def automatic_fix(finding: Finding) -> str | None:
     """
     name = finding.evidence.get(AUTO_FIX)
     return name if isinstance(name, str) else None
+
+
+def fixes_to_verify(finding: Finding) -> list[str]:
+    """The fixes ``doctor --verify`` tries for a finding: its automatic fix, then its gate.
+
+    >>> fixes_to_verify(Finding("compile_after_ready", "lm", 1.0, "t", "f",
+    ...                         evidence={AUTO_FIX: "eager-after-ready", GATE_FIX: "fail-after-ready"}))
+    ['eager-after-ready', 'fail-after-ready']
+    """
+    found = [finding.evidence.get(AUTO_FIX), finding.evidence.get(GATE_FIX)]
+    return [name for name in dict.fromkeys(found) if isinstance(name, str)]
 
 
 def fix_of(finding: Finding) -> tuple[Fix, str | None] | None:

@@ -41,7 +41,17 @@ class Measured(Protocol):
     """One run of the program (with no fix, or with one), as the judges read it."""
 
     @property
+    def fix(self) -> str | None:
+        """The fix this run was made with (None: the baseline)."""
+        ...
+
+    @property
     def exit_status(self) -> int: ...
+
+    @property
+    def refused_after_ready(self) -> bool:
+        """Whether torch's stance refused a compile after ready (run --apply fail-after-ready)."""
+        ...
 
     @property
     def frame_compiles(self) -> int: ...

@@ -13,6 +13,8 @@ no HTML). Where a view is drawn:
 - ``_findings``, ``_verify``: the doctor's findings, ``doctor --verify``'s before/after table;
 - ``_job``: a job's summary and its Chrome trace; ``_chrome``: a run's Chrome trace;
 - ``_flame``: Dynamo's tracing cost as speedscope and collapsed stacks;
+- ``_ledger``: a warm start's ledger, what it still paid line by line;
+- ``_why``: ``compiletrace why``, each cache miss by the key part that changed;
 - ``_compare``, ``_gather``, ``_bench``, ``_cache``, ``_env``: the tables of ``compare``,
   of a distributed job, of ``bench startup``, of ``cache inspect`` and of ``env``.
 
@@ -58,6 +60,9 @@ if TYPE_CHECKING:
     from compiletrace.reports._html import trace_cost_svg as trace_cost_svg
     from compiletrace.reports._job import job_chrome_trace_dict as job_chrome_trace_dict
     from compiletrace.reports._job import job_summary_lines as job_summary_lines
+    from compiletrace.reports._ledger import job_ledger_lines as job_ledger_lines
+    from compiletrace.reports._ledger import ledger_lines as ledger_lines
+    from compiletrace.reports._ledger import run_ledger_lines as run_ledger_lines
     from compiletrace.reports._table import render_table as render_table
     from compiletrace.reports._text import log_summary as log_summary
     from compiletrace.reports._text import profile_text as profile_text
@@ -89,11 +94,14 @@ _PAGES = {
     "html_report": "_html",
     "job_chrome_trace_dict": "_job",
     "job_html_report": "_html",
+    "job_ledger_lines": "_ledger",
     "job_summary_lines": "_job",
+    "ledger_lines": "_ledger",
     "log_summary": "_text",
     "profile_text": "_text",
     "registry_html_table": "_html",
     "report_fragment": "_html",
+    "run_ledger_lines": "_ledger",
     "speedscope_dict": "_flame",
     "summary_table": "_text",
     "timeline_html": "_timeline",
@@ -136,16 +144,21 @@ __all__ = [
     "html_report",
     "job_chrome_trace_dict",
     "job_html_report",
+    "job_ledger_lines",
     "job_summary_lines",
+    "ledger_lines",
     "log_summary",
     "profile_text",
     "registry_html_table",
     "report_fragment",
+    "run_ledger_lines",
     "speedscope_dict",
     "summary_table",
     "timeline_html",
     "timeline_text",
     "verify_lines",
+    "why_html",
+    "why_text",
     "write_collapsed",
     "write_speedscope",
 ]

@@ -241,3 +241,31 @@ def test_rank_divergence() -> None:
     assert finding.evidence["ranks"] == [0] and list(finding.evidence["graphs"]) == absent
     assert finding.seconds == pytest.approx(abs(ranks[1].total_s - ranks[0].total_s))
     assert "make every rank compile the same graphs" in finding.fix
+
+
+def test_compile_after_ready() -> None:
+    evidence = _evidence("compile_after_ready")
+    assert evidence.ready is not None and evidence.ready.how == "call"
+    first, late = evidence.records
+    found = {f.evidence["kind"]: f for f in _check("compile_after_ready")}
+    assert set(found) == {"recompile", "lazy_backward", "runtime_autotune"}
+    recompile = found["recompile"]
+    assert recompile.title == (
+        f"forward ({_at(late)}) recompiled 1 time after ready (compiletrace.ready() was called): "
+        "tensor 'x' size mismatch at index 0. expected 4, actual 5"
+    )
+    assert recompile.seconds == pytest.approx(late.frame_s) and recompile.location == _at(late)
+    assert "mark_dynamic(x, 0)" in recompile.fix and "warm up with that shape" in recompile.fix
+    assert (recompile.evidence["auto_fix"], recompile.evidence["gate_fix"]) == (
+        "eager-after-ready",
+        "fail-after-ready",
+    )
+    backward = found["lazy_backward"]
+    assert (
+        backward.seconds == pytest.approx(first.backward_s)
+        and "one .backward() in the warm-up" in backward.fix
+    )
+    (event,) = evidence.runtime
+    autotune = found["runtime_autotune"]
+    assert autotune.seconds == pytest.approx(event.duration_ns / 1e9) and event.detail in autotune.title
+    assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence

@@ -372,3 +372,33 @@ def test_a_fix_that_slows_the_compiled_model_says_so_and_a_small_change_does_not
         measured = verified_findings([verdict])[0].evidence["verify"]
         assert measured["steady_call_s"] == [0.010, after_s]
         assert measured["slower_per_call"] == round(after_s / 0.010 - 1, 4)
+
+
+SERVE = str(Path(__file__).parents[1] / "programs" / "serve_after_ready.py")
+
+
+@pytest.mark.slow
+def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request of a size the warm-up did not cover: eager-after-ready removes the
+    recompile (that call runs eagerly); fail-after-ready stops the program at it."""
+    monkeypatch.chdir(Path(SERVE).parent)  # where the program's module imports from
+    job = tmp_path / "job.json"
+    argv = ["run", "--ready", "tiny_server:warm_up", "--json", str(job), "--", sys.executable, SERVE, "shape"]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", "-"]) == 0
+    printed = capsys.readouterr()
+    (late,) = [f for f in findings_from_dict(json.loads(printed.out)) if f.kind == "compile_after_ready"]
+    fix, gate = late.evidence["verify"], late.evidence["verify_gate"]
+    assert (fix["fix"], fix["verdict"], fix["frame_compiles"], fix["exit_status"]) == (
+        "eager-after-ready",
+        VERIFIED,
+        [2, 1],
+        [0, 0],
+    )
+    # The gate's verdict rests on the run's record of the compile torch refused: the trial
+    # re-ran the job with its ready mark, and the stance was set there.
+    assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", VERIFIED, [0, 1])
+    assert "running with --apply fail-after-ready" in printed.err

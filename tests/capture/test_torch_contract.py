@@ -119,6 +119,9 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         ),
         "config fixes": lambda: monkeypatch.delitem(torch._dynamo.config._config, "capture_scalar_outputs"),
         "one-time functions": lambda: monkeypatch.delattr(torch._inductor.cpu_vec_isa, "valid_vec_isa_list"),
+        "first-call work": lambda: monkeypatch.delattr(utils.ChromiumEventLogger, "log_event_start"),
+        "compile stances": lambda: monkeypatch.delattr(torch.compiler, "set_stance"),
+        "trace artifacts": lambda: monkeypatch.delattr(torch._logging._internal, "trace_structured"),
     }
     assert set(removals) == {c.name for c in tc.capabilities()}, "a capability without a removal test"
     removals[name]()

@@ -22,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,6 +46,7 @@ class Written:
     code_names: list[str] = field(default_factory=list)  # compiled frames' code names
     error_types: list[str] = field(default_factory=list)  # the exceptions compiles raised
     regions: set[str] = field(default_factory=set)  # timed-region names
+    stance: list[str] = field(default_factory=list)  # what a stance that refuses a compile raises
 
     def add(self, records: Iterable[GraphRecord]) -> None:
         for r in records:
@@ -228,7 +230,8 @@ def written() -> Written:
     w.add(_calls(_tensor_branch, (_ones(2),), fullgraph=True))
     with torch._dynamo.config.patch(capture_scalar_outputs=True):
         w.add(_calls(_scalar_branch, (_ones(2),)))
-    # Timed regions: a frame, a lazy backward (aot_eager), torch's ahead-of-time path.
+    # Timed regions: a frame, a lazy backward (aot_eager), torch's ahead-of-time path, a
+    # recompile with a dynamic size (its deferred runtime asserts).
     torch._dynamo.reset()
     tc.install_region_hook()
     with tc.collect_timed_regions() as regions:
@@ -236,7 +239,19 @@ def written() -> Written:
         trained(torch.randn(2, 4)).sum().backward()
         ahead = torch.compile(_Tower.forward, fullgraph=True, backend="aot_eager")
         ahead.aot_compile(((_Tower(), torch.randn(2, 4)), {}))
+        sized = torch.compile(lambda x: x.sin()[: x.shape[0] // 2], backend="aot_eager")
+        sized(_ones(4))
+        sized(_ones(6))
     w.regions |= {name for name, _, _ in regions}
+    # What a stance that refuses compiles raises (the fail-after-ready fix).
+    torch._dynamo.reset()
+    refusing = torch.compile(lambda x: x.cos(), backend="eager", dynamic=False)
+    refusing(_ones(2))
+    try:
+        with torch.compiler.set_stance("fail_on_recompile"):
+            refusing(_ones(3))
+    except Exception as exc:
+        w.stance.append(str(exc))
     return w
 
 
@@ -257,6 +272,24 @@ NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
     ("CACHE_REGIONS", "FxGraphCache"): "no such region in this release (its lookups are events)",
     ("CACHE_REGIONS", "autograd_cache"): "no such region in this release (its lookups are events)",
     ("CACHE_REGIONS", "fx_graph_cache"): "no such region in this release (its lookups are events)",
+    ("GUARD_REGIONS", "precompile_build_guards"): "torch's precompile path (caching_precompile)",
+    ("GUARD_REGIONS", "precompile_load_guards"): "torch's precompile path (caching_precompile)",
+    ("REMOTE_CACHE_REGIONS", "remote_fx_graph_cache"): "a remote cache (fbcode's): none here",
+}
+
+# Regions only a GPU (or a remote cache) makes torch write: each name must still be in
+# torch's own source, where torch times it, as a string (checked by text, not by running).
+WRITTEN_ON_GPU = {
+    "RUNTIME_AUTOTUNE_REGIONS": lambda: list(torch_text.RUNTIME_AUTOTUNE_REGIONS),
+    "CUDAGRAPH_REGIONS": lambda: list(torch_text.CUDAGRAPH_REGIONS),
+    # COMPILE_AUTOTUNE_REGIONS, by the texts its alternatives match: f"{name}_template_..."
+    "COMPILE_AUTOTUNE_REGIONS": lambda: [
+        "_template_autotuning",
+        "_template_precompiling",
+        "benchmark_fused_nodes",
+    ],
+    "REMOTE_CACHE_REGIONS": lambda: ["remote_fx_graph_cache"],
+    "GUARD_REGIONS": lambda: ["precompile_build_guards", "precompile_load_guards"],
 }
 if torch.torch_version.TorchVersion(torch.__version__) < (2, 15):
     # 2.15 explains the break: "logging.Logger methods are only supported if the logger ..."
@@ -329,16 +362,38 @@ PREFIXES = (
     "INDUCTOR_REGIONS",
     "KERNEL_COMPILE_REGIONS",
     "ONE_TIME_REGIONS",
+    "FX_LOAD_REGIONS",
+    "KERNEL_LOAD_REGIONS",
 )
+# Prefixes of the regions any compile makes (eager, aot_eager).
+COMPILE_PREFIXES = ("TRACING_REGIONS", "GUARD_REGIONS", "REMOTE_CACHE_REGIONS")
 # Checked by their own tests below.
-NAMES = ("RESUME_PREFIX", "BREAK_EXPLANATION", "UNSUPPORTED", "FRAME_REGION", "BACKWARD_REGION", "AOT_REGION")
+NAMES = (
+    "RESUME_PREFIX",
+    "BREAK_EXPLANATION",
+    "UNSUPPORTED",
+    "FRAME_REGION",
+    "BACKWARD_REGION",
+    "AOT_REGION",
+    "BACKEND_REGION",
+    "HEADER_REGION",
+    "STANCE_REFUSED",
+)
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 # The parts of a cache key: checked on the keys an inductor compile writes (below).
 CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES", "GRAPH_KEY_ATTRIBUTES")
 
 
 def test_the_contract_covers_every_constant_of_the_module() -> None:
-    covered = {*PATTERNS, *PREFIXES, *NAMES, *CACHE_EVENTS, *CACHE_KEY_PARTS}
+    covered = {
+        *PATTERNS,
+        *PREFIXES,
+        *COMPILE_PREFIXES,
+        *NAMES,
+        *CACHE_EVENTS,
+        *CACHE_KEY_PARTS,
+        *WRITTEN_ON_GPU,
+    }
     assert covered == set(torch_text.__all__)
     assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)
 
@@ -361,6 +416,33 @@ def test_the_names_match_what_this_torch_writes(written: Written) -> None:
     assert any(t.rpartition(".")[2] == torch_text.UNSUPPORTED for t in written.error_types)
     regions = written.regions
     assert {torch_text.FRAME_REGION, torch_text.BACKWARD_REGION, torch_text.AOT_REGION} <= regions
+    assert torch_text.BACKEND_REGION in regions
+    assert written.stance and all(torch_text.STANCE_REFUSED in text for text in written.stance)
+
+
+@pytest.mark.parametrize("name", COMPILE_PREFIXES)
+def test_the_compiles_region_prefixes_match_what_this_torch_writes(name: str, written: Written) -> None:
+    missing = _prefixes_unmatched(getattr(torch_text, name), written.regions)
+    assert [p for p in missing if (name, p) not in NOT_WRITTEN_HERE] == []
+    excused = [p for n, p in NOT_WRITTEN_HERE if n == name]
+    assert [p for p in excused if any(r.startswith(p) for r in written.regions)] == []
+
+
+def _torch_source() -> str:
+    """The text of torch's compiler (Dynamo, inductor): where it names the regions it times."""
+    root = Path(torch.__file__).parent
+    return "\n".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for part in ("_dynamo", "_inductor")
+        for path in sorted((root / part).rglob("*.py"))
+    )
+
+
+@pytest.mark.parametrize("name", sorted(WRITTEN_ON_GPU))
+def test_the_gpus_region_names_are_still_in_torchs_source(name: str) -> None:
+    source = _torch_source()
+    for text in WRITTEN_ON_GPU[name]():
+        assert re.search(r"""["'}]""" + re.escape(text), source), (name, text)
 
 
 @pytest.mark.inductor
@@ -392,6 +474,7 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout)
     regions = set(found["regions"])
+    assert torch_text.HEADER_REGION in regions
     for name in PREFIXES:
         missing = _prefixes_unmatched(getattr(torch_text, name), regions)
         assert [p for p in missing if (name, p) not in NOT_WRITTEN_HERE] == [], name

@@ -30,6 +30,9 @@ One module per concept, each saying which internals it uses, and why:
                     (``compiletrace run --apply``, ``doctor --verify``)
 ``one_time``        torch's once-per-process set-up no timed region covers (the CPU's vector
                     instruction probe), timed at its first call
+``stance``          torch.compile's stance toward new compiles, set at the ready mark by the
+                    fixes that take effect there
+``trace_log``       compiletrace's own entries in torch's structured trace (the ready mark)
 ``capabilities``    the one table of what this torch gives, with a probe for each
 ==================  =========================================================================
 
@@ -104,12 +107,17 @@ from compiletrace._core.torch_compat.distributed import (
     DEFAULT_PROCESS_GROUP_TIMEOUT_S as DEFAULT_PROCESS_GROUP_TIMEOUT_S,
 )
 from compiletrace._core.torch_compat.distributed import process_group_timeout
-from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.event_logger import (
+    RUNTIME_REGIONS,
+    RuntimeListener,
     collect_timed_regions,
+    current_frame_region_sink,
+    frame_region_sink,
     install_cache_lookup_hook,
     install_region_hook,
+    install_runtime_hook,
 )
+from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.fixes import (
     CONFIG_FIXES,
     ConfigFix,
@@ -144,7 +152,14 @@ from compiletrace._core.torch_compat.one_time import (
     one_time_functions_available,
     time_one_time_functions,
 )
+from compiletrace._core.torch_compat.stance import (
+    STANCE_FIXES,
+    apply_stance_fix,
+    is_stance_fix,
+    stance_fixes_available,
+)
 from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash
+from compiletrace._core.torch_compat.trace_log import trace_artifacts_available, write_trace_artifact
 from compiletrace._core.torch_compat.tracing import (
     install_trace_cost_hook,
     set_trace_collector,
@@ -167,6 +182,8 @@ __all__ = [
     "GUARD_CONSTANTS",
     "ONE_TIME_FUNCTIONS",
     "REFUSED_ARTIFACT_GLOBALS",
+    "RUNTIME_REGIONS",
+    "STANCE_FIXES",
     "TRIGGER_DYNAMO",
     "TRIGGER_LAZY_BACKWARD",
     "AotCompileListener",
@@ -180,7 +197,9 @@ __all__ = [
     "ConfigFix",
     "FieldUse",
     "RecompileLimitListener",
+    "RuntimeListener",
     "apply_config_fix",
+    "apply_stance_fix",
     "backend_error",
     "backend_failure_type",
     "cache_artifact_class_shape",
@@ -200,8 +219,10 @@ __all__ = [
     "config_fixes_available",
     "current_compile_context",
     "current_compile_id",
+    "current_frame_region_sink",
     "frame_failure",
     "frame_failure_type",
+    "frame_region_sink",
     "graph_block",
     "graph_break_mark",
     "graph_breaks_since",
@@ -217,8 +238,10 @@ __all__ = [
     "install_callbacks",
     "install_recompile_limit_hook",
     "install_region_hook",
+    "install_runtime_hook",
     "install_trace_cost_hook",
     "is_restart",
+    "is_stance_fix",
     "list_backends",
     "load_dynamo",
     "lookup_backend",
@@ -232,7 +255,10 @@ __all__ = [
     "restart_reasons",
     "run_cache_keys",
     "set_trace_collector",
+    "stance_fixes_available",
     "time_one_time_functions",
+    "trace_artifacts_available",
     "trace_collector",
     "warn_missing_capabilities",
+    "write_trace_artifact",
 ]

@@ -22,6 +22,8 @@ from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
 from compiletrace._core.torch_compat.one_time import one_time_functions_available
+from compiletrace._core.torch_compat.stance import stance_fixes_available
+from compiletrace._core.torch_compat.trace_log import trace_artifacts_available
 from compiletrace._io.state import warn_once
 
 
@@ -64,6 +66,12 @@ def _timed_regions() -> bool:
     from torch._dynamo.utils import get_chromium_event_logger
 
     return callable(get_chromium_event_logger().log_event_end)
+
+
+def _first_call_work() -> bool:
+    from torch._dynamo.utils import ChromiumEventLogger
+
+    return callable(ChromiumEventLogger.log_event_start)
 
 
 def _lazy_backward_callbacks() -> bool:
@@ -168,6 +176,22 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         "config fixes",
         config_fixes_available,
         "nothing; 'run --apply' and 'doctor --verify' cannot apply the fixes this torch lacks",
+    ),
+    (
+        "first-call work",
+        _first_call_work,
+        "autotuning and CUDA-graph recordings on compiled graphs' first calls (compiles after ready, "
+        "the warm-start ledger)",
+    ),
+    (
+        "compile stances",
+        stance_fixes_available,
+        "nothing; 'run --apply fail-after-ready' and 'eager-after-ready' cannot be applied",
+    ),
+    (
+        "trace artifacts",
+        trace_artifacts_available,
+        "nothing; a TORCH_TRACE written under 'compiletrace run' does not carry the ready mark",
     ),
 )
 

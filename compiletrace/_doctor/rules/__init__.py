@@ -12,6 +12,7 @@ from __future__ import annotations
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import (
     cache_miss,
+    compile_after_ready,
     compile_after_warmup,
     costly_trace,
     expensive_hit,
@@ -34,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     cache_miss.RULE,
     expensive_hit.RULE,
     compile_after_warmup.RULE,
+    compile_after_ready.RULE,
     shared_frame.RULE,
     costly_trace.RULE,
     useless_warmup.RULE,

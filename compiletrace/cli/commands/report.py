@@ -33,6 +33,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
     parser.add_argument("--chrome-trace", metavar="OUT", help="write a Chrome/Perfetto trace")
     parser.add_argument(
+        "--ledger",
+        action="store_true",
+        help="print each process's warm-start ledger: what its start still paid, line by line, up to\n"
+        "its ready mark (a TORCH_TRACE's: its compiles and first-call work)",
+    )
+    parser.add_argument(
         "--json",
         metavar="OUT",
         help="write it as compiletrace's own run (or job) JSON: torch's trace, read once, kept as\n"
@@ -44,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from compiletrace._app.profile_run import ProfileRun
     from compiletrace._data.kinds import FileKind
     from compiletrace._load import load
-    from compiletrace.reports import timeline_text
+    from compiletrace.reports import run_ledger_lines, timeline_text
 
     outputs = [(args.html, "--html"), (args.chrome_trace, "--chrome-trace"), (args.json, "--json")]
     check_outputs(outputs, inputs=[args.run])
@@ -62,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
     if run.timeline is not None:
         print()
         print(timeline_text(run.timeline))
+    if args.ledger:
+        print()
+        print("\n".join(run_ledger_lines(run)))
     write_outputs(run, args.html, args.chrome_trace)
     if args.json:
         print(f"wrote the run to {args.json}")
@@ -71,11 +80,15 @@ def run(args: argparse.Namespace) -> int:
 def _report_job(args: argparse.Namespace, job: object) -> int:
     # A job's views sit beside the launcher, which load() imported to give it them.
     from compiletrace._app.job import ProfileJob
+    from compiletrace.reports import job_ledger_lines
 
     assert isinstance(job, ProfileJob)  # what accept= lets through besides a run
     if args.json:
         job.save(args.json)
     print(job.summary())
+    if args.ledger:
+        print()
+        print("\n".join(job_ledger_lines(job)))
     if args.html or args.chrome_trace:
         write_job_outputs(job, args.html, args.chrome_trace)
     if args.json:

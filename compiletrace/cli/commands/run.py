@@ -9,9 +9,10 @@ import sys
 from collections.abc import Callable
 
 from compiletrace._data.fixes import fixes_help
+from compiletrace._data.ready import AFTER_READY_MODES, parse_ready
 from compiletrace._io.errors import OutputError, UsageError
 from compiletrace._io.text import first_line, printable
-from compiletrace.cli.exit_codes import KilledBy
+from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK, KilledBy
 from compiletrace.cli.options import check_outputs
 from compiletrace.cli.outputs import write_job_outputs
 from compiletrace.cli.parsing import HELP_WIDTH, PROG, add_common_options
@@ -27,10 +28,15 @@ EPILOG = (
     "fixes (--apply FIX), each made in every process before its first compile:\n"
     + fixes_help(HELP_WIDTH)
     + "\n\n"
+    "ready (--ready WHEN): when a process is ready to serve, and every compile after it is a latency\n"
+    "spike a request paid: MODULE:FUNCTION (when that function first returns, in each process),\n"
+    "phase:NAME (when that phase ends), or the program's own compiletrace.ready(); by default the end\n"
+    "of its first warm-up phase (compiletrace.warm_up's, vLLM's compile and warm-up).\n\n"
     "examples:\n"
     "  compiletrace run -- python train.py --epochs 1\n"
     "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
     "  compiletrace run --component 'vision_tower*=encoder' -- python serve.py\n"
+    "  compiletrace run --ready myserver:warm_up --after-ready error -- python -m myserver\n"
     "  compiletrace report job.json; compiletrace doctor job.json"
 )
 
@@ -74,6 +80,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(repeatable; the fixes are listed below, each with what it does; 'doctor --verify' measures it)",
     )
     parser.add_argument(
+        "--ready",
+        metavar="WHEN",
+        help="when each process is ready to serve: MODULE:FUNCTION (its first return) or phase:NAME\n"
+        "(its end); default: the end of the first warm-up phase, or compiletrace.ready()",
+    )
+    parser.add_argument(
+        "--after-ready",
+        choices=AFTER_READY_MODES,
+        help="print every compile after ready (warn), and exit 1 when the command succeeded but\n"
+        "something compiled after ready or ready never fired (error); the job's JSON carries the count",
+    )
+    parser.add_argument(
+        "--ledger",
+        action="store_true",
+        help="print each process's warm-start ledger: what its start still paid, line by line",
+    )
+    parser.add_argument(
         "--job-dir",
         metavar="DIR",
         help="keep each process's run file in DIR: a new directory, or an empty one of yours that no one\n"
@@ -90,7 +113,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from compiletrace._app.job import job_run
     from compiletrace._core.components import parse_component_rules
-    from compiletrace.reports import job_summary_lines
+    from compiletrace.reports import job_ledger_lines, job_summary_lines
 
     command = list(args.argv)
     if command and command[0] == "--":
@@ -102,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         if path == "-":
             raise UsageError(f"{what} -: stdout is the command's own; give a file path")
     parse_component_rules(args.component)
+    if args.ready is not None:
+        parse_ready(args.ready)  # a bad mark is bad input, before the command runs
     if args.otlp_endpoint is not None:
         from compiletrace.telemetry._configure import check_url
 
@@ -113,10 +138,20 @@ def run(args: argparse.Namespace) -> int:
         job_dir=args.job_dir,
         fixes=args.apply,
         otlp_endpoint=args.otlp_endpoint,
+        ready=args.ready,
     ) as outcome:
         job = outcome.job
         for line in job_summary_lines(job):
             print(line, file=sys.stderr)
+        if args.ledger:
+            for line in job_ledger_lines(job):
+                print(line, file=sys.stderr)
+        gate_tripped = False
+        if args.after_ready is not None:
+            after = job.after_ready()
+            for line in after.lines():
+                print(line, file=sys.stderr)
+            gate_tripped = args.after_ready == "error" and (after.count > 0 or not after.fired)
         # Each output on its own: one that cannot be written (a full disk) is one line, the
         # others are still written, the processes' run files are kept, and the exit status
         # stays the command's own.
@@ -131,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: the processes' run files are kept in {outcome.keep_run_files()}", file=sys.stderr)
     if outcome.signal is not None:  # the launcher dies of it too (see console_main)
         return KilledBy(outcome.exit_status, outcome.signal)
+    if outcome.exit_status == EXIT_OK and gate_tripped:
+        print(f"{PROG}: --after-ready error: exit status {EXIT_FAILED}", file=sys.stderr)
+        return EXIT_FAILED
     return outcome.exit_status
 
 

@@ -66,6 +66,11 @@ def _meta(program: str, backend: str) -> Any:
 
 
 def _save_run(rule: str, registry: Any, meta: Any, warmup: Any = None) -> None:
+    from dataclasses import replace as with_fields
+
+    from compiletrace._core.ready import current_mark
+
+    meta = with_fields(meta, ready=current_mark())  # the maker's compiletrace.ready(), if it called it
     from compiletrace._app.profile import ProfileRun
     from compiletrace._app.timeline import startup_timeline
     from compiletrace._data.records import CompilationTimes
@@ -73,7 +78,7 @@ def _save_run(rule: str, registry: Any, meta: Any, warmup: Any = None) -> None:
     from compiletrace._doctor import diagnose_evidence, gather_evidence
 
     warmup = warmup if warmup is not None else WarmupResult(True, 0.0, CompilationTimes())
-    run = ProfileRun(registry.records(), warmup, meta, startup_timeline(registry))
+    run = ProfileRun(registry.records(), warmup, meta, startup_timeline(registry), registry.runtime_events())
     kinds = {f.kind.value for f in diagnose_evidence(gather_evidence(run))}
     if rule not in kinds:
         raise SystemExit(f"{rule}: the run holds no {rule} finding (found: {sorted(kinds)}); not saved")
@@ -172,6 +177,26 @@ def compile_after_warmup() -> None:
     _save_run("compile_after_warmup", reg, _meta("churn", "eager"), result)
 
 
+def compile_after_ready() -> None:
+    import torch
+
+    import compiletrace
+    from tests.inputs.runs import rule_programs as p
+
+    reg = compiletrace.Registry()
+    f = compiletrace.compile(p.Block(), backend="aot_eager", registry=reg)
+    out = f(torch.ones(4, 8))  # the warm-up: batch 4, with grad
+    compiletrace.ready()
+    f(torch.ones(5, 8))  # a size the warm-up never saw: a recompile
+    out.sum().backward()  # the first backward: compiled now
+    # The first call's autotuning of a kernel of graph 0/0, as a GPU run times it (torch's own
+    # emitter, with the arguments its Triton autotuner passes; a CPU build never autotunes).
+    from tests.programs.make_gpu_trace import runtime_autotune
+
+    runtime_autotune("0/0", "triton_poi_fused_add_0", seconds=0.02)
+    _save_run("compile_after_ready", reg, _meta("Block", "aot_eager"))
+
+
 def shared_frame() -> None:
     import torch
 
@@ -244,6 +269,7 @@ MAKERS: dict[str, Callable[[], None]] = {
         cache_miss,
         expensive_hit,
         compile_after_warmup,
+        compile_after_ready,
         shared_frame,
         costly_trace,
         useless_warmup,
