@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 2, frozenset({1, 2}))
+('compiletrace.run', 3, frozenset({1, 2, 3}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
@@ -101,8 +101,8 @@ class FileKind(enum.Enum):
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
     FileKind.RUN: {
         1: "graph records and phases, warm-up, meta, the timeline's window",
-        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys; "
-        "each record's split into the warm-start ledger's lines (frame_lines), the work on "
+        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys",
+        3: "each record's split into the warm-start ledger's lines (frame_lines), the work on "
         "compiled graphs' first calls (registry.runtime_events), the process's ready mark and a "
         "compile torch's stance refused after it (meta.ready, meta.refused_after_ready), the runtime "
         "rows of a trace (meta.trace.runtime_rows)",

@@ -451,10 +451,10 @@ class GraphRecord:
         cls, data: Any, source: str = "record", where: str = "", version: int = NEWEST_RUN_VERSION
     ) -> GraphRecord:
         """Read a record written by :meth:`to_dict`, checking every field (a file may come
-        from anywhere); ``version``: the run file's (version 1 has no ``frame_lines``).
+        from anywhere); ``version``: the run file's (before version 3 there are no ``frame_lines``).
         Raises :class:`~compiletrace.RunFileError` naming the bad field."""
         f = Fields(data, source, where)
-        missing = sorted((_FIELDS if version >= 2 else _FIELDS - _SINCE_2) - set(f.data))
+        missing = sorted((_FIELDS if version >= 3 else _FIELDS - _SINCE_3) - set(f.data))
         if missing:
             at = f" (at {where})" if where else ""
             raise RunFileError(f"{source}: graph record lacks {missing}{at}")
@@ -511,13 +511,13 @@ class GraphRecord:
             module_forward=f.string("module_forward"),
             setup_ns=f.integer("setup_ns", minimum=0),
             trace_cost=_trace_cost(f),
-            frame_lines=_frame_lines(f) if version >= 2 else (),
+            frame_lines=_frame_lines(f) if version >= 3 else (),
         )
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file).
 _FIELDS = frozenset(f.name for f in fields(GraphRecord))
-_SINCE_2 = frozenset({"frame_lines"})  # added by the run file's version 2
+_SINCE_3 = frozenset({"frame_lines"})  # added by the run file's version 3
 
 
 def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:

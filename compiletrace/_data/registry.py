@@ -201,7 +201,7 @@ class Registry:
     ) -> Registry:
         """Rebuild a registry from :meth:`to_dict` output, checking every field; raises
         :class:`~compiletrace.RunFileError` naming the first bad one. ``version``: the run
-        file's (its records' fields, and first-call work from version 2 on). A registry with
+        file's (its records' fields, and first-call work from version 3 on). A registry with
         no phases (or no first-call work) has no ``phase_records`` (``runtime_events``)."""
         if not isinstance(data, dict) or "records" not in data:
             at = f" (field {where!r})" if where else ""
@@ -216,7 +216,7 @@ class Registry:
         if "phase_records" in f.data:
             for item in f.items("phase_records"):
                 registry.add_phase(PhaseRecord.from_dict(item.data, item.source, item.where))
-        if version >= 2 and "runtime_events" in f.data:
+        if version >= 3 and "runtime_events" in f.data:
             for item in f.items("runtime_events"):
                 registry.add_runtime_event(RuntimeEvent.from_dict(item.data, item.source, item.where))
         return registry
