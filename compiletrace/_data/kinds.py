@@ -101,12 +101,17 @@ class FileKind(enum.Enum):
 VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
     FileKind.RUN: {
         1: "graph records and phases, warm-up, meta, the timeline's window",
-        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys",
+        2: "each cache lookup's status, role, key parts and built code; meta.cache_keys; each "
+        "record's CPU time (cpu_ns, setup_cpu_ns), the block repeated inside its graph, torch's "
+        "automatic-dynamic sources, whether a .item() break feeds a branch",
     },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
     FileKind.DOCTOR: {1: "findings"},
-    FileKind.JOB: {1: "the command, its exit status and directory, each process's run, the missing"},
+    FileKind.JOB: {
+        1: "the command, its exit status and directory, each process's run, the missing",
+        2: "each process's run of version 2",
+    },
     FileKind.JOB_STARTED: {1: "the process"},
     FileKind.WHY: {1: "the graphs matched, each missed tier and its changed key parts, grouped by reason"},
 }

@@ -11,7 +11,13 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, ordered_components
+from compiletrace._data.records import (
+    NS_PER_S,
+    RECORD_VERSION,
+    CompilationTimes,
+    GraphRecord,
+    ordered_components,
+)
 from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import ArgumentTypeError, RunFileError
@@ -26,7 +32,7 @@ __all__ = [
     "registry_dict",
 ]
 
-SCHEMA_VERSION = 1  # of a registry's own JSON
+SCHEMA_VERSION = RECORD_VERSION  # of a registry's own JSON: 2 added records' CPU time and more
 # A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
 
 # The process registry keeps this many records: a server that recompiles for days must not
@@ -90,9 +96,13 @@ class Registry:
             self._totals_ns[record.component] = self._totals_ns.get(record.component, 0) + record.total_ns
         return handle
 
-    def add_backward(self, graph: str | int, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
+    def add_backward(
+        self, graph: str | int, start_unix_ns: int, duration_ns: int, cpu_ns: int | None = None
+    ) -> GraphRecord | None:
         """Attribute a lazy backward compile to a forward graph: ``graph`` is the handle
-        :meth:`add` returned, or a compile id (the latest record with that id).
+        :meth:`add` returned, or a compile id (the latest record with that id). ``cpu_ns``:
+        its CPU time, added to a record that measures CPU (its wall time stands in when
+        unknown).
 
         Returns the updated record, or None when there is no such graph (one that a
         compiletrace backend did not compile)."""
@@ -106,6 +116,7 @@ class Registry:
                 old,
                 backward_ns=old.backward_ns + duration_ns,
                 backward_start_unix_ns=old.backward_start_unix_ns or start_unix_ns,
+                cpu_ns=_plus(old.cpu_ns, duration_ns if cpu_ns is None else cpu_ns),
             )
             self._records[pos] = new
             self._totals_ns[new.component] = self._totals_ns.get(new.component, 0) + duration_ns
@@ -183,10 +194,10 @@ class Registry:
                 f"{source}{at} is not a compiletrace registry: expected a JSON object with 'records'"
             )
         f = Fields(data, source, where)
-        f.check_version({SCHEMA_VERSION})
+        version = f.check_version(range(1, SCHEMA_VERSION + 1))
         registry = cls()
         for item in f.items("records"):
-            registry.add(GraphRecord.from_dict(item.data, item.source, item.where))
+            registry.add(GraphRecord.from_dict(item.data, item.source, item.where, version))
         if "phase_records" in f.data:
             for item in f.items("phase_records"):
                 registry.add_phase(PhaseRecord.from_dict(item.data, item.source, item.where))
@@ -240,3 +251,8 @@ def compilation_times(registry: Registry | None = None) -> CompilationTimes:
     True
     """
     return (registry if registry is not None else get_registry()).compilation_times()
+
+
+def _plus(total: int | None, ns: int) -> int | None:
+    """A record's CPU time with a lazy backward's added (None: the record measures none)."""
+    return None if total is None else total + ns

@@ -19,7 +19,8 @@ One module per concept, each saying which internals it uses, and why:
 ``cache_keys``      each cache lookup's key and the parts it is made of, and the process's
                     facts that decide whether a cache applies
 ``artifacts``       what a cache-artifact file may hold, and where torch writes its entries
-``structure``       an FX graph's structural hash
+``structure``       an FX graph's structural hash, and a block repeated inside it
+``dynamic_sources`` what torch's automatic dynamic made dynamic in a compiled code
 ``tracing``         Dynamo's tracing time per user function (``trace_cost``), and which files
                     are the user's
 ``backend_calls``   every Dynamo backend call, whatever the backend (passive recording), and
@@ -104,6 +105,10 @@ from compiletrace._core.torch_compat.distributed import (
     DEFAULT_PROCESS_GROUP_TIMEOUT_S as DEFAULT_PROCESS_GROUP_TIMEOUT_S,
 )
 from compiletrace._core.torch_compat.distributed import process_group_timeout
+from compiletrace._core.torch_compat.dynamic_sources import (
+    automatic_dynamic_sources,
+    automatic_dynamic_state_available,
+)
 from compiletrace._core.torch_compat.event_logger import RegionListener as RegionListener
 from compiletrace._core.torch_compat.event_logger import (
     collect_timed_regions,
@@ -144,7 +149,7 @@ from compiletrace._core.torch_compat.one_time import (
     one_time_functions_available,
     time_one_time_functions,
 )
-from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash
+from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash, repeated_block
 from compiletrace._core.torch_compat.tracing import (
     install_trace_cost_hook,
     set_trace_collector,
@@ -181,6 +186,8 @@ __all__ = [
     "FieldUse",
     "RecompileLimitListener",
     "apply_config_fix",
+    "automatic_dynamic_sources",
+    "automatic_dynamic_state_available",
     "backend_error",
     "backend_failure_type",
     "cache_artifact_class_shape",
@@ -229,6 +236,7 @@ __all__ = [
     "recompile_limit",
     "recompile_reason",
     "remove_backend_call_handler",
+    "repeated_block",
     "restart_reasons",
     "run_cache_keys",
     "set_trace_collector",
