@@ -421,3 +421,32 @@ def test_a_ranks_own_child_is_named_as_its_child_not_as_the_rank(tmp_path: Path)
     rank, child = job.compiling()
     assert rank.info.role == "rank 0" and child.info.role == f"pid {child.info.pid} of rank 0"
     assert job.ranks() == {0: rank}
+
+
+def test_a_mark_dynamic_fix_from_a_file_sets_input_names_only_and_nothing_else_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A doctor's file (from anywhere) names the mark-dynamic fix --verify applies through the
+    environment: each entry must be an input as torch names one (built to match only that:
+    no spaces, no commas, no characters outside a source's quotes), else nothing runs."""
+    marker = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    for bad in (
+        "mark-dynamic=L['x'] ;touch /tmp/x:0",
+        "mark-dynamic=$(touch x)",
+        "mark-dynamic=L['x']:0\nLD_PRELOAD=/tmp/x.so",
+        "mark-dynamic=L['x']:0:1",
+        "mark-dynamic=x:0",
+    ):
+        assert main(["run", "--apply", bad, "--", *command]) == 2
+        assert "is not an input as torch names it" in capsys.readouterr().err
+        assert not marker.exists()
+    env = job_module.child_environment(
+        PrivateDirectory(str(tmp_path), "0:0"),
+        (),
+        False,
+        bootstrap_dir=str(tmp_path),
+        fixes=["mark-dynamic=L['kwargs']['input_ids']:1"],
+        extra_env={"TORCH_COMPILE_DYNAMIC_SOURCES": "L['y']"},
+    )
+    assert env["TORCH_COMPILE_DYNAMIC_SOURCES"] == "L['y'],L['kwargs']['input_ids']:1"  # the user's kept
