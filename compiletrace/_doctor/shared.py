@@ -23,6 +23,7 @@ from compiletrace._io.errors import UsageError
 __all__ = [
     "AUTO_FIX",
     "MAX_EXAMPLES",
+    "OTHER_FIXES",
     "Owner",
     "at",
     "automatic_fix",
@@ -44,6 +45,7 @@ __all__ = [
 
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 AUTO_FIX = "auto_fix"  # the evidence key of a finding's fix that applies with no edit
+OTHER_FIXES = "other_fixes"  # ... and of fixes that also apply, measured only when asked (--verify)
 
 K = TypeVar("K", bound=Hashable)
 

@@ -2,9 +2,10 @@
 they were read.
 
 The committed files are what compiletrace wrote, kept as they were written: the saved runs
-under ``tests/inputs/runs`` (``regenerate_runs.py``, ``make_cli_small.py``) and one file of
-each other kind under ``tests/inputs/v1`` (``make_v1.py``), all version 1. A reader that
-stops reading one of them breaks a promise to every user holding such a file.
+under ``tests/inputs/runs`` (``regenerate_runs.py``, ``make_cli_small.py``; of version 1, and
+those made since of version 2) and one file of each other kind under ``tests/inputs/v1``
+(``make_v1.py``), all version 1. A reader that stops reading one of them breaks a promise to
+every user holding such a file.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from compiletrace._io.errors import RunFileError
 
 INPUTS = Path(__file__).resolve().parents[1] / "inputs"
 V1 = INPUTS / "v1"
-VERSION_1_FILES = sorted([*(INPUTS / "runs").glob("*.json"), *V1.glob("*.json")])
+COMMITTED_FILES = sorted([*(INPUTS / "runs").glob("*.json"), *V1.glob("*.json")])
 
 
 def _raw(path: Path) -> Any:
@@ -60,23 +61,28 @@ def _as_version_1(registry: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_committed_files_hold_every_kind_the_one_reader_reads() -> None:
-    kinds = {FileKind.of(_raw(path)) for path in VERSION_1_FILES}
+    kinds = {FileKind.of(_raw(path)) for path in COMMITTED_FILES}
     assert kinds == {kind for kind in FileKind if kind.loadable}
-    assert len(VERSION_1_FILES) >= 20
+    assert len(COMMITTED_FILES) >= 20
+    assert {_raw(path)["schema_version"] for path in COMMITTED_FILES} == {1, 2}
 
 
-@pytest.mark.parametrize("path", VERSION_1_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_every_version_1_file_loads_and_saves_back_as_it_was_read(path: Path) -> None:
+@pytest.mark.parametrize("path", COMMITTED_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_committed_file_loads_and_saves_back_as_it_was_read(path: Path) -> None:
     raw = _raw(path)
     kind = FileKind.of(raw)
-    assert kind is not None and raw["schema_version"] == 1
+    assert kind is not None and raw["schema_version"] in kind.readable_versions
     data = read(path)  # the one reader: every field checked
     assert compiletrace.load(path) is not None  # and the front door gives its object
     if isinstance(data, Run):
         assert _recorded(raw["meta"]) == data.meta.to_dict()  # meta, unknown keys included
-        saved = data.to_dict()  # version 2: the same figures, and what version 2 added
+        saved = data.to_dict()  # today's version: the same figures, and what version 2 added
         assert saved["schema_version"] == 2 and saved["registry"]["schema_version"] == 2
-        assert _as_version_1(saved["registry"]) == raw["registry"] and saved["warmup"] == raw["warmup"]
+        if raw["schema_version"] == 2:
+            assert saved["registry"] == raw["registry"]
+        else:
+            assert _as_version_1(saved["registry"]) == raw["registry"]
+        assert saved["warmup"] == raw["warmup"]
     elif isinstance(data, Job):
         for process, was in zip(data.processes, raw["processes"], strict=True):
             assert process.run.meta.to_dict() == _recorded(was["run"]["meta"])

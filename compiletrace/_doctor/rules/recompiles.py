@@ -1,6 +1,20 @@
 """``recompiles``: a function compiled again because a guard failed, its failed guards
 grouped by kind, each kind with its fix; per user function (its resume functions after a
-graph break included). Frames past torch's recompile limit are ``recompile_limit``'s."""
+graph break included). Frames past torch's recompile limit are ``recompile_limit``'s.
+
+What its fix can save is read from torch's own sizes and its automatic-dynamic state, not
+from the count of recompiles:
+
+- a size that changed (N -> M): torch compiles the recompile dynamic in that one dimension;
+  marking it dynamic before the first call (``mark-dynamic``, with the inputs and dimensions
+  torch made dynamic) saves the static graph the guard failed against, and no more;
+- a new size after a size-1 graph (1 -> N: generate's next prompt against the decode step's
+  graph): the same fix saves the earlier static graph of that input (the first prefill);
+- a size torch specialises (N -> 1: prefill then decode), a cache's flag, a relation between
+  sizes already dynamic, a decorator's own arguments: nothing a setting removes;
+- a value, an object, a dtype, the grad mode, a backend: the recompile itself, once its
+  cause is fixed in the code.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +22,65 @@ from collections.abc import Iterator
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
+from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
-from compiletrace._doctor.guards import by_commonest_kind, guard_auto_fix, guards_by_kind
+from compiletrace._doctor.guards import (
+    GuardKind,
+    by_commonest_kind,
+    classify_guard,
+    guard_auto_fix,
+    guard_text,
+    guards_by_kind,
+    mark_dynamic_entries,
+    superseded,
+)
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.shared import AUTO_FIX
+from compiletrace._doctor.shared import AUTO_FIX, OTHER_FIXES
+from compiletrace._doctor.stake import Claim, named_records
 from compiletrace._doctor.verdicts import PARTLY, Measured, by_counts, recompiles_of, still_there
 
+__all__ = ["RULE"]
+
 KIND = FindingKind.RECOMPILES
-FIXES = (Fix.DYNAMIC_SHAPES, Fix.STATIC_CACHE, Fix.CAPTURE_SCALAR_OUTPUTS)
+FIXES = (Fix.MARK_DYNAMIC, Fix.DYNAMIC_SHAPES, Fix.STATIC_CACHE, Fix.CAPTURE_SCALAR_OUTPUTS)
+# Guards whose recompile goes once the code's cause is fixed (a value held in a tensor, one
+# object passed, one dtype): the recompile itself is what the fix saves.
+_REMOVABLE = frozenset(
+    {
+        GuardKind.VALUE,
+        GuardKind.IDENTITY,
+        GuardKind.DTYPE_DEVICE,
+        GuardKind.GRAD_MODE,
+        GuardKind.BACKEND,
+        GuardKind.SYMBOLIC,
+        GuardKind.OTHER,
+    }
+)
 
 
 def check(evidence: Evidence) -> Iterator[Finding]:
     recompiled = evidence.by_owner(lambda r: r.is_recompile and not r.recompile_limit_hit)
+    every = evidence.by_owner()
     for owner, group in recompiled.items():
         guards, fix = guards_by_kind(group)
+        spent = every[owner]
+        saved = superseded(spent)
+        entries = mark_dynamic_entries(spent) if saved else []
         # The commonest cause's fix that applies from outside, when one does.
         auto_fix = next(
             (f for r in by_commonest_kind(group) if (f := guard_auto_fix(r.recompile_reason))), None
         )
+        spelled: str | None = None
+        if entries:
+            spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))
+            fix = (
+                f"mark {', '.join(entries)} dynamic before the first call, from outside the program: "
+                f'compiletrace run --apply "{spelled}" (to keep it: {Fix.MARK_DYNAMIC.in_code}); {fix}'
+            )
+        elif auto_fix is not None and auto_fix is not Fix.MARK_DYNAMIC:
+            spelled = auto_fix.spelled()
+        shapes = any(classify_guard(r.recompile_reason) is GuardKind.SHAPE for r in group)
         kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
         yield Finding(
             KIND,
@@ -40,9 +94,29 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "frames": shared.frames_of(group),
                 "modules": shared.modules(group),
                 "guards": guards,
-                **({AUTO_FIX: auto_fix.spelled()} if auto_fix else {}),
+                "superseded": [{"static": s.compile_id, "by": r.compile_id} for s, r in saved],
+                **({"dynamic_sources": entries} if entries else {}),
+                **({AUTO_FIX: spelled} if spelled else {}),
+                **({OTHER_FIXES: [Fix.DYNAMIC_SHAPES.spelled()]} if shapes and entries else {}),
             },
         )
+
+
+def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
+    """The static graphs marking the dimensions dynamic would never compile, whole; and the
+    recompiles whose cause a code change removes (a value, an object, a call made the same
+    way each time), whole."""
+    named = named_records(finding, evidence.records)
+    ids = {id(r) for r in named}
+    spent = next((group for group in evidence.by_owner().values() if any(id(r) in ids for r in group)), [])
+    statics = [static for static, _ in superseded(spent)]
+    removable = [
+        r
+        for r in named
+        if classify_guard(r.recompile_reason) in _REMOVABLE
+        or GUARD_POSITIONAL_COUNT.search(guard_text(r.recompile_reason))
+    ]
+    return [Claim(r, 1.0) for r in dict.fromkeys([*statics, *removable])]
 
 
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
@@ -56,4 +130,4 @@ def judge(finding: Finding, before: Measured, after: Measured) -> str:
     return by_counts(finding, before, after)
 
 
-RULE = Rule(KIND, check, FIXES, judge)
+RULE = Rule(KIND, check, FIXES, judge, claims)
