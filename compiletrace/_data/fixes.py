@@ -40,11 +40,13 @@ RAISED_RECOMPILE_LIMIT = 64  # what raise-recompile-limit sets; torch's default 
 # torch's own setting of the inputs to compile dynamic from the first call (read at import)
 DYNAMIC_SOURCES_ENV = "TORCH_COMPILE_DYNAMIC_SOURCES"
 # One entry of it, as torch names a source: L['x'], L['kwargs']['input_ids'], G['buf'],
-# L['self'].layers[0].keys, and an optional dimension (":1"). No spaces (torch removes them)
-# and no commas (torch splits the list on them): built to match only what torch writes.
-_SOURCE_ENTRY = re.compile(
-    r"""^[LG]\[(?:'[^',\s]*'|"[^",\s]*"|\d+)\](?:\.[A-Za-z_]\w*|\[(?:'[^',\s]*'|"[^",\s]*"|-?\d+)\])*(?::\d+)?$"""
-)
+# L['self'].layers[0].keys, and an optional dimension (":1"). Built to match only that: no
+# spaces (torch removes them), no commas (torch splits the list on them), and inside quotes
+# no bracket, quote or backslash, so that torch's second reading of an entry, as a regular
+# expression, puts every quoted character in a character class and finds nothing to repeat.
+_QUOTED = r"""[^'",\s\[\]\\]*"""  # what may stand between a key's quotes
+_KEY = f"'{_QUOTED}'|\"{_QUOTED}\""
+_SOURCE_ENTRY = re.compile(rf"^[LG]\[(?:{_KEY}|\d+)\](?:\.[A-Za-z_]\w*|\[(?:{_KEY}|-?\d+)\])*(?::\d+)?$")
 
 
 class Fix(str, enum.Enum):
