@@ -56,6 +56,7 @@ __all__ = [
     "guard_text",
     "guards_by_kind",
     "mark_dynamic_entries",
+    "reading",
     "size_change",
     "superseded",
 ]
@@ -130,6 +131,25 @@ class SizeChange(NamedTuple):
         what ``mark-dynamic`` takes. torch writes a guard's names with its local scope
         stripped (``L['x']`` as ``x``); globals keep theirs."""
         return f"{guard_source(self.name)}:{self.dim}"
+
+
+def reading(reason: str | None) -> str:
+    """What a failed guard says happened, in a few words: for a size, which of the three
+    (a size changed, one torch specialises, a new size after a size-1 graph) or a growing
+    cache; else its kind.
+
+    >>> reading("0/3: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 1, actual 9")
+    'a new size after a size-1 graph'
+    >>> reading("0/2: tensor 'kwargs['cache'].layers[0].keys' size mismatch at index 2. expected 5, actual 6")
+    'the generation cache grew'
+    """
+    kind = classify_guard(reason)
+    change = size_change(reason)
+    if change is None or kind not in (GuardKind.SHAPE, GuardKind.CACHE_STATE):
+        return kind.value
+    if kind is GuardKind.CACHE_STATE and change.kind is not SizeChangeKind.TO_SPECIALISED:
+        return "the generation cache grew"
+    return change.kind.value
 
 
 def guard_source(name: str) -> str:

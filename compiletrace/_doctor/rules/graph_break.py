@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
-from compiletrace._data.records import CompileStatus, GraphRecord
+from compiletrace._data.records import CompileStatus, GraphBreak, GraphRecord
 from compiletrace._data.torch_text import (
     BREAK_CONTEXT_MANAGER,
     BREAK_DATA_DEPENDENT,
@@ -41,7 +41,15 @@ from compiletrace._doctor.shared import AUTO_FIX, MAX_EXAMPLES, Owner
 from compiletrace._doctor.stake import Claim, named_records
 from compiletrace._doctor.verdicts import by_counts
 
-__all__ = ["RULE", "break_auto_fix", "break_fix", "break_summary", "library_break_fix"]
+__all__ = [
+    "RULE",
+    "break_auto_fix",
+    "break_fix",
+    "break_summary",
+    "library_break_fix",
+    "recorded_break_auto_fix",
+    "recorded_break_fix",
+]
 
 KIND = FindingKind.GRAPH_BREAK
 FIXES = (Fix.REORDERABLE_PRINT, Fix.CAPTURE_SCALAR_OUTPUTS)
@@ -126,6 +134,19 @@ def library_break_fix(
     return None
 
 
+def recorded_break_fix(b: GraphBreak) -> str:
+    """The change that removes a recorded break: :func:`break_fix`, but for a ``.item()``
+    whose value the code branches on, which capturing scalars cannot keep in the graph."""
+    if b.scalar_in_branch and BREAK_ITEM.search(b.reason):
+        return _BRANCHED_SCALAR_FIX
+    return break_fix(b.reason)
+
+
+def recorded_break_auto_fix(b: GraphBreak) -> Fix | None:
+    """:func:`break_auto_fix` of a recorded break; none for a scalar the code branches on."""
+    return None if b.scalar_in_branch and BREAK_ITEM.search(b.reason) else break_auto_fix(b.reason)
+
+
 def break_fix(reason: str) -> str:
     """The change that removes a graph break: a known cause's fix, else torch's own hint."""
     for pattern, fix, _ in _BREAK_FIXES:
@@ -178,12 +199,12 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             seen = breaks.setdefault(owner, {}).setdefault((where, b.reason), {})
             if not seen:
                 library = library_break_fix(where, b.reason, r.code_location, r.code_name)
-                branched = b.scalar_in_branch and BREAK_ITEM.search(b.reason) is not None
+                branched = recorded_break_auto_fix(b) is None and break_auto_fix(b.reason) is not None
                 seen.update(
                     location=where,
                     reason=break_summary(b.reason),
                     frame_skipped=b.frame_skipped,
-                    fix=library or (_BRANCHED_SCALAR_FIX if branched else break_fix(b.reason)),
+                    fix=library or recorded_break_fix(b),
                     seen_in=[],
                     **({"scalar_in_branch": True} if branched else {}),
                 )

@@ -22,9 +22,9 @@ from compiletrace._data.torch_text import BREAK_ITEM, DDP_BREAK, DDP_CLASS
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.rules.graph_break import break_auto_fix, break_fix, break_summary
+from compiletrace._doctor.rules.graph_break import break_summary, recorded_break_auto_fix, recorded_break_fix
 from compiletrace._doctor.shared import AUTO_FIX, MAX_EXAMPLES
-from compiletrace._doctor.verdicts import by_counts
+from compiletrace._doctor.verdicts import DID_NOT_HELP, VERIFIED, Measured, still_there
 
 KIND = FindingKind.NOTHING_COMPILED
 FIXES = (Fix.CAPTURE_SCALAR_OUTPUTS, Fix.REORDERABLE_PRINT)
@@ -69,8 +69,8 @@ def _auto_fix(records: Sequence[GraphRecord]) -> Fix | None:
     for r in records:
         for b in r.graph_breaks:
             if BREAK_ITEM.search(b.reason) and b.scalar_in_branch:
-                return None
-            fix = break_auto_fix(b.reason)
+                return None  # the branch would break it again, whatever else is fixed
+            fix = recorded_break_auto_fix(b)
             if fix is not None:
                 return fix
     return None
@@ -118,8 +118,7 @@ def _finding(component: str, group: Sequence[GraphRecord], *, ddp: bool, everyth
         where = "this process" if everything else component
         first = causes[0]["reason"] if causes else "torch gave no break"
         title = f"nothing compiled in {where}: {n}, no graph; the code ran uncompiled ({first})"
-        reasons = [b.reason for r in group for b in r.graph_breaks]
-        fixes = list(dict.fromkeys(break_fix(reason).rstrip(". ") for reason in reasons))
+        fixes = list(dict.fromkeys(recorded_break_fix(b).rstrip(". ") for r in group for b in r.graph_breaks))
         fix = "; ".join(fixes) if fixes else "see the frames' graph breaks (TORCH_LOGS=graph_breaks)"
     auto_fix = None if ddp else _auto_fix(group)
     return Finding(
@@ -139,4 +138,12 @@ def _finding(component: str, group: Sequence[GraphRecord], *, ddp: bool, everyth
     )
 
 
-RULE = Rule(KIND, check, FIXES, by_counts, explains_others=True)
+def judge(finding: Finding, before: Measured, after: Measured) -> str:
+    """Verified when the finding is gone and graphs compiled: the code runs compiled now
+    (more frames, more seconds, by design)."""
+    if still_there(finding, after) is not None or not after.graph_nodes:
+        return DID_NOT_HELP
+    return VERIFIED
+
+
+RULE = Rule(KIND, check, FIXES, judge, explains_others=True, seconds_judged=False)

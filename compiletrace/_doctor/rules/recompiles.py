@@ -18,11 +18,12 @@ from the count of recompiles:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
-from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT
+from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT, GUARDED_ARGUMENT
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import (
@@ -33,6 +34,7 @@ from compiletrace._doctor.guards import (
     guard_text,
     guards_by_kind,
     mark_dynamic_entries,
+    reading,
     superseded,
 )
 from compiletrace._doctor.rule import Rule
@@ -43,6 +45,7 @@ from compiletrace._doctor.verdicts import PARTLY, Measured, by_counts, recompile
 __all__ = ["RULE"]
 
 KIND = FindingKind.RECOMPILES
+MAX_IN_CODE = 2  # the inputs a fix spells out as code (the rest: the same call)
 FIXES = (Fix.MARK_DYNAMIC, Fix.DYNAMIC_SHAPES, Fix.STATIC_CACHE, Fix.CAPTURE_SCALAR_OUTPUTS)
 # Guards whose recompile goes once the code's cause is fixed (a value held in a tensor, one
 # object passed, one dtype): the recompile itself is what the fix saves.
@@ -74,14 +77,16 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         spelled: str | None = None
         if entries:
             spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))
-            fix = (
-                f"mark {', '.join(entries)} dynamic before the first call, from outside the program: "
-                f'compiletrace run --apply "{spelled}" (to keep it: {Fix.MARK_DYNAMIC.in_code}); {fix}'
-            )
+            rest = [r for r in group if guard_auto_fix(r.recompile_reason) is not Fix.MARK_DYNAMIC]
+            fix = _mark_dynamic_fix(entries, spelled) + (f"; {guards_by_kind(rest)[1]}" if rest else "")
         elif auto_fix is not None and auto_fix is not Fix.MARK_DYNAMIC:
             spelled = auto_fix.spelled()
         shapes = any(classify_guard(r.recompile_reason) is GuardKind.SHAPE for r in group)
-        kinds = ", ".join(f"{kind} ({g['count']})" for kind, g in guards.items())
+        grows = any(reading(r.recompile_reason) == "the generation cache grew" for r in group)
+        others = [Fix.DYNAMIC_SHAPES.spelled()] if shapes else []
+        others += [Fix.STATIC_CACHE.spelled()] if grows else []
+        readings = Counter(reading(r.recompile_reason) for r in by_commonest_kind(group))
+        kinds = ", ".join(f"{what} ({n})" for what, n in readings.items())
         yield Finding(
             KIND,
             owner[0],
@@ -97,9 +102,29 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "superseded": [{"static": s.compile_id, "by": r.compile_id} for s, r in saved],
                 **({"dynamic_sources": entries} if entries else {}),
                 **({AUTO_FIX: spelled} if spelled else {}),
-                **({OTHER_FIXES: [Fix.DYNAMIC_SHAPES.spelled()]} if shapes and entries else {}),
+                "readings": {r.compile_id: reading(r.recompile_reason) for r in group},
+                **({OTHER_FIXES: others} if others and entries else {}),
             },
         )
+
+
+def _in_code(entry: str) -> str:
+    """``torch._dynamo.maybe_mark_dynamic(input_ids, 1)`` for ``L['kwargs']['input_ids']:1``."""
+    source, _, dim = entry.rpartition(":")
+    named = GUARDED_ARGUMENT.match(source)
+    return f"torch._dynamo.maybe_mark_dynamic({named[1] if named else 'tensor'}, {dim})"
+
+
+def _mark_dynamic_fix(entries: list[str], spelled: str) -> str:
+    names = ", ".join(entries)
+    in_code = ", ".join(dict.fromkeys(_in_code(e) for e in entries[:MAX_IN_CODE]))
+    return (
+        f"torch compiled {names} dynamic on the recompile: mark {'them' if len(entries) > 1 else 'it'} "
+        "dynamic before the first call and the static graph before is never compiled, from outside "
+        f'the program: compiletrace run --apply "{spelled}" (in code, before the first call: '
+        f"{in_code}, or the same names in TORCH_COMPILE_DYNAMIC_SOURCES); dynamic=True would make "
+        "every other dimension and every float of every module dynamic too, which costs more"
+    )
 
 
 def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
