@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from compiletrace._app.job import ProfileJob, run_command
 from compiletrace._data.files import read
-from compiletrace._data.findings import Finding
+from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S
@@ -65,6 +65,7 @@ from compiletrace._doctor import (
     SecondsEffect,
     automatic_fix,
     judge,
+    rule_for,
     seconds_effect,
     with_seconds,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "Trial",
     "Verdict",
     "judge",
+    "measure_edit",
     "profile_command",
     "slowdown",
     "verified_findings",
@@ -266,6 +268,33 @@ def verify_command(
     return verdicts
 
 
+def measure_edit(
+    command: Sequence[str],
+    edited: Sequence[str],
+    kind: FindingKind | str,
+    *,
+    change: str,
+    cwd: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
+) -> Verdict | None:
+    """A fix that needs an edit, measured as :func:`verify_command` measures one applied
+    from outside: the program as it is (``command``) and as edited (``edited``, the edit
+    ``change`` names), interleaved, ``rounds`` times; the first finding of ``kind`` the
+    program as it is shows is judged on them (None when it shows none)."""
+    say = progress or (lambda line: None)
+    base: list[Trial] = []
+    runs: list[Trial] = []
+    for round_number in range(1, rounds + 1):
+        say(f"the baseline (round {round_number} of {rounds})")
+        base.append(_run_once(command, None, cwd, clock, False))
+        say(f"edited: {change} (round {round_number} of {rounds})")
+        runs.append(_run_once(edited, None, cwd, clock, False))
+    found = [f for f in base[0].findings if f.kind == FindingKind(kind)]
+    return _verdict(found[0], change, base, runs, alternative=False) if found else None
+
+
 def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
     """The fix a finding names, then (with ``alternatives``) the others it names."""
     own = automatic_fix(finding)
@@ -284,6 +313,8 @@ def _verdict(
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     if any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
+    elif not rule_for(finding.kind).seconds_judged:
+        verdict = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
     else:
         verdict = with_seconds(judge(finding, before, after), cpu)
     return Verdict(finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative)

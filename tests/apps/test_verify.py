@@ -312,28 +312,30 @@ def test_bad_input_is_refused_before_anything_runs(
 
 
 def _run_then_verify(tmp_path: Path, program: str, *args: str) -> list[Finding]:
-    """``compiletrace run`` a program of tests/programs, then ``doctor --verify`` its job:
-    the findings, each with what was measured (``evidence["verify"]``)."""
+    """``compiletrace run`` a program of tests/programs, then ``doctor --verify`` its job, one
+    round (the counts: the seconds are judged on three, and benchmarks/verify_cases.py runs
+    those): the findings, each with what was measured (``evidence["verify"]``)."""
     pytest.importorskip("transformers")
     job = tmp_path / "job.json"
     command = [sys.executable, str(Path(PROGRAM).with_name(program)), *args]
     assert cli.main(["run", "--json", str(job), "--", *command]) == 0
     out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--rounds", "1", "--json", str(out)]) == 0
     return findings_from_dict(json.loads(out.read_text()))
 
 
 @pytest.mark.real_model
-def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
+def test_a_real_models_recompile_is_verified_fixed_by_marking_the_length_dynamic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (finding,) = _run_then_verify(tmp_path, "hf_bert.py")
-    # torch's automatic dynamic shapes recompiled once, on the second length.
+    # torch's automatic dynamic shapes recompiled once, on the second length: the length,
+    # marked dynamic from outside with torch's own name for it, compiles one graph.
     assert finding.title.startswith("BertForSequenceClassification.forward recompiled 1 time")
-    assert "torch._dynamo.mark_dynamic(input_ids, 1)" in finding.fix
+    assert "L['kwargs']['input_ids']:1" in finding.evidence["dynamic_sources"]
     measured = finding.evidence["verify"]
     assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
-        "dynamic-shapes",
+        finding.evidence["auto_fix"],
         [2, 1],
         VERIFIED,
     )
@@ -360,20 +362,17 @@ def test_a_repeated_llama_layer_is_verified_fixed_by_regional_compilation(
 
 
 @pytest.mark.real_model
-def test_a_growing_generation_cache_is_verified_helped_by_a_static_cache(
+def test_a_growing_generation_cache_is_verified_helped_by_marking_it_dynamic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Llama generate with its forward compiled: the dynamic cache grows every step. A static
-    cache, passed to generate from outside, removes that recompile; generate's first step
-    still differs from the rest (size 1, its keywords), so one is left: helped in part."""
+    """Llama generate with its forward compiled: the dynamic cache grows every step. Its
+    dimension marked dynamic from the first call removes that recompile; the decode step's
+    size 1 is torch's specialisation, so one is left: helped in part."""
     (finding,) = _run_then_verify(tmp_path, "hf_llama.py", "generate", str(tmp_path / "oracle.json"))
     assert finding.kind.value == "recompiles" and "cache_implementation='static'" in finding.fix
     measured = finding.evidence["verify"]
-    assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
-        "static-cache",
-        [3, 2],
-        PARTLY,
-    )
+    assert measured["fix"].startswith("mark-dynamic=") and "keys:2" in measured["fix"]
+    assert (measured["frame_compiles"], measured["verdict"]) == ([3, 2], PARTLY)
 
 
 FACTORY = """
