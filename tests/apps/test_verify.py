@@ -15,7 +15,15 @@ import torch
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import ProfileJob
-from compiletrace._app.verify import Trial, Verdict, _verdict, verified_findings, verify_lines, verify_rows
+from compiletrace._app.verify import (
+    Trial,
+    Verdict,
+    _verdict,
+    measure_edit,
+    verified_findings,
+    verify_lines,
+    verify_rows,
+)
 from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.job import JobProcess, ProcessInfo
@@ -466,3 +474,38 @@ def test_a_fix_that_slows_the_compiled_model_says_so_and_a_small_change_does_not
         measured = verified_findings([verdict])[0].evidence["verify"]
         assert measured["steady_call_s"] == [0.010, after_s]
         assert measured["slower_per_call"] == round(after_s / 0.010 - 1, 4)
+
+
+CHURN = """
+import sys
+import torch
+
+def churn(x):
+    return x.sin() + 1
+
+f = torch.compile(churn, backend="eager", dynamic=sys.argv[1] == "dynamic")
+for n in (2, 3, 4, 5):
+    f(torch.ones(n))
+"""
+
+
+def test_a_fix_that_needs_an_edit_is_measured_as_the_program_edited_interleaved(tmp_path: Path) -> None:
+    program = tmp_path / "churn.py"
+    program.write_text(CHURN)
+    said: list[str] = []
+    verdict = measure_edit(
+        [sys.executable, str(program), "static"],
+        [sys.executable, str(program), "dynamic"],
+        "recompiles",
+        change="edit: dynamic=True",
+        rounds=2,
+        progress=said.append,
+    )
+    assert verdict is not None and verdict.fix == "edit: dynamic=True"
+    assert [line.split(" (round")[0] for line in said] == ["the baseline", "edited: edit: dynamic=True"] * 2
+    assert (verdict.before.frame_compiles, verdict.after.frame_compiles) == (4, 1)
+    assert len(verdict.base_runs) == len(verdict.fix_runs) == 2 and verdict.cpu is not None
+    assert verdict.verdict == with_seconds(VERIFIED, verdict.cpu)  # the counts, read with the seconds
+    # The edited program shows no such finding to judge: nothing to measure.
+    assert measure_edit([sys.executable, str(program), "dynamic"], [sys.executable, "-c", "pass"],
+                        "recompiles", change="-", rounds=1) is None  # fmt: skip
