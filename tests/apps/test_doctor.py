@@ -390,6 +390,30 @@ def test_two_halves_of_one_forward_cut_by_a_break_are_no_regional_compile_candid
     assert FindingKind.GRAPH_BREAK.value in kinds and FindingKind.REPEATED_GRAPH.value not in kinds
 
 
+class LinearHalves(nn.Module):
+    """A forward split by a print into two halves, each one call of torch's own Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.a(x)
+        print("halfway")
+        return self.b(x)
+
+
+def test_halves_that_are_each_one_of_torchs_own_modules_are_no_block_either(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reg = Registry()
+    compiletrace.compile(LinearHalves(), backend="eager", registry=reg)(torch.ones(2, 8))
+    records = reg.records()
+    assert len({r.structure_hash for r in records}) == 1 and {r.graph_block for r in records} == {""}
+    kinds = _kinds(compiletrace.diagnose(reg))
+    assert FindingKind.GRAPH_BREAK.value in kinds and FindingKind.REPEATED_GRAPH.value not in kinds
+
+
 def test_a_break_that_leaves_one_graph_says_on_which_side_of_it() -> None:
     def breaks_first(x: torch.Tensor) -> torch.Tensor:
         torch._dynamo.graph_break()

@@ -56,12 +56,16 @@ def graph_structure_hash(gm: Any) -> str | None:
 
 
 _OPERATIONS = frozenset({"call_function", "call_method", "call_module"})
+# torch's own modules (Linear, LayerNorm, ...) are called many times in any model: the block
+# a user can compile on its own is a class of theirs or a library's.
+_TORCH_MODULES = "torch."
 
 
 def graph_block(gm: Any) -> str | None:
     """The class of the one submodule call every operation of an FX graph is in (the graph
     is that block's forward: ``Block`` for a graph of ``blocks.1``), else None: operations
-    of the compiled function's own, or of several calls."""
+    of the compiled function's own, or of several calls, or of one of torch's own modules
+    (a ``Linear`` on each side of a graph break is no block to compile on its own)."""
     try:
         outermost: set[tuple[str, str]] = set()
         for node in gm.graph.nodes:
@@ -71,18 +75,17 @@ def graph_block(gm: Any) -> str | None:
             if not stack:
                 return None
             path, cls = next(iter(stack.values()))
-            name = cls.__qualname__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
+            module, _, name = (
+                (cls.__module__, ".", cls.__qualname__) if isinstance(cls, type) else str(cls).rpartition(".")
+            )
+            if module.startswith(_TORCH_MODULES):
+                return None
             outermost.add((str(path), name))
             if len(outermost) > 1:
                 return None
         return next(iter(outermost))[1] if outermost else None
     except Exception:
         return None
-
-
-# torch's own modules (Linear, LayerNorm, ...) are called many times in any model: the block
-# a user can compile on its own is a class of theirs or a library's.
-_TORCH_MODULES = "torch."
 
 
 def repeated_block(gm: Any, min_instances: int = 2) -> RepeatedBlock | None:
