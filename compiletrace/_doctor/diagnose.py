@@ -62,7 +62,7 @@ def diagnose_evidence(evidence: Evidence, rules: Sequence[Rule] = RULES) -> list
 def _claims(rule: Rule, finding: Finding, evidence: Evidence) -> Sequence[Claim] | None:
     if rule.claims is not None:
         return rule.claims(finding, evidence)
-    return whole_claims(finding, evidence.records) if named_records(finding, evidence.records) else None
+    return whole_claims(finding, evidence) if named_records(finding, evidence) else None
 
 
 EXPLAINED = "explains"  # the evidence key of the findings a finding of what did not compile explains
@@ -73,7 +73,7 @@ def _folded(found: list[tuple[Rule, Finding]], evidence: Evidence) -> list[tuple
     folded under it (its evidence lists their titles): the graph breaks inside a DDP
     wrapper are its cause, not things to fix one by one."""
     covering = [
-        (finding, {id(r) for r in named_records(finding, evidence.records)})
+        (finding, {id(r) for r in named_records(finding, evidence)})
         for rule, finding in found
         if rule.explains_others
     ]
@@ -82,7 +82,7 @@ def _folded(found: list[tuple[Rule, Finding]], evidence: Evidence) -> list[tuple
     kept: list[tuple[Rule, Finding]] = []
     explained: dict[int, list[str]] = {}
     for rule, finding in found:
-        named = {id(r) for r in named_records(finding, evidence.records)}
+        named = {id(r) for r in named_records(finding, evidence)}
         cover = next(
             (i for i, (_, ids) in enumerate(covering) if not rule.explains_others and named and named <= ids),
             None,

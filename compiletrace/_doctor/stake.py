@@ -26,6 +26,7 @@ from typing import Any
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.records import NS_PER_S, GraphRecord
+from compiletrace._doctor.evidence import Evidence
 
 __all__ = [
     "AT_STAKE",
@@ -54,8 +55,9 @@ def claimable_ns(r: GraphRecord) -> int:
     return max(r.cpu_or_wall_ns - r.setup_cpu_or_wall_ns, 0)
 
 
-def named_records(finding: Finding, records: Sequence[GraphRecord]) -> list[GraphRecord]:
-    """The records a finding names by compile id (every record of an id that a reset reused)."""
+def named_records(finding: Finding, records: Evidence | Sequence[GraphRecord]) -> list[GraphRecord]:
+    """The records a finding names by compile id (every record of an id that a reset reused),
+    read from the evidence's index when given the evidence."""
     ids: list[str] = []
     for key in _ID_KEYS:
         value = finding.evidence.get(key)
@@ -64,11 +66,13 @@ def named_records(finding: Finding, records: Sequence[GraphRecord]) -> list[Grap
     single = finding.evidence.get("compile_id")
     if isinstance(single, str):
         ids.append(single)
+    if isinstance(records, Evidence):
+        return records.with_ids(ids)
     wanted = set(ids)
     return [r for r in records if r.compile_id in wanted]
 
 
-def whole_claims(finding: Finding, records: Sequence[GraphRecord]) -> list[Claim]:
+def whole_claims(finding: Finding, records: Evidence | Sequence[GraphRecord]) -> list[Claim]:
     """The default: the records the finding names, as much of each as the finding's own
     seconds cover of their compile time (all of it for a finding that counts them whole;
     part for one that counts part, such as a function's own tracing time)."""

@@ -318,7 +318,7 @@ def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
     that compiled nothing (Dynamo gave up on it, or it broke before any operation)."""
     return [
         Claim(r, RESUME_SHARE if r.graph_node_count and r.code_name.startswith(RESUME_PREFIX) else 1.0)
-        for r in named_records(finding, evidence.records)
+        for r in named_records(finding, evidence)
         if not r.graph_node_count or r.code_name.startswith(RESUME_PREFIX)
     ]
 

@@ -131,9 +131,8 @@ def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
     """The static graphs marking the dimensions dynamic would never compile, whole; and the
     recompiles whose cause a code change removes (a value, an object, a call made the same
     way each time), whole."""
-    named = named_records(finding, evidence.records)
-    ids = {id(r) for r in named}
-    spent = next((group for group in evidence.by_owner().values() if any(id(r) in ids for r in group)), [])
+    named = named_records(finding, evidence)
+    spent = evidence.first_group(named)
     statics = [static for static, _ in superseded(spent)]
     removable = [
         r

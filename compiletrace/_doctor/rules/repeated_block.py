@@ -84,9 +84,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
 def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
     """Of each graph, all but one copy of the block."""
     return [
-        Claim(r, saved_share(b))
-        for r in named_records(finding, evidence.records)
-        if (b := _repeated(r)) is not None
+        Claim(r, saved_share(b)) for r in named_records(finding, evidence) if (b := _repeated(r)) is not None
     ]
 
 

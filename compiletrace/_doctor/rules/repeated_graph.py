@@ -68,7 +68,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
 def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
     """Every graph but the first, whole; half of one that follows a graph break (removing
     the break saves it too: the graph_break finding claims the other half)."""
-    repeats = named_records(finding, evidence.records)[1:]
+    repeats = named_records(finding, evidence)[1:]
     return [Claim(r, 0.5 if r.code_name.startswith(RESUME_PREFIX) else 1.0) for r in repeats]
 
 
