@@ -249,6 +249,7 @@ for n in (2, 3, 4, 5):
 """
 
 
+@pytest.mark.slow
 def test_mark_dynamic_from_outside_compiles_the_named_dimension_dynamic_from_the_first_call(
     tmp_path: Path,
 ) -> None:

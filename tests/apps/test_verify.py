@@ -489,6 +489,7 @@ for n in (2, 3, 4, 5):
 """
 
 
+@pytest.mark.slow
 def test_a_fix_that_needs_an_edit_is_measured_as_the_program_edited_interleaved(tmp_path: Path) -> None:
     program = tmp_path / "churn.py"
     program.write_text(CHURN)
