@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
-from compiletrace._data.records import GraphRecord
+from compiletrace._data.records import CompileStatus, GraphRecord
 from compiletrace._data.torch_text import BREAK_ITEM, DDP_BREAK, DDP_CLASS
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
@@ -37,7 +37,10 @@ _DDP_FIX = (
 
 
 def _empty(r: GraphRecord) -> bool:
-    return r.graph_node_count == 0 and not r.recompile_limit_hit
+    """A frame that compiled no graph and ran on: not one past the recompile limit (its own
+    finding), nor one whose compile raised (the program saw the error: a fullgraph compile
+    that broke is the graph-break finding's ``failed to compile``)."""
+    return r.graph_node_count == 0 and not r.recompile_limit_hit and r.status is not CompileStatus.ERROR
 
 
 def _ddp(records: Sequence[GraphRecord]) -> bool:
