@@ -152,7 +152,7 @@ def fixes_help(width: int = 100) -> str:
     """Each fix and what it does, aligned and wrapped to ``width`` columns (``run --help``).
 
     >>> print(fixes_help(width=72).splitlines()[0])
-      capture-scalar-outputs  keeps a .item() in the graph as a symbolic
+      capture-scalar-outputs       keeps a .item() in the graph as a
     """
     names = sorted(Fix, key=lambda f: f.usage)
     column = 2 + max(len(fix.usage) for fix in names) + 2

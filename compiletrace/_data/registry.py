@@ -56,7 +56,7 @@ class Registry:
     >>> reg.compilation_times()
     CompilationTimes(language_model=0.0, encoder=0.0)
     >>> reg.to_dict()["schema_version"]
-    1
+    2
     """
 
     def __init__(self, capacity: int | None = None) -> None:

@@ -196,7 +196,7 @@ def rule_for(kind: FindingKind | str) -> Rule:
     """The rule that makes findings of ``kind``.
 
     >>> rule_for("recompiles").fixes[0].value
-    'dynamic-shapes'
+    'mark-dynamic'
     """
     return _BY_KIND[FindingKind(kind)]
 
