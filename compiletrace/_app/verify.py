@@ -313,7 +313,7 @@ def _verdict(
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     if any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
-    elif not rule_for(finding.kind).seconds_judged:
+    elif not rule_for(finding.kind).seconds_judged(finding):
         verdict = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
     else:
         verdict = with_seconds(judge(finding, before, after), cpu)

@@ -39,6 +39,7 @@ class Rule:
     # Its findings explain the others made of the same records (what did not compile: the
     # graph breaks inside it), which fold under them.
     explains_others: bool = False
-    # doctor --verify reads a fix's seconds (a fix that costs seconds made it slower); not for
-    # a fix whose point is to compile what did not (it adds compile seconds by design).
-    seconds_judged: bool = True
+    # doctor --verify reads a fix's seconds (a fix that costs seconds made it slower), for the
+    # findings this keeps: not for a fix whose point is to compile what did not (it adds
+    # compile seconds by design).
+    seconds_judged: Callable[[Finding], bool] = lambda finding: True

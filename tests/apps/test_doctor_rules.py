@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,11 @@ def test_nothing_compiled() -> None:
     assert "DDP(torch.compile(model))" in finding.fix and "auto_fix" not in finding.evidence
     assert finding.evidence["ddp"] is True
     assert finding.evidence["compile_ids"] == [r.compile_id for r in records]
+    # Code that ran uncompiled compiles with the fix, which costs seconds: judged by the counts.
+    rule = rule_for("nothing_compiled")
+    assert finding.evidence["ran_uncompiled"] is True and not rule.seconds_judged(finding)
+    beside = replace(finding, evidence={**finding.evidence, "ran_uncompiled": False})
+    assert rule.seconds_judged(beside)  # DDP's wrapper traced beside a model that compiled: seconds
     assert any("_inside_ddp_forward" in c["reason"] for c in finding.evidence["causes"])
     # First in the list, and the graph breaks inside DDP fold under it.
     breaks = list(rule_for("graph_break").check(_evidence("nothing_compiled")))

@@ -29,6 +29,8 @@ from compiletrace._doctor.verdicts import DID_NOT_HELP, VERIFIED, Measured, stil
 KIND = FindingKind.NOTHING_COMPILED
 FIXES = (Fix.CAPTURE_SCALAR_OUTPUTS, Fix.REORDERABLE_PRINT)
 
+RAN_UNCOMPILED = "ran_uncompiled"  # evidence: the code ran uncompiled (not DDP's wrapper beside a model)
+
 _DDP_FIX = (
     "compile the model inside DDP instead of DDP itself: DDP(torch.compile(model)) (Dynamo does "
     "not trace DistributedDataParallel's forward; with the model compiled inside, DDP's hooks run "
@@ -136,9 +138,16 @@ def _finding(component: str, group: Sequence[GraphRecord], *, ddp: bool, everyth
             "frames": shared.frames_of(group)[: MAX_EXAMPLES * 4],
             "causes": causes,
             "ddp": ddp,
+            RAN_UNCOMPILED: everything or not ddp,
             **({AUTO_FIX: auto_fix.spelled()} if auto_fix else {}),
         },
     )
+
+
+def seconds_judged(finding: Finding) -> bool:
+    """DDP's wrapper traced beside a model that compiled: its fix saves seconds, and is
+    judged by them; code that ran uncompiled compiles with its fix, which costs seconds."""
+    return finding.evidence.get(RAN_UNCOMPILED) is False
 
 
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
@@ -149,4 +158,4 @@ def judge(finding: Finding, before: Measured, after: Measured) -> str:
     return VERIFIED
 
 
-RULE = Rule(KIND, check, FIXES, judge, explains_others=True, seconds_judged=False)
+RULE = Rule(KIND, check, FIXES, judge, explains_others=True, seconds_judged=seconds_judged)
