@@ -1,22 +1,42 @@
 """``doctor --verify`` on every real-model case of docs/doctor-real-models.md: each program
-of ``tests/programs`` run under ``compiletrace run``, then verified (re-run once as it is and
-once per fix that applies from outside, each in fresh processes on an empty compile cache).
-Prints one Markdown row per finding: case, finding, fix, frame compiles, graph nodes and
-compile seconds before and after, and the verdict. Counts are exact; seconds are as measured.
+of ``tests/programs`` run under ``compiletrace run``, then verified with the seconds: the
+program as it is and with each fix, in interleaved rounds (3 by default), each run in fresh
+processes on an empty compile cache, other fixes a finding names measured too
+(``--alternatives``). A fix that needs an edit is measured the same way where the case names
+the edited program (the program as it is and as edited, interleaved).
 
-    python benchmarks/verify_cases.py [--cases t5-generate,llava] [--json OUT]
+Prints one Markdown row per finding and fix: case, finding, fix, frame compiles, seconds at
+stake (CPU, what the doctor said the fix can save), seconds saved (the median of the rounds'
+paired differences ± half their range, CPU and wall), calibration (saved / at stake, CPU) and
+the verdict; then the machine's load before and after.
+
+    python benchmarks/verify_cases.py [--cases llm-lengths,layers] [--rounds 3] [--json OUT]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "programs"
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+
+
+class Edit(NamedTuple):
+    """A fix that needs an edit, measured: the finding it is for, the edit, the edited program."""
+
+    kind: str
+    change: str
+    argv: list[str]
+
+
 CASES: dict[str, list[str]] = {
     "bert-lengths": ["hf_bert.py"],
     "llama-generate": ["hf_llama.py", "generate", "{tmp}/oracle.json"],
@@ -27,58 +47,156 @@ CASES: dict[str, list[str]] = {
     "vit-item": ["hf_cases.py", "item"],
     "vit-disable": ["hf_cases.py", "disable"],
     "vit-fullgraph": ["hf_cases.py", "fullgraph"],
+    "fixable": ["fixable.py"],
+    "llm-lengths": ["hf_cases.py", "llm-lengths"],
+    "llm-generate": ["hf_cases.py", "llm-generate"],
+    "speech": ["hf_cases.py", "speech"],
+    "layers": ["hf_cases.py", "layers"],
+    "early-exit": ["early_exit.py", "whole"],
+    "ddp-outer": ["torchrun", "ddp_step.py", "outer", "sequential"],
+    "ddp-outer-net": ["torchrun", "ddp_step.py", "outer", "net"],
+}
+_INNER = "DDP(torch.compile(model))"  # the edit for torch.compile(DDP(model))
+EDITS: dict[str, list[Edit]] = {
+    "llava": [Edit("graph_break", "call the model once before compiling it", ["hf_cases.py", "llava-warm"])],
+    "llm-generate": [Edit("recompiles", "pad prompts to 16 tokens", ["hf_cases.py", "llm-generate-padded"])],
+    "early-exit": [
+        Edit("nothing_compiled", "compile the step, the exit check in Python", ["early_exit.py", "body"])
+    ],
+    "ddp-outer": [Edit("nothing_compiled", _INNER, ["torchrun", "ddp_step.py", "inner", "sequential"])],
+    "ddp-outer-net": [Edit("nothing_compiled", _INNER, ["torchrun", "ddp_step.py", "inner", "net"])],
 }
 
 
-def _verify(case: str, argv: list[str], tmp: str) -> list[dict[str, object]]:
+def _command(argv: Sequence[str], tmp: str) -> list[str]:
+    argv = [a.format(tmp=tmp) for a in argv]
+    if argv[0] == "torchrun":
+        return [*TORCHRUN, str(PROGRAMS / argv[1]), *argv[2:]]
+    return [sys.executable, str(PROGRAMS / argv[0]), *argv[1:]]
+
+
+def _load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def _row(case: str, finding: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "case": case,
+        "finding": f"{finding['kind']}: {finding['title'][:100]}",
+        "at_stake_s": finding["seconds"],
+        "fix": measured.get("fix"),
+        "frame_compiles": measured.get("frame_compiles"),
+        "compile_cpu_s": measured.get("compile_cpu_s"),
+        "saved_cpu_s": measured.get("saved_cpu_s"),
+        "saved_wall_s": measured.get("saved_wall_s"),
+        "calibration": measured.get("calibration"),
+        "verdict": measured.get("verdict"),
+        "runs": [measured.get("compile_cpu_s_runs"), measured.get("compile_s_runs")],
+    }
+
+
+def _verify(case: str, argv: list[str], tmp: str, rounds: int) -> list[dict[str, Any]]:
     job = f"{tmp}/{case}.json"
     out = f"{tmp}/{case}.verified.json"
-    program = [sys.executable, str(PROGRAMS / argv[0]), *(a.format(tmp=tmp) for a in argv[1:])]
     ct = [sys.executable, "-m", "compiletrace"]
-    subprocess.run([*ct, "run", "--json", job, "--", *program], check=True, capture_output=True)
-    verified = subprocess.run([*ct, "doctor", "--verify", "--trust", job, "--json", out], capture_output=True)
+    subprocess.run([*ct, "run", "--json", job, "--", *_command(argv, tmp)], check=True, capture_output=True)
+    verify = [
+        *ct,
+        "doctor",
+        "--verify",
+        "--trust",
+        "--alternatives",
+        "--rounds",
+        str(rounds),
+        job,
+        "--json",
+        out,
+    ]
+    verified = subprocess.run(verify, capture_output=True)
     if verified.returncode not in (0, 1):  # 1: a --fail-on kind was found (none is asked for)
         raise SystemExit(f"{case}: doctor --verify failed: {verified.stderr.decode()[-2000:]}")
     rows = []
     for finding in json.loads(Path(out).read_text())["findings"]:
-        measured = finding["evidence"].get("verify", {})
-        rows.append(
-            {
-                "case": case,
-                "finding": f"{finding['kind']}: {finding['title'][:90]}",
-                "seconds": finding["seconds"],
-                "fix": measured.get("fix"),
-                "frame_compiles": measured.get("frame_compiles"),
-                "graph_nodes": measured.get("graph_nodes"),
-                "compile_s": measured.get("compile_s"),
-                "verdict": measured.get("verdict"),
-            }
-        )
+        evidence = finding["evidence"]
+        rows.append(_row(case, finding, evidence.get("verify", {})))
+        rows += [
+            _row(case, finding, {**other, "fix": f"{other['fix']} (also)"})
+            for other in evidence.get("verify_other", [])
+        ]
     return rows
 
 
-def _pair(value: object) -> str:
-    return f"{value[0]} -> {value[1]}" if isinstance(value, list) else "-"
+def _edits(case: str, argv: list[str], tmp: str, rounds: int) -> list[dict[str, Any]]:
+    from compiletrace._app.verify import measure_edit, verified_findings
+
+    rows = []
+    for edit in EDITS.get(case, []):
+        verdict = measure_edit(
+            _command(argv, tmp),
+            _command(edit.argv, tmp),
+            edit.kind,
+            change=f"edit: {edit.change}",
+            rounds=rounds,
+        )
+        if verdict is None:
+            rows.append(
+                {"case": case, "finding": f"{edit.kind}: (not found)", "fix": edit.change, "verdict": "-"}
+            )
+            continue
+        (finding,) = verified_findings([verdict])
+        rows.append(_row(case, finding.to_dict(), finding.evidence["verify"]))
+    return rows
+
+
+def _pair(value: object, digits: int = 2) -> str:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        a, b = value
+        return f"{a} -> {b}" if isinstance(a, int) else f"{a:.{digits}f} -> {b:.{digits}f}"
+    return "-"
+
+
+def _saved(value: object) -> str:
+    return f"{value['median']:.2f} ± {value['spread']:.2f}" if isinstance(value, dict) else "-"
+
+
+def _number(value: object) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
-    rows: list[dict[str, object]] = []
+    rows: list[dict[str, Any]] = []
+    load_before = _load()
     with tempfile.TemporaryDirectory(prefix="verify-cases-") as tmp:
         for case in args.cases.split(","):
-            found = _verify(case, CASES[case], tmp)
+            found = _verify(case, CASES[case], tmp, args.rounds)
+            found += _edits(case, CASES[case], tmp, args.rounds)
             rows += found or [{"case": case, "finding": "(no finding)", "verdict": "-"}]
-            print(f"{case}: {len(found)} findings", file=sys.stderr, flush=True)
-    print("| case | finding | fix | frame compiles | graph nodes | compile s | verdict |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+            print(f"{case}: {len(found)} rows (load {_load()})", file=sys.stderr, flush=True)
+    print(
+        "| case | finding | fix | frame compiles | compile CPU s | at stake s | saved CPU s | saved wall s "
+        "| calibration | verdict |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        print(
-            f"| {r['case']} | {r['finding']} | {r.get('fix') or '-'} | {_pair(r.get('frame_compiles'))} | "
-            f"{_pair(r.get('graph_nodes'))} | {_pair(r.get('compile_s'))} | {r['verdict']} |"
-        )
+        cells = [
+            r["case"],
+            r["finding"],
+            r.get("fix") or "-",
+            _pair(r.get("frame_compiles")),
+            _pair(r.get("compile_cpu_s")),
+            _number(r.get("at_stake_s")),
+            _saved(r.get("saved_cpu_s")),
+            _saved(r.get("saved_wall_s")),
+            _number(r.get("calibration")),
+            r["verdict"],
+        ]
+        print("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
+    print(f"\nload average (1, 5, 15 min): {load_before} before, {_load()} after; {args.rounds} rounds")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=1))
 

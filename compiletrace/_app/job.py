@@ -36,6 +36,7 @@ from types import FrameType
 from typing import Any
 
 from compiletrace._app import program_fixes
+from compiletrace._app.environment_fixes import environment_for
 from compiletrace._core.components import parse_component_rules
 from compiletrace._data.files import read_data
 from compiletrace._data.findings import Finding
@@ -243,6 +244,7 @@ def child_environment(
         env[PROGRAM_FIXES_ENV] = "1"  # the bootstrap installs them once torch is imported
     else:
         env.pop(PROGRAM_FIXES_ENV, None)
+    env.update(environment_for(fixes, env))  # torch reads them at its import, in every process
     if ready:
         env[READY_ENV] = parse_ready(ready).text  # the bootstrap wraps MODULE:FUNCTION
     else:

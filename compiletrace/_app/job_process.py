@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiletrace._app import program_fixes
 from compiletrace._app.engine_phases import install as install_engine_phases
+from compiletrace._app.environment_fixes import is_environment_fix
 from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import recorder
 from compiletrace._core import torch_compat as tc
@@ -386,6 +387,9 @@ def _apply_fixes(names: list[str]) -> list[str]:
     installed = program_fixes.applied()
     applied = []
     for name in names:
+        if is_environment_fix(name):
+            applied.append(name)  # the launcher set it in the environment torch read at import
+            continue
         if tc.is_stance_fix(name):
             continue
         if program_fixes.is_program_fix(name):

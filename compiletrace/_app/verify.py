@@ -1,34 +1,39 @@
 """``compiletrace doctor --verify``: prove the doctor's advice by re-running the program with
 each fix applied, and measuring.
 
-The job's command runs once as it is (the baseline) and once per fix the doctor can apply
-from outside the program (``compiletrace run --apply NAME``: a Dynamo setting made in every
-process before its first compile), each run in fresh processes on the same cache state: a
-private, empty compile cache of its own. Each finding then gets a verdict from what the two
-runs recorded, by the judge of the finding's rule (``compiletrace._doctor``):
+The job's command runs as it is (the baseline) and once per fix the doctor can apply from
+outside the program (``compiletrace run --apply NAME``: a Dynamo setting, an environment
+variable torch reads, or a change to how the program calls torch.compile or generate, made
+in every process before its first compile), each run in fresh processes on the same cache
+state: a private, empty compile cache of its own. It does so in rounds (``rounds``, 3 by
+default), interleaved: base, fix 1, fix 2, ..., base, fix 1, ..., so that each round's runs
+share the machine's load of the moment. Each finding then gets a verdict from two readings
+(``compiletrace._doctor.verdicts``):
 
-- ``verified``: the finding is gone and the program compiled fewer frames (for a function
-  past torch's recompile limit: none is left running eagerly; for regional compilation,
-  which compiles the block's one frame in place of the model's: fewer graph nodes in no
-  more frames, the block's code traced once instead of once per block), and no code hit
-  torch's recompile limit that did not before;
-- ``helped in part``: a recompile finding still there, with fewer recompiles, and fewer
-  frames compiled (a static cache removes the growing cache's recompile, not a flag's);
-- ``did not help``: it is still there, or nothing compiled less;
-- ``broke the program``: the command ended otherwise with the fix than without it;
-- ``cannot be applied automatically``: the fix needs an edit (the finding says which).
+- the counts, by the judge of the finding's rule: the finding gone and fewer frames compiled
+  (for a function past torch's recompile limit: none left running eagerly; for regional
+  compilation: fewer graph nodes in no more frames) is ``verified``; still there, smaller,
+  with fewer frames, ``helped in part``; else ``did not help``;
+- the seconds: per round, the compile CPU seconds of the run as it is minus those with the
+  fix (CPU: what a busy machine barely moves); their median is the saving, half their range
+  the spread. A fix stays verified (or helped in part) only when its saving beats the spread
+  and a floor (3% of the compile, 0.05 s); within them it ``did not help``; a fix that costs
+  seconds ``made it slower``, whatever it did to the counts.
 
-Frame compiles are counts, the same on a busy machine as on an idle one: the verdict rests on
-them and on the findings. Compile seconds and the command's wall time are reported beside
-them, as measured.
+``broke the program``: a run with the fix ended otherwise than the baseline's;
+``cannot be applied automatically``: the fix needs an edit (the finding says which). Beside
+each verdict: the seconds the finding put at stake, the saving (median and spread, CPU and
+wall), and the calibration, saved over at stake, which says how far the doctor's estimate
+can be trusted. With ``alternatives``, the other fixes a finding names (dynamic shapes beside
+marking one dimension dynamic) are measured too, each on its own row.
 
 A run of ``compiletrace profile`` (a MODEL spec, no command) is verified the same way: its
 MODEL and options become the command ``python -m compiletrace profile ...``, run in the
 current directory, with ``--steady-calls`` added, so each trial also measures the compiled
 model's steady-state call time (a fix such as dynamic shapes can make the compiled code
 slower: a line under the table then says so, when the median grew by 10% or more and by
-more than either trial's spread; the verdict itself rests on counts). A job's command has no
-call to time: its steady state is its own to measure.
+more than either trial's spread). A job's command has no call to time: its steady state is
+its own to measure.
 """
 
 from __future__ import annotations
@@ -42,13 +47,30 @@ from typing import TYPE_CHECKING
 
 from compiletrace._app.job import ProfileJob, run_command
 from compiletrace._data.files import read
-from compiletrace._data.findings import Finding
+from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import NS_PER_S
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.verify import TrialFigures, VerifyRow
-from compiletrace._doctor import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, fixes_to_verify, judge
+from compiletrace._doctor import (
+    AT_STAKE,
+    BROKE,
+    DID_NOT_HELP,
+    MANUAL,
+    PARTLY,
+    SLOWER,
+    VERIFIED,
+    SecondsEffect,
+    automatic_fix,
+    fixes_to_verify,
+    judge,
+    rule_for,
+    seconds_effect,
+    with_seconds,
+)
+from compiletrace._doctor.shared import OTHER_FIXES
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
@@ -63,10 +85,13 @@ __all__ = [
     "DID_NOT_HELP",
     "MANUAL",
     "PARTLY",
+    "ROUNDS",
+    "SLOWER",
     "VERIFIED",
     "Trial",
     "Verdict",
     "judge",
+    "measure_edit",
     "profile_command",
     "slowdown",
     "verified_findings",
@@ -82,7 +107,8 @@ __all__ = [
 CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
 STEADY_CALLS = 20  # calls timed after the warm-up in each trial of a profile run
-SLOWER = 0.10  # a fix whose steady-state call is this much slower is said to slow the model
+SLOWER_CALL = 0.10  # a fix whose steady-state call is this much slower is said to slow the model
+ROUNDS = 3  # rounds of runs (base and every fix, interleaved): the fewest that give a spread
 
 
 @dataclass(frozen=True)
@@ -100,13 +126,13 @@ class Trial:
         return self.job.exit_status
 
     @property
+    def frame_compiles(self) -> int:
+        return len(self.job.records())
+
+    @property
     def refused_after_ready(self) -> bool:
         """Whether torch's stance refused a compile after ready in any process of the run."""
         return any(p.run.meta.refused_after_ready for p in self.job.processes)
-
-    @property
-    def frame_compiles(self) -> int:
-        return len(self.job.records())
 
     @property
     def recompile_limit_hit(self) -> bool:
@@ -120,7 +146,13 @@ class Trial:
 
     @property
     def compile_s(self) -> float:
+        """Compile seconds, wall time (frames and lazy backwards)."""
         return sum(self.job.by_component().values())
+
+    @property
+    def compile_cpu_s(self) -> float:
+        """Compile seconds, CPU time of the compile work (wall where a record measured none)."""
+        return sum(r.cpu_or_wall_ns for r in self.job.records()) / NS_PER_S
 
     @property
     def findings(self) -> list[Finding]:
@@ -129,13 +161,33 @@ class Trial:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A finding of the baseline, its fix, and what applying it did."""
+    """A finding of the baseline, its fix, and what applying it did: the first round's runs
+    (``before``, ``after``), every round's, and what the rounds made of the seconds."""
 
     finding: Finding
     fix: str | None
     before: Trial
     after: Trial | None
     verdict: str
+    base_runs: tuple[Trial, ...] = ()  # every round's run as it is (before is the first)
+    fix_runs: tuple[Trial, ...] = ()  # ... and with the fix, round by round
+    cpu: SecondsEffect | None = None  # the paired compile CPU seconds: saving, spread, effect
+    wall: SecondsEffect | None = None  # ... and the compile wall seconds
+    alternative: bool = False  # a fix the finding names beside its own (measured when asked)
+
+    @property
+    def at_stake_s(self) -> float:
+        """The seconds the finding put at stake: what the doctor said its fix can save."""
+        stake = self.finding.evidence.get(AT_STAKE)
+        seconds = stake.get("seconds") if isinstance(stake, dict) else None
+        return float(seconds) if isinstance(seconds, (int, float)) else self.finding.seconds
+
+    @property
+    def calibration(self) -> float | None:
+        """Seconds saved over seconds at stake (CPU): 1.0 is an exact estimate."""
+        if self.cpu is None or self.at_stake_s <= 0:
+            return None
+        return self.cpu.saving / self.at_stake_s
 
 
 def slowdown(before: Trial, after: Trial) -> float | None:
@@ -147,10 +199,10 @@ def slowdown(before: Trial, after: Trial) -> float | None:
 
 
 def slowed_beyond_noise(before: Trial, after: Trial) -> bool:
-    """The fix made the steady-state call slower by :data:`SLOWER` or more, and by more than
+    """The fix made the steady-state call slower by :data:`SLOWER_CALL` or more, and by more than
     either trial's spread (medians of sub-millisecond calls in two processes move)."""
     slower = slowdown(before, after)
-    if slower is None or slower < SLOWER:
+    if slower is None or slower < SLOWER_CALL:
         return False
     assert before.steady_call_s is not None and after.steady_call_s is not None
     return after.steady_call_s - before.steady_call_s > max(before.steady_spread_s, after.steady_spread_s)
@@ -195,34 +247,104 @@ def verify_command(
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
     profiled: bool = False,
+    rounds: int = ROUNDS,
+    alternatives: bool = False,
     ready: str | None = None,
 ) -> list[Verdict]:
-    """Run ``command`` as it is, then once per fix the doctor can apply to what it found,
-    and judge each finding (see the module docstring). ``profiled``: the command is a
-    ``compiletrace profile`` that measures its steady state (``--json PATH`` is added).
+    """Run ``command`` as it is and once per fix the doctor can apply to what it found, in
+    ``rounds`` interleaved rounds, and judge each finding (see the module docstring).
+    ``profiled``: the command is a ``compiletrace profile`` that measures its steady state
+    (``--json PATH`` is added); ``alternatives``: measure the other fixes findings name too;
     ``ready``: the job's ready mark (``run --ready``), the same in every run."""
+    if rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, got {rounds}")
     say = progress or (lambda line: None)
-    say(f"the baseline: {printable(' '.join(command))}")
-    before = _run_once(command, None, cwd, clock, profiled, ready)
-    findings = before.findings
-    trials: dict[str, Trial] = {}
-    for finding in findings:
-        for fix in fixes_to_verify(finding):
-            if fix not in trials:
-                say(f"with --apply {fix}")
-                trials[fix] = _run_once(command, fix, cwd, clock, profiled, ready)
+    shown = printable(" ".join(command))
+    say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
+    base = [_run_once(command, None, cwd, clock, profiled, ready)]
+    findings = base[0].findings
+    fixes = list(dict.fromkeys(fix for f in findings for fix in _fixes_of(f, alternatives)))
+    runs: dict[str, list[Trial]] = {fix: [] for fix in fixes}
+    for round_number in range(1, rounds + 1):
+        if round_number > 1:
+            say(f"the baseline (round {round_number} of {rounds})")
+            base.append(_run_once(command, None, cwd, clock, profiled, ready))
+        for fix in fixes:
+            say(f"with --apply {fix}" + (f" (round {round_number} of {rounds})" if rounds > 1 else ""))
+            runs[fix].append(_run_once(command, fix, cwd, clock, profiled, ready))
     verdicts = []
     for finding in findings:
-        fixes = fixes_to_verify(finding)
-        if not fixes:
-            verdicts.append(Verdict(finding, None, before, None, MANUAL))
-        for fix in fixes:  # its fix, then its gate (a finding may name both: a row each)
-            after = trials[fix]
-            verdicts.append(Verdict(finding, fix, before, after, judge(finding, before, after)))
+        own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
+        if not own:
+            verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base)))
+            continue
+        for fix in _fixes_of(finding, alternatives):
+            verdicts.append(_verdict(finding, fix, base, runs[fix], alternative=fix not in own))
     return verdicts
 
 
-def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> list[Verdict]:
+def measure_edit(
+    command: Sequence[str],
+    edited: Sequence[str],
+    kind: FindingKind | str,
+    *,
+    change: str,
+    cwd: str | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
+) -> Verdict | None:
+    """A fix that needs an edit, measured as :func:`verify_command` measures one applied
+    from outside: the program as it is (``command``) and as edited (``edited``, the edit
+    ``change`` names), interleaved, ``rounds`` times; the first finding of ``kind`` the
+    program as it is shows is judged on them (None when it shows none)."""
+    say = progress or (lambda line: None)
+    base: list[Trial] = []
+    runs: list[Trial] = []
+    for round_number in range(1, rounds + 1):
+        say(f"the baseline (round {round_number} of {rounds})")
+        base.append(_run_once(command, None, cwd, clock, False))
+        say(f"edited: {change} (round {round_number} of {rounds})")
+        runs.append(_run_once(edited, None, cwd, clock, False))
+    found = [f for f in base[0].findings if f.kind == FindingKind(kind)]
+    return _verdict(found[0], change, base, runs, alternative=False) if found else None
+
+
+def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
+    """The fix a finding names and its gate, then (with ``alternatives``) the others it names."""
+    own = fixes_to_verify(finding)
+    if not own:
+        return []
+    others = finding.evidence.get(OTHER_FIXES) if alternatives else None
+    extra = [str(f) for f in others if isinstance(f, str)] if isinstance(others, list) else []
+    return list(dict.fromkeys([*own, *extra]))
+
+
+def _verdict(
+    finding: Finding, fix: str, base: Sequence[Trial], runs: Sequence[Trial], *, alternative: bool
+) -> Verdict:
+    before, after = base[0], runs[0]
+    cpu = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
+    wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
+    rule = rule_for(finding.kind)
+    if rule.reads_exit_status:
+        verdict = judge(finding, before, after)  # a gate ends the program on purpose: its judge reads how
+    elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
+        verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
+    elif not rule.seconds_judged(finding):
+        verdict = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
+    else:
+        verdict = with_seconds(judge(finding, before, after), cpu)
+    return Verdict(finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative)
+
+
+def verify_job(
+    job: Job,
+    *,
+    progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
+    alternatives: bool = False,
+) -> list[Verdict]:
     """:func:`verify_command` on a saved job's command, in the directory it ran in. Raises
     :class:`~compiletrace.UsageError`, running nothing, for a job that a signal ended (a
     server stopped by hand: a re-run would not end) or whose directory is gone."""
@@ -233,7 +355,14 @@ def verify_job(job: Job, *, progress: Callable[[str], None] | None = None) -> li
         )
     if job.cwd and not os.path.isdir(job.cwd):
         raise UsageError(f"the directory the job ran in ({printable(job.cwd)}) is gone; --verify runs there")
-    return verify_command(job.command, cwd=job.cwd or None, progress=progress, ready=job.ready or None)
+    return verify_command(
+        job.command,
+        cwd=job.cwd or None,
+        progress=progress,
+        rounds=rounds,
+        alternatives=alternatives,
+        ready=job.ready or None,
+    )
 
 
 def profile_command(meta: RunMeta, python: str = sys.executable) -> list[str]:
@@ -274,45 +403,107 @@ def profile_command(meta: RunMeta, python: str = sys.executable) -> list[str]:
 
 
 def verify_profile_run(
-    meta: RunMeta, *, cwd: str | None = None, progress: Callable[[str], None] | None = None
+    meta: RunMeta,
+    *,
+    cwd: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
+    alternatives: bool = False,
 ) -> list[Verdict]:
     """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
     (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""
-    return verify_command(profile_command(meta), cwd=cwd, progress=progress, profiled=True)
+    return verify_command(
+        profile_command(meta),
+        cwd=cwd,
+        progress=progress,
+        profiled=True,
+        rounds=rounds,
+        alternatives=alternatives,
+    )
 
 
 def verified_findings(verdicts: Iterable[Verdict]) -> list[Finding]:
     """The baseline's findings, each with what verifying it measured in its evidence
-    (``evidence["verify"]``: the fix, the verdict, and before/after pairs), for the JSON."""
-    found: list[Finding] = []
-    previous: Finding | None = None
+    (``evidence["verify"]``: the fix, the verdict, before/after pairs of the first round,
+    the rounds' medians and the saving; ``evidence["verify_gate"]`` for its gate, measured
+    after its fix; and ``evidence["verify_other"]`` for the other fixes measured), for the JSON."""
+    found: dict[int, Finding] = {}
+    order: list[int] = []
     for v in verdicts:
-        measured: dict[str, object] = {"fix": v.fix, "verdict": v.verdict}
-        if v.after is not None:
-            measured.update(
-                frame_compiles=[v.before.frame_compiles, v.after.frame_compiles],
-                graph_nodes=[v.before.graph_nodes, v.after.graph_nodes],
-                compile_s=[round(v.before.compile_s, 4), round(v.after.compile_s, 4)],
-                wall_s=[round(v.before.wall_s, 3), round(v.after.wall_s, 3)],
-                exit_status=[v.before.job.exit_status, v.after.job.exit_status],
-            )
-            if v.before.steady_call_s is not None or v.after.steady_call_s is not None:
-                measured["steady_call_s"] = [v.before.steady_call_s, v.after.steady_call_s]
-                slower = slowdown(v.before, v.after)
-                if slower is not None:
-                    measured["slower_per_call"] = round(slower, 4)
-        if v.finding is previous:
+        key = id(v.finding)
+        if key not in found:
+            found[key] = v.finding
+            order.append(key)
+        measured = _measured(v)
+        finding = found[key]
+        if v.alternative:
+            others = [*finding.evidence.get("verify_other", []), measured]
+            found[key] = replace(finding, evidence={**finding.evidence, "verify_other": others})
+        elif "verify" in finding.evidence and v.fix != automatic_fix(v.finding):
             # The finding's gate, measured after its fix: beside it, not in place of it.
-            found[-1] = replace(found[-1], evidence={**found[-1].evidence, "verify_gate": measured})
-            continue
-        previous = v.finding
-        found.append(replace(v.finding, evidence={**v.finding.evidence, "verify": measured}))
-    return found
+            found[key] = replace(finding, evidence={**finding.evidence, "verify_gate": measured})
+        else:
+            found[key] = replace(finding, evidence={**finding.evidence, "verify": measured})
+    return [found[key] for key in order]
 
 
-def _figures(trial: Trial) -> TrialFigures:
+def _median(values: Iterable[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def _measured(v: Verdict) -> dict[str, object]:
+    measured: dict[str, object] = {"fix": v.fix, "verdict": v.verdict}
+    if v.after is None:
+        return measured
+    measured.update(
+        frame_compiles=[v.before.frame_compiles, v.after.frame_compiles],
+        graph_nodes=[v.before.graph_nodes, v.after.graph_nodes],
+        compile_s=[round(v.before.compile_s, 4), round(v.after.compile_s, 4)],
+        wall_s=[round(v.before.wall_s, 3), round(v.after.wall_s, 3)],
+        exit_status=[v.before.job.exit_status, v.after.job.exit_status],
+    )
+    if v.base_runs and v.fix_runs:
+        measured.update(
+            rounds=len(v.fix_runs),
+            compile_cpu_s=[
+                round(_median(t.compile_cpu_s for t in v.base_runs), 4),
+                round(_median(t.compile_cpu_s for t in v.fix_runs), 4),
+            ],
+            compile_cpu_s_runs=[
+                [round(t.compile_cpu_s, 4) for t in v.base_runs],
+                [round(t.compile_cpu_s, 4) for t in v.fix_runs],
+            ],
+            compile_s_runs=[
+                [round(t.compile_s, 4) for t in v.base_runs],
+                [round(t.compile_s, 4) for t in v.fix_runs],
+            ],
+        )
+    if v.cpu is not None:
+        measured.update(
+            at_stake_s=round(v.at_stake_s, 4),
+            saved_cpu_s={"median": round(v.cpu.saving, 4), "spread": round(v.cpu.spread, 4)},
+            seconds=v.cpu.effect.value,
+        )
+        calibration = v.calibration
+        if calibration is not None:
+            measured["calibration"] = round(calibration, 3)
+    if v.wall is not None:
+        measured["saved_wall_s"] = {"median": round(v.wall.saving, 4), "spread": round(v.wall.spread, 4)}
+    if v.before.steady_call_s is not None or v.after.steady_call_s is not None:
+        measured["steady_call_s"] = [v.before.steady_call_s, v.after.steady_call_s]
+        slower = slowdown(v.before, v.after)
+        if slower is not None:
+            measured["slower_per_call"] = round(slower, 4)
+    return measured
+
+
+def _figures(trial: Trial, runs: Sequence[Trial] = ()) -> TrialFigures:
+    """A trial's figures; with ``runs`` (every round's), the compile CPU seconds' median."""
+    cpu = _median(t.compile_cpu_s for t in runs) if runs else trial.compile_cpu_s
     return TrialFigures(
-        trial.frame_compiles, trial.graph_nodes, trial.compile_s, trial.wall_s, trial.steady_call_s
+        trial.frame_compiles, trial.graph_nodes, trial.compile_s, trial.wall_s, trial.steady_call_s, cpu
     )
 
 
@@ -329,10 +520,16 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
             VerifyRow(
                 f"{v.finding.kind.value} ({v.finding.component})",
                 v.fix,
-                _figures(v.before),
-                None if after is None else _figures(after),
+                _figures(v.before, v.base_runs),
+                None if after is None else _figures(after, v.fix_runs),
                 v.verdict,
                 slower,
+                at_stake_s=v.at_stake_s,
+                saved_cpu=None if v.cpu is None else (v.cpu.saving, v.cpu.spread),
+                saved_wall=None if v.wall is None else (v.wall.saving, v.wall.spread),
+                calibration=v.calibration,
+                rounds=len(v.fix_runs) or 1,
+                alternative=v.alternative,
             )
         )
     return rows

@@ -34,6 +34,7 @@ __all__ = ["ImportTimer"]
 
 class _ThreadImports(threading.local):
     total_ns = 0  # outermost imports timed on this thread, in all
+    total_cpu_ns = 0  # ... and their CPU time (the CPU clock's, where one is given)
     depth = 0  # imports being executed on this thread, nested
     finding = False  # this finder is asking the others: it must not answer its own question
 
@@ -54,8 +55,11 @@ class ImportTimer:
     >>> _ = sys.path.remove(folder), sys.modules.pop("ct_doc_fresh")
     """
 
-    def __init__(self, clock: Callable[[], int], active: Callable[[], bool]) -> None:
+    def __init__(
+        self, clock: Callable[[], int], active: Callable[[], bool], cpu_clock: Callable[[], int] | None = None
+    ) -> None:
         self._clock = clock
+        self._cpu_clock = cpu_clock or _zero
         self._active = active
         self._thread = _ThreadImports()
         self._watched: dict[str, Callable[[ModuleType], None]] = {}
@@ -103,17 +107,23 @@ class ImportTimer:
             yield  # inside an import already: its time is counted there
             return
         state.depth += 1
-        start = self._clock()
+        start, cpu_start = self._clock(), self._cpu_clock()
         try:
             yield
         finally:
             state.depth -= 1
-            self._timed(start, self._clock())
+            end, cpu_end = self._clock(), self._cpu_clock()
+            state.total_cpu_ns += cpu_end - cpu_start
+            self._timed(start, end)
 
     def thread_total_ns(self) -> int:
         """Nanoseconds of timed imports on the calling thread so far (a running total: a
         compile's share is the difference between its end and its start)."""
         return self._thread.total_ns
+
+    def thread_total_cpu_ns(self) -> int:
+        """:meth:`thread_total_ns`'s CPU time, by the CPU clock (0 without one)."""
+        return self._thread.total_cpu_ns
 
     # -- the finder ------------------------------------------------------------------
 
@@ -151,7 +161,7 @@ class ImportTimer:
     def _wrap_exec(self, loader: Any) -> None:
         real = loader.exec_module
         state = self._thread
-        clock = self._clock
+        clock, cpu_clock = self._clock, self._cpu_clock
 
         def exec_module(module: ModuleType) -> None:
             # Back to the class's own method at once: a loader shared by several modules
@@ -161,13 +171,15 @@ class ImportTimer:
             loader.__dict__.pop("exec_module", None)
             timed = not state.depth and self._safely_active()
             state.depth += timed
-            start = clock() if timed else 0
+            start, cpu_start = (clock(), cpu_clock()) if timed else (0, 0)
             try:
                 real(module)
             finally:
                 if timed:
                     state.depth -= 1
-                    self._timed(start, clock())
+                    end, cpu_end = clock(), cpu_clock()
+                    state.total_cpu_ns += cpu_end - cpu_start
+                    self._timed(start, end)
             loaded = self._watched.pop(module.__name__, None)
             if loaded is not None:
                 try:
@@ -180,3 +192,7 @@ class ImportTimer:
 
 def _never() -> bool:
     return False
+
+
+def _zero() -> int:
+    return 0

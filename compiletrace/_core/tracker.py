@@ -54,6 +54,7 @@ from typing import Any, NamedTuple, Protocol
 from compiletrace._core import torch_compat as tc
 from compiletrace._core.compile_imports import ImportTimer
 from compiletrace._core.components import CompiledTarget, target_of
+from compiletrace._core.cpu_clock import compile_cpu_ns
 from compiletrace._core.observers import (
     OBSERVER_FACTORY,
     TELEMETRY,
@@ -66,6 +67,7 @@ from compiletrace._core.observers import (
     process_observers,
     register_observer_factory,
 )
+from compiletrace._core.scalar_use import item_feeds_branch
 from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._data.ledger import COMPILETRACE_REGION, frame_regions, split_frame
 from compiletrace._data.phases import TimedRegion, fit_to, one_time_ns, split_phases
@@ -77,11 +79,12 @@ from compiletrace._data.records import (
     CompileStatus,
     GraphBreak,
     GraphRecord,
+    RepeatedBlock,
     RuntimeEvent,
     qualified_type_name,
 )
 from compiletrace._data.registry import Registry
-from compiletrace._data.torch_text import RUNTIME_AUTOTUNE_REGIONS
+from compiletrace._data.torch_text import BREAK_ITEM, RUNTIME_AUTOTUNE_REGIONS
 from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace._io.text import first_line
 
@@ -197,6 +200,10 @@ class _OpenFrame:
     # (Unix ns), collected while the frame is open; and the collector it replaced.
     regions: list[TimedRegion] = field(default_factory=list)
     outer_sink: list[TimedRegion] | None = None
+    cpu_start: int | None = None  # the CPU clock when the frame opened (None: CPU not known)
+    cpu_end: int | None = None  # ... when its end callback fired (the region ends it later)
+    imports_cpu_mark: int = 0  # the thread's timed imports' CPU when the frame opened
+    repeated: list[RepeatedBlock] = field(default_factory=list)  # a block called N times in a graph
 
 
 @dataclass
@@ -223,6 +230,7 @@ class _OpenBackward:
     start_ns: int
     tokens: Tokens
     context: Any = None
+    cpu_start: int | None = None
 
 
 @dataclass
@@ -230,6 +238,7 @@ class _ThreadState(threading.local):
     frames: list[_OpenFrame] = field(default_factory=list)
     ending: dict[str, _OpenFrame] = field(default_factory=dict)  # end callback seen, region not yet
     backwards: dict[str, _OpenBackward] = field(default_factory=dict)
+    backward_cpu: dict[str, int] = field(default_factory=dict)  # a lazy backward's CPU clock at its start
     in_passive_call: bool = False  # timing a backend passively: a compiletrace one inside it adds nothing
 
 
@@ -270,8 +279,11 @@ class Tracker:
         observers: Observers | None = None,
         *,
         factory_observer: bool = False,
+        cpu_clock: Clock | None = None,
     ) -> None:
         self._clock: Clock = clock or time.perf_counter_ns
+        # CPU nanoseconds of compile work seen from the calling thread (cpu_clock's docstring)
+        self._cpu_clock: Clock = cpu_clock or compile_cpu_ns
         # Timestamps in records are Unix epoch ns: clock reading + a fixed offset.
         if epoch_offset_ns is None:
             epoch_offset_ns = time.time_ns() - self._clock()
@@ -308,7 +320,7 @@ class Tracker:
         self.passive: PassiveOwners | None = None
         # Times what each compile imports (installed with the process tracker only): the
         # one-time set-up inside the first graphs.
-        self.import_timer = ImportTimer(self._clock, active=self._compiling_here)
+        self.import_timer = ImportTimer(self._clock, active=self._compiling_here, cpu_clock=self._cpu_clock)
         # The process's first C++ compile is its precompiled header (one-time set-up).
         self._header_seen = False
 
@@ -376,8 +388,11 @@ class Tracker:
     ) -> None:
         now = self._clock()
         if trigger == tc.TRIGGER_LAZY_BACKWARD:
-            if not self.bounds_from_regions and self._made_by(context, compile_id) is not None:
-                self._state.backwards[compile_id] = _OpenBackward(now, self._frame_tokens(), context)
+            cpu = self._cpu_clock()
+            if self.bounds_from_regions:
+                self._state.backward_cpu[compile_id] = cpu  # torch's region ends it, on this thread
+            elif self._made_by(context, compile_id) is not None:
+                self._state.backwards[compile_id] = _OpenBackward(now, self._frame_tokens(), context, cpu)
             return
         if trigger != tc.TRIGGER_DYNAMO:
             return
@@ -391,7 +406,8 @@ class Tracker:
             code_name = frame.code_name
             owner = self._owner_of(frame)
         opened = _OpenFrame(compile_id, now, code_name, recompile_reason, owner, self._frame_tokens())
-        opened.imports_mark = self.import_timer.thread_total_ns()
+        self._mark_imports(opened)
+        opened.cpu_start = self._cpu_clock()
         self._collect_regions(opened)
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
@@ -406,6 +422,10 @@ class Tracker:
         elif tc.trace_collector() is not None:
             tc.set_trace_collector(None)  # a stale one, from a frame whose end went unseen
         self._state.frames.append(opened)
+
+    def _mark_imports(self, frame: _OpenFrame) -> None:
+        frame.imports_mark = self.import_timer.thread_total_ns()
+        frame.imports_cpu_mark = self.import_timer.thread_total_cpu_ns()
 
     def on_recompile_limit(
         self, compile_id: str, frame: tc.CompilingFrame | None, reason: str | None, limit: int | None
@@ -422,6 +442,7 @@ class Tracker:
         refused.module = _module_of(frame)
         refused.status = CompileStatus.EAGER_FALLBACK
         refused.limit_hit = True
+        refused.cpu_start = self._cpu_clock()
         if self.bounds_from_regions:
             self._state.frames.append(refused)  # torch's frame region ends it
         else:
@@ -478,7 +499,7 @@ class Tracker:
         self._state.ending.clear()
         for frame in ending:
             assert frame.callback_end_ns is not None
-            self._finish_frame(frame, frame.callback_end_ns)
+            self._finish_frame(frame, frame.callback_end_ns, cpu_end=frame.cpu_end)
 
     def on_end(self, trigger: str, compile_id: str) -> None:
         now = self._clock()
@@ -498,6 +519,7 @@ class Tracker:
             return  # an unmatched end (callbacks registered mid-compile), or not our backend's
         if self.bounds_from_regions:
             frame.callback_end_ns = now
+            frame.cpu_end = self._cpu_clock()
             self._state.ending[compile_id] = frame
         else:
             self._finish_frame(frame, now)
@@ -547,9 +569,11 @@ class Tracker:
             frame.start_ns = start
             self._finish_frame(frame, end)
         elif name == tc.BACKWARD_REGION:
+            cpu_start = self._state.backward_cpu.pop(compile_id, None)
+            cpu_ns = None if cpu_start is None else self._cpu_clock() - cpu_start
             made = self._made_by(context, compile_id)
             if made is not None:
-                self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens())
+                self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens(), cpu_ns)
 
     # -- Work on a compiled graph's calls ---------------------------------------------------
 
@@ -660,6 +684,7 @@ class Tracker:
         # backend's timing, so the cost shows as the frame's own, not the backend's.)
         structure = tc.graph_structure_hash(gm) if diagnosing else None
         block = tc.graph_block(gm) if diagnosing else None
+        repeated = tc.repeated_block(gm) if diagnosing else None
         lookup_collector: contextlib.AbstractContextManager[tc.CacheLookups] = (
             tc.collect_cache_lookups(self.cache_key_parts_enabled)
             if diagnosing
@@ -703,6 +728,8 @@ class Tracker:
                     if structure is not None:
                         frame.structure.append(structure)
                         frame.blocks.append(block)
+                    if repeated is not None:
+                        frame.repeated.append(repeated)
                     frame.lookups.extend(lookups.records())
                     # torch's regions are on the wall clock; fit them to this call's duration.
                     for phase, ns in fit_to(split_phases(regions, wall_start, wall_end), end - start).items():
@@ -729,6 +756,7 @@ class Tracker:
             self._aot_compiles += 1
             compile_id = f"aot{self._aot_compiles - 1}/0"  # torch gives this path no compile id
         opened = _OpenFrame(compile_id, self._clock(), frame.code_name, None, owner, self._frame_tokens())
+        opened.cpu_start = self._cpu_clock()
         opened.filename, opened.first_line = frame.filename, frame.first_line
         opened.aot_call = _AotBackendCall()
         if self.diagnosis_capture_enabled:
@@ -832,12 +860,14 @@ class Tracker:
             )
         cid = tc.current_compile_id() or "?"
         orphan = _OpenFrame(cid, 0, "?", tc.recompile_reason(), owner, self._frame_tokens())
-        orphan.imports_mark = self.import_timer.thread_total_ns()
+        self._mark_imports(orphan)
         return orphan
 
     # -- Finishing ----------------------------------------------------------------------
 
-    def _finish_frame(self, frame: _OpenFrame, end_ns: int, dynamo_known: bool = True) -> None:
+    def _finish_frame(
+        self, frame: _OpenFrame, end_ns: int, dynamo_known: bool = True, cpu_end: int | None = None
+    ) -> None:
         owner = frame.owner
         assert owner is not None
         _stop_tracing_cost(frame)
@@ -845,6 +875,13 @@ class Tracker:
         frame_ns = end_ns - frame.start_ns
         imported_ns = self.import_timer.thread_total_ns() - frame.imports_mark
         setup_ns = max(min(imported_ns + frame.setup_ns, frame_ns), 0)
+        cpu_ns = setup_cpu_ns = None
+        if frame.cpu_start is not None and dynamo_known:
+            cpu_ns = max((self._cpu_clock() if cpu_end is None else cpu_end) - frame.cpu_start, 0)
+            # torch's one-time regions (cache keys) are this thread's work: their wall time
+            # stands for their CPU time.
+            imported_cpu_ns = self.import_timer.thread_total_cpu_ns() - frame.imports_cpu_mark
+            setup_cpu_ns = max(min(imported_cpu_ns + frame.setup_ns, cpu_ns), 0)
         dynamo_ns = max(frame_ns - frame.backend_ns - frame.discarded_ns, 0) if dynamo_known else None
         rank, world_size = _rank_and_world_size()
         attempt = _attempt(frame.compile_id)
@@ -853,6 +890,7 @@ class Tracker:
             breaks = [GraphBreak(*found) for found in tc.graph_breaks_since(frame.breaks_mark)]
         if frame.failure is not None:
             breaks.append(frame.failure)
+        breaks = [_with_scalar_use(b) for b in breaks]
         with self._lock:
             # A frame refused past the limit compiled nothing: its own finding, not a spike.
             after_warmup = owner.registry in self._warmed and not frame.limit_hit
@@ -906,6 +944,14 @@ class Tracker:
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
             frame_lines=self._frame_lines(frame, frame.start_ns, end_ns),
+            cpu_ns=cpu_ns,
+            setup_cpu_ns=setup_cpu_ns or 0,
+            repeated_block=max(frame.repeated, key=lambda b: b.nodes, default=None),
+            dynamic_sources=(
+                tc.automatic_dynamic_sources(frame.filename, frame.first_line, frame.code_name)
+                if self.diagnosis_capture_enabled and frame.filename
+                else ()
+            ),
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
         # record, under the component each names it.
@@ -937,13 +983,16 @@ class Tracker:
     def _finish_backward(self, compile_id: str, bw: _OpenBackward, end_ns: int) -> None:
         made = self._made_by(bw.context, compile_id)
         if made is not None:
-            self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.tokens)
+            cpu_ns = None if bw.cpu_start is None else self._cpu_clock() - bw.cpu_start
+            self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.tokens, cpu_ns)
 
-    def _add_backward(self, made: _Made, start_unix_ns: int, end_unix_ns: int, tokens: Tokens) -> None:
-        record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns)
+    def _add_backward(
+        self, made: _Made, start_unix_ns: int, end_unix_ns: int, tokens: Tokens, cpu_ns: int | None = None
+    ) -> None:
+        record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns, cpu_ns)
         copied = []
         for registry, handle in made.copies:
-            copy = registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns)
+            copy = registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns, cpu_ns)
             if copy is not None:
                 copied.append((registry, copy))
         if record is not None:
@@ -1039,6 +1088,13 @@ def _warn_if_shared_frame_fills(record: GraphRecord, components: list[str]) -> N
         "the shared wrapper, or raise torch._dynamo.config.recompile_limit.",
         key=f"shared-frame:{record.code_name}:{_frame_id(record.compile_id)}:{','.join(components)}",
     )
+
+
+def _with_scalar_use(found: GraphBreak) -> GraphBreak:
+    """A ``.item()`` break, marked when the user's code tests the value it reads."""
+    if not found.filename or not BREAK_ITEM.search(found.reason):
+        return found
+    return found._replace(scalar_in_branch=item_feeds_branch(found.filename, found.lineno))
 
 
 def _combined(hashes: list[str]) -> str | None:

@@ -34,10 +34,12 @@ DOCTOR_SCHEMA_VERSION = FileKind.DOCTOR.schema_version
 class FindingKind(str, enum.Enum):
     """What the doctor found."""
 
+    NOTHING_COMPILED = "nothing_compiled"  # frames compiled no graph: the code ran uncompiled
     RECOMPILES = "recompiles"  # a frame compiled again because a guard failed
     RECOMPILE_LIMIT = "recompile_limit"  # torch stopped recompiling a frame: it runs eagerly
     GRAPH_BREAK = "graph_break"  # Dynamo split a frame (or gave up on it)
     REPEATED_GRAPH = "repeated_graph"  # one structure compiled in several frames
+    REPEATED_BLOCK = "repeated_block"  # one block class traced N times inside one graph
     CACHE_MISS = "cache_miss"  # graphs compiled afresh: the cache missed or was bypassed
     EXPENSIVE_HIT = "expensive_hit"  # a cache hit that still compiled
     COMPILE_AFTER_WARMUP = "compile_after_warmup"  # a latency spike while serving

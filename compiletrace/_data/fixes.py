@@ -18,15 +18,35 @@ A member's value is its spelling on the command line and in the doctor's JSON
 from __future__ import annotations
 
 import enum
+import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compiletrace._io.errors import UsageError
 
-__all__ = ["RAISED_RECOMPILE_LIMIT", "Fix", "check_fixes", "fix_names", "fixes_help", "parse_fix"]
+__all__ = [
+    "DYNAMIC_SOURCES_ENV",
+    "RAISED_RECOMPILE_LIMIT",
+    "Fix",
+    "check_fixes",
+    "dynamic_source_entries",
+    "fix_names",
+    "fixes_help",
+    "parse_fix",
+]
 
 RAISED_RECOMPILE_LIMIT = 64  # what raise-recompile-limit sets; torch's default is 8
+# torch's own setting of the inputs to compile dynamic from the first call (read at import)
+DYNAMIC_SOURCES_ENV = "TORCH_COMPILE_DYNAMIC_SOURCES"
+# One entry of it, as torch names a source: L['x'], L['kwargs']['input_ids'], G['buf'],
+# L['self'].layers[0].keys, and an optional dimension (":1"). Built to match only that: no
+# spaces (torch removes them), no commas (torch splits the list on them), and inside quotes
+# no bracket, quote or backslash, so that torch's second reading of an entry, as a regular
+# expression, puts every quoted character in a character class and finds nothing to repeat.
+_QUOTED = r"""[^'",\s\[\]\\]*"""  # what may stand between a key's quotes
+_KEY = f"'{_QUOTED}'|\"{_QUOTED}\""
+_SOURCE_ENTRY = re.compile(rf"^[LG]\[(?:{_KEY}|\d+)\](?:\.[A-Za-z_]\w*|\[(?:{_KEY}|-?\d+)\])*(?::\d+)?$")
 
 
 class Fix(str, enum.Enum):
@@ -40,6 +60,7 @@ class Fix(str, enum.Enum):
     STATIC_CACHE = "static-cache"  # the program's generate: a static generation cache
     FAIL_AFTER_READY = "fail-after-ready"  # torch's stance at the ready mark: a compile raises
     EAGER_AFTER_READY = "eager-after-ready"  # torch's stance at the ready mark: a compile runs eagerly
+    MARK_DYNAMIC = "mark-dynamic"  # torch's setting, from the job's environment: these inputs dynamic
 
     def __str__(self) -> str:  # "dynamic-shapes", in messages and f-strings alike
         return str(self.value)
@@ -120,6 +141,14 @@ _ABOUT: dict[Fix, _About] = {
         "spike, but that call runs uncompiled, and no hook sees it",
         'torch.compiler.set_stance("eager_on_recompile") after the warm-up',
     ),
+    Fix.MARK_DYNAMIC: _About(
+        "compiles the named inputs' dimensions dynamic from the first call (what torch does on the "
+        "recompile), nothing else: TORCH_COMPILE_DYNAMIC_SOURCES, in every process; names apply to "
+        "every compiled frame that has such an input",
+        'TORCH_COMPILE_DYNAMIC_SOURCES="SOURCE:DIM,..." in the environment, or '
+        "torch._dynamo.maybe_mark_dynamic(tensor, dim) before the first call",
+        "SOURCE:DIM,...",
+    ),
 }
 
 
@@ -136,7 +165,7 @@ def fixes_help(width: int = 100) -> str:
     """Each fix and what it does, aligned and wrapped to ``width`` columns (``run --help``).
 
     >>> print(fixes_help(width=72).splitlines()[0])
-      capture-scalar-outputs  keeps a .item() in the graph as a symbolic
+      capture-scalar-outputs       keeps a .item() in the graph as a
     """
     names = sorted(Fix, key=lambda f: f.usage)
     column = 2 + max(len(fix.usage) for fix in names) + 2
@@ -162,6 +191,14 @@ def parse_fix(name: str) -> tuple[Fix, str | None]:
         raise UsageError(
             f"unknown fix {name!r}; the fixes that apply with no edit: {', '.join(fix_names())}"
         ) from None
+    if fix is Fix.MARK_DYNAMIC:
+        if not sep or not argument:
+            raise UsageError(
+                f"{name!r}: mark-dynamic needs the inputs' names as torch writes them, e.g. "
+                "mark-dynamic=L['kwargs']['input_ids']:1 (the recompiles finding names them)"
+            )
+        dynamic_source_entries(argument)
+        return fix, argument
     if fix is Fix.REGIONAL_COMPILE:
         if not sep or not argument or not all(part.isidentifier() for part in argument.split(".")):
             raise UsageError(
@@ -172,6 +209,24 @@ def parse_fix(name: str) -> tuple[Fix, str | None]:
     if sep:
         raise UsageError(f"{name!r}: the fix {base!r} takes no '=' argument")
     return fix, None
+
+
+def dynamic_source_entries(argument: str) -> list[str]:
+    """The entries of a ``mark-dynamic`` argument, each checked to be a source as torch names
+    one, with an optional dimension; raises :class:`~compiletrace.UsageError` at the first
+    that is not.
+
+    >>> dynamic_source_entries("L['kwargs']['input_ids']:1,L['x']:0")
+    ["L['kwargs']['input_ids']:1", "L['x']:0"]
+    """
+    entries = argument.split(",")
+    for entry in entries:
+        if not _SOURCE_ENTRY.match(entry):
+            raise UsageError(
+                f"mark-dynamic: {entry!r} is not an input as torch names it, with an optional "
+                "dimension (L['x']:0, L['kwargs']['input_ids']:1; no spaces)"
+            )
+    return entries
 
 
 def check_fixes(names: Iterable[str]) -> list[tuple[Fix, str | None]]:

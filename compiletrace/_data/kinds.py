@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 3, frozenset({1, 2, 3}))
+('compiletrace.run', 4, frozenset({1, 2, 3, 4}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
@@ -106,6 +106,9 @@ VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
         "compiled graphs' first calls (registry.runtime_events), the process's ready mark and a "
         "compile torch's stance refused after it (meta.ready, meta.refused_after_ready), the runtime "
         "rows of a trace (meta.trace.runtime_rows)",
+        4: "each record's CPU time (cpu_ns, setup_cpu_ns), the block repeated inside its graph "
+        "(repeated_block), torch's automatic-dynamic sources (dynamic_sources), whether a .item() "
+        "break feeds a branch (graph_breaks[].scalar_in_branch)",
     },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},

@@ -30,6 +30,7 @@ __all__ = [
     "GraphBreak",
     "GraphKey",
     "GraphRecord",
+    "RepeatedBlock",
     "RuntimeEvent",
     "TraceNode",
     "component_totals",
@@ -109,6 +110,9 @@ class GraphBreak(NamedTuple):
     filename: str  # the user's file where the break happened ("" if torch gave none)
     lineno: int  # ... and its line (0 if unknown)
     frame_skipped: bool = False  # torch gave up on the whole frame: it runs eagerly
+    # A .item() break whose value the user's code tests (an if, a while, an early exit):
+    # capturing the scalar cannot keep it in the graph, the branch breaks it again.
+    scalar_in_branch: bool = False
 
     @property
     def location(self) -> str:
@@ -264,6 +268,44 @@ def top_self_times(roots: Iterable[TraceNode], limit: int | None = 10) -> list[t
     return [(name, loc, ns, calls) for (name, loc), (ns, calls) in ranked]
 
 
+class RepeatedBlock(NamedTuple):
+    """One module class whose calls make up much of a graph: Dynamo traced the block once per
+    call inside the one frame (a model of N identical layers compiled whole). Read from the
+    module stack Dynamo leaves on the graph's nodes.
+
+    >>> b = RepeatedBlock("Qwen2DecoderLayer", "transformers.models.qwen2", 10, 610, 61, 61, 654)
+    >>> round(b.share, 3), RepeatedBlock.from_dict(b._asdict()) == b
+    (0.933, True)
+    """
+
+    class_name: str  # the block's class (its qualified name)
+    module: str  # the module the class is defined in
+    instances: int  # distinct calls of the class in the graph (layers.0, layers.1, ...)
+    nodes: int  # the graph's operations inside those calls
+    smallest: int  # operations of the smallest call ...
+    largest: int  # ... and of the largest: equal for identical layers
+    graph_ops: int  # every operation of the graph
+
+    @property
+    def share(self) -> float:
+        """The share of the graph's operations inside the block's calls."""
+        return self.nodes / self.graph_ops if self.graph_ops else 0.0
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "record", where: str = "repeated_block") -> RepeatedBlock:
+        """Read :meth:`_asdict` output, every field checked."""
+        f = Fields(data, source, where)
+        return cls(
+            f.string("class_name"),
+            f.string("module"),
+            f.integer("instances", minimum=0),
+            f.integer("nodes", minimum=0),
+            f.integer("smallest", minimum=0),
+            f.integer("largest", minimum=0),
+            f.integer("graph_ops", minimum=0),
+        )
+
+
 class CompilationTimes(NamedTuple):
     """Compile seconds split two ways, as a serving engine reports them: the encoder (the
     component named ``"encoder"``, what ``compiletrace.compile(..., is_encoder=True)``
@@ -359,6 +401,18 @@ class GraphRecord:
     # up to frame_ns: (line, the line torch's regions alone give that time, ns). The two
     # lines differ where compiletrace timed what torch does not (imports, the CPU probe).
     frame_lines: tuple[tuple[str, str, int], ...] = ()
+    # CPU time of the compile work (compiletrace._core.cpu_clock): the compiling thread's, and
+    # its child processes' (inductor's C++ compiler runs) reaped during the frame, and its
+    # lazy backward's; set-up's share of it. None where not measured (run files before version 4):
+    # the wall figures stand for it.
+    cpu_ns: int | None = None
+    setup_cpu_ns: int = 0
+    # The module class whose calls make up most of the graph, when it was called more than
+    # once inside it (one frame traced the block N times), else None.
+    repeated_block: RepeatedBlock | None = None
+    # torch's automatic-dynamic state of the compiled code after this frame: the inputs and
+    # dimensions it saw change, as TORCH_COMPILE_DYNAMIC_SOURCES entries ("L['x']:0").
+    dynamic_sources: tuple[str, ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -381,6 +435,17 @@ class GraphRecord:
     @property
     def setup_s(self) -> float:
         return self.setup_ns / NS_PER_S
+
+    @property
+    def cpu_or_wall_ns(self) -> int:
+        """What the compile cost, as the doctor weighs it: CPU time where measured (a busy
+        machine barely moves it), else the wall figure (``total_ns``)."""
+        return self.total_ns if self.cpu_ns is None else self.cpu_ns
+
+    @property
+    def setup_cpu_or_wall_ns(self) -> int:
+        """The one-time set-up's share of :attr:`cpu_or_wall_ns`, in the same unit."""
+        return self.setup_ns if self.cpu_ns is None else min(self.setup_cpu_ns, self.cpu_ns)
 
     @property
     def dynamo_s(self) -> float | None:
@@ -444,6 +509,8 @@ class GraphRecord:
         data["cache_lookups"] = [c.to_json() for c in self.cache_lookups]
         data["trace_cost"] = [n.to_json() for n in self.trace_cost]
         data["frame_lines"] = [list(line) for line in self.frame_lines]
+        data["repeated_block"] = None if self.repeated_block is None else self.repeated_block._asdict()
+        data["dynamic_sources"] = list(self.dynamic_sources)
         return data
 
     @classmethod
@@ -451,10 +518,11 @@ class GraphRecord:
         cls, data: Any, source: str = "record", where: str = "", version: int = NEWEST_RUN_VERSION
     ) -> GraphRecord:
         """Read a record written by :meth:`to_dict`, checking every field (a file may come
-        from anywhere); ``version``: the run file's (before version 3 there are no ``frame_lines``).
-        Raises :class:`~compiletrace.RunFileError` naming the bad field."""
+        from anywhere); ``version``: the run file's (what each version added:
+        :data:`compiletrace._data.kinds.VERSIONS`). Raises :class:`~compiletrace.RunFileError`
+        naming the bad field."""
         f = Fields(data, source, where)
-        missing = sorted((_FIELDS if version >= 3 else _FIELDS - _SINCE_3) - set(f.data))
+        missing = sorted(_fields_of(version) - set(f.data))
         if missing:
             at = f" (at {where})" if where else ""
             raise RunFileError(f"{source}: graph record lacks {missing}{at}")
@@ -497,6 +565,7 @@ class GraphRecord:
                     b.string("filename"),
                     b.integer("lineno", minimum=0),
                     b.boolean("frame_skipped"),
+                    b.boolean("scalar_in_branch") if version >= 4 else False,
                 )
                 for b in f.items("graph_breaks")
             ),
@@ -512,12 +581,36 @@ class GraphRecord:
             setup_ns=f.integer("setup_ns", minimum=0),
             trace_cost=_trace_cost(f),
             frame_lines=_frame_lines(f) if version >= 3 else (),
+            **(_added_in_4(f) if version >= 4 else {}),
         )
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file).
 _FIELDS = frozenset(f.name for f in fields(GraphRecord))
-_SINCE_3 = frozenset({"frame_lines"})  # added by the run file's version 3
+_ADDED_IN = {
+    3: frozenset({"frame_lines"}),
+    4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),
+}
+
+
+def _fields_of(version: int) -> frozenset[str]:
+    """The fields a record in a run file of ``version`` holds."""
+    later = (names for added, names in _ADDED_IN.items() if added > version)
+    return _FIELDS.difference(*later)
+
+
+def _added_in_4(f: Fields) -> dict[str, Any]:
+    """Version 4's fields: each record's CPU time, the block repeated inside its graph, and
+    torch's automatic-dynamic sources for its code."""
+    block = f.data["repeated_block"]
+    return {
+        "cpu_ns": f.integer("cpu_ns", optional=True, minimum=0),
+        "setup_cpu_ns": f.integer("setup_cpu_ns", minimum=0),
+        "repeated_block": None
+        if block is None
+        else RepeatedBlock.from_dict(block, f.source, f.path("repeated_block")),
+        "dynamic_sources": tuple(f.strings("dynamic_sources")),
+    }
 
 
 def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:

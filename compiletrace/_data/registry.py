@@ -33,7 +33,7 @@ __all__ = [
     "registry_dict",
 ]
 
-SCHEMA_VERSION = 1  # of a registry's own JSON
+SCHEMA_VERSION = 1  # of a registry's own JSON; the fields of its records follow the run file's version
 # A saved profile run (compiletrace profile --json) wraps a registry's JSON: its kind and version.
 
 # The process registry keeps this many records: a server that recompiles for days must not
@@ -100,9 +100,13 @@ class Registry:
             self._totals_ns[record.component] = self._totals_ns.get(record.component, 0) + record.total_ns
         return handle
 
-    def add_backward(self, graph: str | int, start_unix_ns: int, duration_ns: int) -> GraphRecord | None:
+    def add_backward(
+        self, graph: str | int, start_unix_ns: int, duration_ns: int, cpu_ns: int | None = None
+    ) -> GraphRecord | None:
         """Attribute a lazy backward compile to a forward graph: ``graph`` is the handle
-        :meth:`add` returned, or a compile id (the latest record with that id).
+        :meth:`add` returned, or a compile id (the latest record with that id). ``cpu_ns``:
+        its CPU time, added to a record that measures CPU (its wall time stands in when
+        unknown).
 
         Returns the updated record, or None when there is no such graph (one that a
         compiletrace backend did not compile)."""
@@ -116,6 +120,7 @@ class Registry:
                 old,
                 backward_ns=old.backward_ns + duration_ns,
                 backward_start_unix_ns=old.backward_start_unix_ns or start_unix_ns,
+                cpu_ns=_plus(old.cpu_ns, duration_ns if cpu_ns is None else cpu_ns),
             )
             self._records[pos] = new
             self._totals_ns[new.component] = self._totals_ns.get(new.component, 0) + duration_ns
@@ -275,3 +280,8 @@ def compilation_times(registry: Registry | None = None) -> CompilationTimes:
     True
     """
     return (registry if registry is not None else get_registry()).compilation_times()
+
+
+def _plus(total: int | None, ns: int) -> int | None:
+    """A record's CPU time with a lazy backward's added (None: the record measures none)."""
+    return None if total is None else total + ns

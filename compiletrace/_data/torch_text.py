@@ -41,6 +41,8 @@ __all__ = [
     "CACHE_REGIONS",
     "COMPILE_AUTOTUNE_REGIONS",
     "CUDAGRAPH_REGIONS",
+    "DDP_BREAK",
+    "DDP_CLASS",
     "FRAME_REGION",
     "FX_LOAD_REGIONS",
     "GRAPH_KEY_ATTRIBUTES",
@@ -50,10 +52,13 @@ __all__ = [
     "GUARD_ENTRY_PREFIX",
     "GUARD_GRAD_MODE",
     "GUARD_IDENTITY",
+    "GUARD_POSITIONAL_COUNT",
     "GUARD_REGIONS",
     "GUARD_SHAPE",
     "GUARD_SOURCE_COMMENT",
+    "GUARD_SYMBOLIC",
     "GUARD_VALUE",
+    "GUARD_WRAPPED_FUNCTION",
     "HEADER_REGION",
     "INDUCTOR_REGIONS",
     "KERNEL_COMPILE_REGIONS",
@@ -253,6 +258,14 @@ GUARD_SHAPE = re.compile(
 )
 GUARD_DTYPE_DEVICE = re.compile(r"dtype mismatch|device mismatch|device index mismatch|dispatch key set")
 GUARD_IDENTITY = re.compile(r"___check_obj_id|___check_type_id|ID_MATCH|TYPE_MATCH")
+# A guard on a size that is already dynamic: a relation between symbolic sizes the code
+# branched on ("(x.size()[2] // 4) == (2*((7 + x.size()[2]) // 8))", "2 <= x.size()[0]").
+GUARD_SYMBOLIC = re.compile(r"\.size\(\)\[\d+\]|\.stride\(\)\[\d+\]")
+# Guards on a decorator's own locals, not on what its caller passed: the function it wraps
+# ("___check_obj_id(func.__code__, ...)": one wrapper code shared by every function it wraps)
+# and how many arguments came positionally ("len(args) == 1", "not args").
+GUARD_WRAPPED_FUNCTION = re.compile(r"___check_obj_id\((?:L\[['\"])?func(?:['\"]\])?\.__code__")
+GUARD_POSITIONAL_COUNT = re.compile(r"^(?:not\s+|len\()(?:L\[['\"])?args\b")
 GUARD_VALUE = re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains")
 
 # A static size guard: the tensor, the dimension, and (where torch gives them) the size the
@@ -273,6 +286,12 @@ KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
 GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 
 # -- graph-break reasons ----------------------------------------------------------------------
+
+# DistributedDataParallel's forward, which Dynamo does not trace by design (its
+# _inside_ddp_forward is marked skipped; its logger's method breaks): the module's class, and
+# what its frames' break reasons name.
+DDP_CLASS = "DistributedDataParallel"
+DDP_BREAK = re.compile(r"_inside_ddp_forward|set_runtime_stats_and_log")
 
 # Torch's reason for a break: a first line, then indented "Explanation:" and "Hint:" lines
 # (searched with re.MULTILINE: each hint is a line of its own).

@@ -20,6 +20,7 @@ class TrialFigures:
     compile_s: float
     wall_s: float
     steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
+    compile_cpu_s: float | None = None  # compile CPU seconds (the rounds' median, where several ran)
 
 
 @dataclass(frozen=True)
@@ -32,3 +33,9 @@ class VerifyRow:
     after: TrialFigures | None  # None when the fix was not applied
     verdict: str
     slower_per_call: float | None = None  # 0.3: the fix made the steady call 30% slower, beyond noise
+    at_stake_s: float | None = None  # what the doctor said the fix can save (CPU seconds)
+    saved_cpu: tuple[float, float] | None = None  # (median, spread) of the rounds' CPU savings
+    saved_wall: tuple[float, float] | None = None  # ... and of their compile wall savings
+    calibration: float | None = None  # saved over at stake, CPU
+    rounds: int = 1  # runs per arm, interleaved
+    alternative: bool = False  # another fix the finding names, measured beside its own

@@ -16,7 +16,10 @@ The pipeline, as the file names read::
     shared.py        what rules share: owners, grouping, seconds, quoted evidence, the fix a
                      finding names
     guards.py        failed guards: their kinds and fixes (recompiles, the limit, after warm-up)
-    verdicts.py      doctor --verify's verdict words and the judgements rules share
+    stake.py         seconds at stake: what each finding's fix can save, each compile
+                     claimed once
+    verdicts.py      doctor --verify's verdict words, the judgements rules share, and
+                     the seconds (paired rounds) a verdict must beat
     diagnose.py      the one entry point, diagnose_evidence(), and the callers' doors
 
 To add a kind of finding: a member of ``FindingKind`` (``_data/findings.py``), a module in
@@ -48,9 +51,24 @@ from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import RULES
 from compiletrace._doctor.rules.graph_break import break_auto_fix, break_fix, break_summary, library_break_fix
 from compiletrace._doctor.shared import automatic_fix, fix_of, fixes_to_verify, owners
-from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, MANUAL, PARTLY, VERIFIED, Measured
+from compiletrace._doctor.stake import AT_STAKE, Claim, claim_once
+from compiletrace._doctor.verdicts import (
+    BROKE,
+    DID_NOT_HELP,
+    MANUAL,
+    PARTLY,
+    SLOWER,
+    VERDICTS,
+    VERIFIED,
+    Effect,
+    Measured,
+    SecondsEffect,
+    seconds_effect,
+    with_seconds,
+)
 
 __all__ = [
+    "AT_STAKE",
     "BROKE",
     "DID_NOT_HELP",
     "DOCTOR_KIND",
@@ -58,7 +76,11 @@ __all__ = [
     "MANUAL",
     "PARTLY",
     "RULES",
+    "SLOWER",
+    "VERDICTS",
     "VERIFIED",
+    "Claim",
+    "Effect",
     "Evidence",
     "Finding",
     "FindingKind",
@@ -66,11 +88,13 @@ __all__ = [
     "Measured",
     "Rule",
     "RunContext",
+    "SecondsEffect",
     "automatic_fix",
     "baseline_evidence",
     "break_auto_fix",
     "break_fix",
     "break_summary",
+    "claim_once",
     "classify_guard",
     "diagnose",
     "diagnose_against",
@@ -90,4 +114,6 @@ __all__ = [
     "library_break_fix",
     "owners",
     "rule_for",
+    "seconds_effect",
+    "with_seconds",
 ]

@@ -1,6 +1,9 @@
 """The doctor's one entry point: :func:`diagnose_evidence` runs every rule of
 :data:`~compiletrace._doctor.rules.RULES` on one :class:`~compiletrace._doctor.evidence.Evidence`,
-most seconds at stake first. Every caller goes through it: ``compiletrace.diagnose``
+folds the findings a finding of what did not compile explains under it, gives each finding
+the seconds its fix can save with each compile's seconds claimed once
+(:mod:`compiletrace._doctor.stake`), and ranks them: what did not compile first, then most
+seconds at stake. Every caller goes through it: ``compiletrace.diagnose``
 (a registry), ``ProfileRun.diagnose`` and ``compiletrace doctor`` (a run), ``ProfileJob.diagnose``
 (each process of a job, and its ranks), ``GatherResult.diagnose`` (ranks). :func:`judge`
 reads a fix's before and after with the judge of the finding's rule (``doctor --verify``).
@@ -27,6 +30,7 @@ from compiletrace._data.why import Side
 from compiletrace._doctor.evidence import Evidence, RunContext, gather_evidence, job_evidence
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import RULES
+from compiletrace._doctor.stake import Claim, claim_once, named_records, whole_claims
 from compiletrace._doctor.verdicts import BROKE, Measured, by_counts
 
 __all__ = [
@@ -44,20 +48,66 @@ __all__ = [
 
 
 def diagnose_evidence(evidence: Evidence, rules: Sequence[Rule] = RULES) -> list[Finding]:
-    """Every finding ``rules`` (all of them by default) make of ``evidence``, most seconds
-    at stake first; each names the job's process the evidence is of, if any."""
-    findings = [finding for rule in rules for finding in rule.check(evidence)]
+    """Every finding ``rules`` (all of them by default) make of ``evidence``, each with the
+    seconds its fix can save (no compile's seconds counted twice), what did not compile
+    first, then most seconds at stake; each names the job's process the evidence is of, if
+    any."""
+    found = _folded([(rule, finding) for rule in rules for finding in rule.check(evidence)], evidence)
+    findings = claim_once((finding, _claims(rule, finding, evidence)) for rule, finding in found)
     if evidence.process:
         findings = [replace(f, evidence={**f.evidence, "process": evidence.process}) for f in findings]
     return _ranked(findings)
 
 
+def _claims(rule: Rule, finding: Finding, evidence: Evidence) -> Sequence[Claim] | None:
+    if rule.claims is not None:
+        return rule.claims(finding, evidence)
+    return whole_claims(finding, evidence) if named_records(finding, evidence) else None
+
+
+EXPLAINED = "explains"  # the evidence key of the findings a finding of what did not compile explains
+
+
+def _folded(found: list[tuple[Rule, Finding]], evidence: Evidence) -> list[tuple[Rule, Finding]]:
+    """The findings, with those whose every record a finding of what did not compile covers
+    folded under it (its evidence lists their titles): the graph breaks inside a DDP
+    wrapper are its cause, not things to fix one by one."""
+    covering = [
+        (finding, {id(r) for r in named_records(finding, evidence)})
+        for rule, finding in found
+        if rule.explains_others
+    ]
+    if not covering:
+        return found
+    kept: list[tuple[Rule, Finding]] = []
+    explained: dict[int, list[str]] = {}
+    for rule, finding in found:
+        named = {id(r) for r in named_records(finding, evidence)}
+        cover = next(
+            (i for i, (_, ids) in enumerate(covering) if not rule.explains_others and named and named <= ids),
+            None,
+        )
+        if cover is None:
+            kept.append((rule, finding))
+        else:
+            explained.setdefault(cover, []).append(f"{finding.kind}: {finding.title}")
+    out = []
+    for rule, finding in kept:
+        index = next((i for i, (f, _) in enumerate(covering) if f is finding), None)
+        if index is not None and index in explained:
+            finding = replace(finding, evidence={**finding.evidence, EXPLAINED: explained[index]})
+        out.append((rule, finding))
+    return out
+
+
 _ORDER = {kind: i for i, kind in enumerate(FindingKind)}
+_FIRST = frozenset({FindingKind.NOTHING_COMPILED})  # what did not compile, before any seconds
 
 
 def _ranked(findings: Iterable[Finding]) -> list[Finding]:
-    """Most seconds first; of equal seconds, in :class:`FindingKind` order, then as found."""
-    return sorted(findings, key=lambda f: (-f.seconds, _ORDER.get(f.kind, len(_ORDER))))
+    """What did not compile first; then most seconds first; of equal seconds, in
+    :class:`FindingKind` order, then as found."""
+    return sorted(findings, key=lambda f: (f.kind not in _FIRST, -f.seconds, _ORDER.get(f.kind, len(_ORDER))))
 
 
 def diagnose(registry: Registry | None = None) -> list[Finding]:
@@ -116,8 +166,7 @@ def diagnose_ranks(ranks: Sequence[RankTimes]) -> list[Finding]:
 def diagnose_job(job: Job) -> list[Finding]:
     """The findings of every process of a job (a finding's evidence names its process), and
     across the ranks of a distributed job, most seconds at stake first."""
-    findings = [finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence)]
-    return sorted(findings, key=lambda f: -f.seconds)
+    return _ranked(finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence))
 
 
 def baseline_evidence(baseline: Run | Job) -> Evidence:
@@ -147,7 +196,7 @@ def rule_for(kind: FindingKind | str) -> Rule:
     """The rule that makes findings of ``kind``.
 
     >>> rule_for("recompiles").fixes[0].value
-    'dynamic-shapes'
+    'mark-dynamic'
     """
     return _BY_KIND[FindingKind(kind)]
 

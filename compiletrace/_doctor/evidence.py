@@ -65,10 +65,37 @@ class Evidence:
     runtime: tuple[RuntimeEvent, ...] = ()  # work on compiled graphs' first calls (autotune, CUDA graphs)
     # Each record's owner (the user's function it belongs to), in order: derived, once.
     owners: tuple[Owner, ...] = field(init=False, repr=False, compare=False)
+    # Indexes derived once, since rules ask them once per finding (thousands, in a long job):
+    # the records' positions by compile id and by record, and the positions of each owner's records.
+    _by_id: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _position: Mapping[int, int] = field(init=False, repr=False, compare=False)
+    _by_owner: Mapping[Owner, tuple[int, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
         object.__setattr__(self, "owners", tuple(owners(self.records)))
+        by_id: dict[str, list[int]] = {}
+        by_owner: dict[Owner, list[int]] = {}
+        for i, (r, owner) in enumerate(zip(self.records, self.owners, strict=True)):
+            by_id.setdefault(r.compile_id, []).append(i)
+            by_owner.setdefault(owner, []).append(i)
+        object.__setattr__(self, "_by_id", {k: tuple(v) for k, v in by_id.items()})
+        object.__setattr__(self, "_position", {id(r): i for i, r in enumerate(self.records)})
+        object.__setattr__(self, "_by_owner", {k: tuple(v) for k, v in by_owner.items()})
+
+    def with_ids(self, ids: Iterable[str]) -> list[GraphRecord]:
+        """The records of these compile ids (every record of an id a reset reused), in order."""
+        found = sorted({i for compile_id in ids for i in self._by_id.get(compile_id, ())})
+        return [self.records[i] for i in found]
+
+    def first_group(self, records: Iterable[GraphRecord]) -> list[GraphRecord]:
+        """The records of the first owner (in the order first seen) that owns one of
+        ``records``: ``by_owner()``'s group holding them, without grouping every record."""
+        found = [self._position[id(r)] for r in records if id(r) in self._position]
+        if not found:
+            return []
+        group = min((self._by_owner[self.owners[i]] for i in found), key=lambda g: g[0])
+        return [self.records[i] for i in group]
 
     def by_owner(
         self, keep: Callable[[GraphRecord], bool] = lambda r: True

@@ -6,7 +6,9 @@ wording of a guard is :mod:`compiletrace._data.torch_text`'s.
 >>> classify_guard("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3").value
 'tensor shape/stride'
 >>> guard_auto_fix("0/0: tensor 'x' size mismatch at index 0. expected 2, actual 3")
-<Fix.DYNAMIC_SHAPES: 'dynamic-shapes'>
+<Fix.MARK_DYNAMIC: 'mark-dynamic'>
+>>> size_change("tensor 'kwargs['input_ids']' size mismatch at index 1. expected 1, actual 9").kind.value
+'a new size after a size-1 graph'
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import enum
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiletrace._data.fixes import Fix
 from compiletrace._data.records import GraphRecord
@@ -25,9 +27,12 @@ from compiletrace._data.torch_text import (
     GUARD_ENTRY_PREFIX,
     GUARD_GRAD_MODE,
     GUARD_IDENTITY,
+    GUARD_POSITIONAL_COUNT,
     GUARD_SHAPE,
     GUARD_SOURCE_COMMENT,
+    GUARD_SYMBOLIC,
     GUARD_VALUE,
+    GUARD_WRAPPED_FUNCTION,
     GUARDED_ARGUMENT,
     KWARGS_COUNT_GUARD,
     NUMBER_CONSTANT,
@@ -36,17 +41,24 @@ from compiletrace._data.torch_text import (
     STRING_CONSTANT,
     VALUE_COMPARISON,
 )
-from compiletrace._doctor.shared import unique
+from compiletrace._doctor.shared import group, unique
 
 __all__ = [
     "MAX_FIXES_PER_KIND",
     "GuardKind",
+    "SizeChange",
+    "SizeChangeKind",
     "by_commonest_kind",
     "classify_guard",
     "guard_auto_fix",
     "guard_fix",
+    "guard_source",
     "guard_text",
     "guards_by_kind",
+    "mark_dynamic_entries",
+    "reading",
+    "size_change",
+    "superseded",
 ]
 
 
@@ -60,6 +72,8 @@ class GuardKind(str, enum.Enum):
     GRAD_MODE = "grad mode"
     BACKEND = "backend mismatch"
     CACHE_STATE = "generation cache state"  # a library's KV cache: its shapes and flags
+    SYMBOLIC = "relation between dynamic sizes"  # a size already dynamic: a branch on it changed
+    WRAPPER = "a decorator's own arguments"  # the function it wraps, how it was called
     OTHER = "other"
 
 
@@ -74,13 +88,95 @@ _CACHE_FLAG = re.compile(r"is_updated|is_initialized")
 _GUARD_RULES: tuple[tuple[GuardKind, re.Pattern[str]], ...] = (
     (GuardKind.BACKEND, GUARD_BACKEND),
     (GuardKind.GRAD_MODE, GUARD_GRAD_MODE),
+    (GuardKind.WRAPPER, GUARD_WRAPPED_FUNCTION),
+    (GuardKind.WRAPPER, GUARD_POSITIONAL_COUNT),
     (GuardKind.CACHE_STATE, _CACHE_STATE),
+    (GuardKind.SYMBOLIC, GUARD_SYMBOLIC),
     (GuardKind.SHAPE, GUARD_SHAPE),
     (GuardKind.DTYPE_DEVICE, GUARD_DTYPE_DEVICE),
     (GuardKind.IDENTITY, GUARD_IDENTITY),
     (GuardKind.VALUE, GUARD_VALUE),
 )
 SPECIALISED_SIZES = {"0", "1"}  # sizes torch specialises even with dynamic=True
+
+
+class SizeChangeKind(str, enum.Enum):
+    """What a static size guard's failure was, read from the sizes torch gives."""
+
+    CHANGED = "a size changed"  # N -> M, both above 1: torch compiles it dynamic on the recompile
+    TO_SPECIALISED = "a size torch specialises"  # N -> 0 or 1: prefill then decode, a batch of 1
+    FROM_SPECIALISED = "a new size after a size-1 graph"  # 1 -> N: generate's next prompt, say
+
+
+class SizeChange(NamedTuple):
+    """A failed static size guard: the tensor (as the guard names it and as torch's sources
+    do), the dimension, and the sizes the entry had and the call brought (None: not given)."""
+
+    name: str  # "kwargs['input_ids']"
+    dim: int
+    expected: int | None
+    actual: int | None
+
+    @property
+    def kind(self) -> SizeChangeKind:
+        if self.actual is not None and str(self.actual) in SPECIALISED_SIZES:
+            return SizeChangeKind.TO_SPECIALISED
+        if self.expected is not None and str(self.expected) in SPECIALISED_SIZES:
+            return SizeChangeKind.FROM_SPECIALISED
+        return SizeChangeKind.CHANGED
+
+    @property
+    def source(self) -> str:
+        """The tensor's dimension as torch's sources name it (``L['kwargs']['input_ids']:1``):
+        what ``mark-dynamic`` takes. torch writes a guard's names with its local scope
+        stripped (``L['x']`` as ``x``); globals keep theirs."""
+        return f"{guard_source(self.name)}:{self.dim}"
+
+
+def reading(reason: str | None) -> str:
+    """What a failed guard says happened, in a few words: for a size, which of the three
+    (a size changed, one torch specialises, a new size after a size-1 graph) or a growing
+    cache; else its kind.
+
+    >>> reading("0/3: tensor 'kwargs['input_ids']' size mismatch at index 1. expected 1, actual 9")
+    'a new size after a size-1 graph'
+    >>> reading("0/2: tensor 'kwargs['cache'].layers[0].keys' size mismatch at index 2. expected 5, actual 6")
+    'the generation cache grew'
+    """
+    kind = classify_guard(reason)
+    change = size_change(reason)
+    if change is None or kind not in (GuardKind.SHAPE, GuardKind.CACHE_STATE):
+        return kind.value
+    if kind is GuardKind.CACHE_STATE and change.kind is not SizeChangeKind.TO_SPECIALISED:
+        return "the generation cache grew"
+    return change.kind.value
+
+
+def guard_source(name: str) -> str:
+    """A name as a guard writes it, as torch's sources do.
+
+    >>> guard_source("kwargs['input_ids']"), guard_source("x"), guard_source("L['x']")
+    ("L['kwargs']['input_ids']", "L['x']", "L['x']")
+    """
+    if name.startswith(("L[", "G[")):
+        return name
+    head = re.match(r"^([A-Za-z_]\w*)(.*)$", name, re.S)
+    return name if head is None else f"L['{head[1]}']{head[2]}"
+
+
+def size_change(reason: str | None) -> SizeChange | None:
+    """The failed static size guard of a recompile reason, if that is what it is."""
+    size = SIZE_MISMATCH.search(guard_text(reason))
+    if size is None:
+        return None
+    return SizeChange(
+        size[1],
+        int(size[2]),
+        None if size[3] is None else int(size[3]),
+        None if size[4] is None else int(size[4]),
+    )
+
+
 MAX_FIXES_PER_KIND = 3  # distinct fixes one kind of guard gets (one per tensor or flag seen)
 
 
@@ -140,18 +236,51 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 "call: torch._dynamo.mark_dynamic(t, dim)"
             )
         name, dim = _argument(size[1]), size[2]
-        if {size[3], size[4]} & SPECIALISED_SIZES:
+        change = size_change(reason)
+        assert change is not None
+        if change.kind is SizeChangeKind.TO_SPECIALISED:
             return (
                 f"{name} changed from size {size[3]} to {size[4]} in dimension {dim}, and torch "
-                "specialises sizes 0 and 1 even with dynamic=True: neither dynamic=True nor "
-                "mark_dynamic removes this recompile (it happens once per size-1 case, e.g. prefill "
-                "then decode). Warm up with both sizes before timing matters, or, if the code never "
-                f"branches on that size, torch._dynamo.mark_unbacked({name}, {dim}) drops the "
-                "specialisation"
+                "specialises sizes 0 and 1 even with dynamic=True: no setting removes this "
+                "recompile (it happens once per size-1 case, e.g. prefill then decode). Warm up with "
+                "both sizes before timing matters, or, if the code never branches on that size, "
+                f"torch._dynamo.mark_unbacked({name}, {dim}) drops the specialisation"
+            )
+        if change.kind is SizeChangeKind.FROM_SPECIALISED:
+            return (
+                f"{name} came with size {size[4]} in dimension {dim} after a graph compiled for size "
+                f"{size[3]}: a new length (in generate, the next prompt's prefill checked against the "
+                "decode step's graph), compiled dynamic in that dimension from here on. Mark the "
+                "dimension dynamic before the first call (run --apply mark-dynamic, or "
+                f"torch._dynamo.maybe_mark_dynamic({name}, {dim})) so every length shares one graph, "
+                "or pad inputs to a few lengths"
             )
         return (
-            "compile with dynamic=True, or mark the changing dimension dynamic before the first call: "
-            f"torch._dynamo.mark_dynamic({name}, {dim})"
+            f"torch compiled {name} dynamic in dimension {dim} on this recompile: mark that dimension "
+            "dynamic before the first call and the static graph before it is never compiled "
+            f"(run --apply mark-dynamic, or torch._dynamo.maybe_mark_dynamic({name}, {dim})); "
+            "dynamic=True also makes every other dimension and every float of every module dynamic, "
+            "which costs more"
+        )
+    if kind is GuardKind.SYMBOLIC:
+        return (
+            "the size is dynamic already: the guard is a relation between sizes that the code "
+            "branches on (the line after '#' in the reason), and torch compiles one graph per "
+            "outcome; dynamic=True cannot remove it. Make the branch not depend on the size, or "
+            "pad inputs to sizes where it holds"
+        )
+    if kind is GuardKind.WRAPPER:
+        if GUARD_POSITIONAL_COUNT.search(text):
+            return (
+                "the compiled function is a decorator's wrapper, guarded on how many arguments came "
+                "positionally: pass the inputs the same way on every call (by keyword, as a "
+                "library's generate does)"
+            )
+        return (
+            "the compiled code is a decorator's wrapper shared by every function it wraps (a "
+            "library's decorator around each module's forward): each wrapped function is a graph "
+            "of its own, as it should be; nothing in your code to change. To keep them apart, "
+            "compile each module (torch.compile(module)) rather than a shared forward"
         )
     if kind is GuardKind.VALUE:
         if KWARGS_COUNT_GUARD.match(text):
@@ -207,9 +336,11 @@ def _cache_state_fix(text: str) -> str:
     size = SIZE_MISMATCH.search(text)
     if size is not None:
         return (
-            f"{_argument(size[1])} grows by a step every call (a dynamic cache): generate with a "
-            "static cache, model.generate(..., cache_implementation='static'), whose tensors keep "
-            "one shape; or pass use_cache=False to calls that need no cache"
+            f"{_argument(size[1])} grows by a step every call (a dynamic cache): torch compiles it "
+            "dynamic after this one recompile; marking it dynamic before the first call (run --apply "
+            "mark-dynamic) saves the static graph. A static cache "
+            "(generate(..., cache_implementation='static')) keeps one shape, but generate's calls "
+            "then differ in their keyword arguments and recompile on that"
         )
     if _CACHE_FLAG.search(text):
         return (
@@ -225,24 +356,21 @@ def _cache_state_fix(text: str) -> str:
 
 
 def guard_auto_fix(reason: str | None) -> Fix | None:
-    """The fix for a failed guard that applies from outside the program: dynamic shapes for
-    a size that changes (not one torch specialises: 0 or 1); a static cache for a generation
-    cache's growing tensors (not a flag that flips once as it fills); captured scalars for a
-    number a graph break handed on."""
+    """The fix for a failed guard that applies from outside the program: the changed
+    dimension marked dynamic from the first call for a size that changes or grows (a
+    generation cache's too; not a size torch specialises, 0 or 1); captured scalars for a
+    number a graph break handed on. None for a relation between sizes already dynamic, a
+    cache's flag, or a decorator's own arguments: no setting removes those."""
     kind = classify_guard(reason)
     text = guard_text(reason)
-    if kind is GuardKind.CACHE_STATE:
-        # A cache that grows: a static one keeps one shape. A flag, or the cache's other
-        # state, is no static cache's to change.
-        return Fix.STATIC_CACHE if SIZE_MISMATCH.search(text) and not _CACHE_FLAG.search(text) else None
     if kind is GuardKind.VALUE:
         return Fix.CAPTURE_SCALAR_OUTPUTS if _break_number(text) else None
-    if kind is not GuardKind.SHAPE:
+    if kind not in (GuardKind.SHAPE, GuardKind.CACHE_STATE) or _CACHE_FLAG.search(text):
         return None
-    size = SIZE_MISMATCH.search(text)
-    if size is not None and {size[3], size[4]} & SPECIALISED_SIZES:
+    change = size_change(reason)
+    if change is None or change.kind is SizeChangeKind.TO_SPECIALISED:
         return None
-    return Fix.DYNAMIC_SHAPES
+    return Fix.MARK_DYNAMIC
 
 
 def _kind_fix(kind: GuardKind, reasons: Sequence[str]) -> str:
@@ -254,7 +382,8 @@ def _kind_fix(kind: GuardKind, reasons: Sequence[str]) -> str:
         fix = guard_fix(kind, reason)
         cause = fix
         if kind is GuardKind.SHAPE:
-            cause = "dynamic" if guard_auto_fix(reason) else fix
+            change = size_change(reason)
+            cause = change.kind.value if change is not None else fix
         by_cause.setdefault(cause, fix)
     return "; ".join(list(by_cause.values())[:MAX_FIXES_PER_KIND])
 
@@ -286,3 +415,63 @@ def guards_by_kind(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]
         f"{kind.value} guards: {fixes[kind]}" if i else fixes[kind] for i, (kind, _) in enumerate(ordered)
     )
     return guards, fix
+
+
+def _code(r: GraphRecord) -> tuple[str, int, str]:
+    return (r.code_filename, r.code_firstlineno, r.code_name)
+
+
+def _dynamic_now(records: Sequence[GraphRecord]) -> set[str]:
+    """What torch's automatic dynamic held for these records' code after the last of them."""
+    return set(records[-1].dynamic_sources) if records else set()
+
+
+def superseded(records: Sequence[GraphRecord]) -> list[tuple[GraphRecord, GraphRecord]]:
+    """(static record, the recompile that replaced it) for each graph that marking the changed
+    dimensions dynamic before the first call would never compile: per compiled code, the
+    entry a changed size's guard failed against, and, for a new size after a size-1 graph,
+    the earliest other static graph of that code. Only where torch made that dimension
+    dynamic (its state), or, in a run without the state, where the guard says it changed."""
+    found: list[tuple[GraphRecord, GraphRecord]] = []
+    by_code = group(records, _code)
+    for code_records in by_code.values():
+        dynamic = _dynamic_now(code_records)
+        taken: set[int] = set()
+        specialised: set[int] = set()  # records compiled for a size torch specialises (N -> 1)
+        for i, r in enumerate(code_records):
+            change = size_change(r.recompile_reason) if r.is_recompile and i else None
+            if change is None or (dynamic and change.source not in dynamic):
+                continue
+            if change.kind is SizeChangeKind.TO_SPECIALISED:
+                specialised.add(id(r))
+                continue
+            failed_against = code_records[i - 1]
+            if change.kind is SizeChangeKind.CHANGED:
+                candidates = [failed_against]
+            else:  # the earliest other static graph of the code: the first prefill, in generate
+                candidates = [
+                    e for e in code_records[: i - 1] if id(e) not in specialised and not e.recompile_limit_hit
+                ]
+            target = next((e for e in candidates if id(e) not in taken), None)
+            if target is not None:
+                taken.add(id(target))
+                found.append((target, r))
+    return found
+
+
+def mark_dynamic_entries(records: Sequence[GraphRecord]) -> list[str]:
+    """The tensor dimensions to mark dynamic for these records' code: what torch's automatic
+    dynamic made dynamic (its state after the last record of each code), else, in a run
+    without the state, what the failed size guards name (the first failing guard of each
+    recompile only)."""
+    entries: list[str] = []
+    for code_records in group(records, _code).values():
+        entries += [e for e in code_records[-1].dynamic_sources if ":" in e.rpartition("]")[2]]
+    if entries:
+        return list(dict.fromkeys(entries))
+    changes = (size_change(r.recompile_reason) for r in records if r.is_recompile)
+    return list(
+        dict.fromkeys(
+            c.source for c in changes if c is not None and c.kind is not SizeChangeKind.TO_SPECIALISED
+        )
+    )

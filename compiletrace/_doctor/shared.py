@@ -24,6 +24,7 @@ __all__ = [
     "AUTO_FIX",
     "GATE_FIX",
     "MAX_EXAMPLES",
+    "OTHER_FIXES",
     "Owner",
     "at",
     "automatic_fix",
@@ -47,6 +48,7 @@ __all__ = [
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 AUTO_FIX = "auto_fix"  # the evidence key of a finding's fix that applies with no edit
 GATE_FIX = "gate_fix"  # ... and of a setting that stops the program at the problem instead (a gate)
+OTHER_FIXES = "other_fixes"  # ... and of fixes that also apply, measured only when asked (--verify)
 
 K = TypeVar("K", bound=Hashable)
 

@@ -1,15 +1,29 @@
 """How ``doctor --verify`` reads a fix's before and after: the verdict words, what a trial
-must tell (:class:`Measured`), and the judgements rules share. Each rule with a fix that
-applies from outside the program names its judge (``Rule.judge``); running the trials is
-``compiletrace._app.verify``'s.
+must tell (:class:`Measured`), the judgements rules share, and the seconds. Each rule with a
+fix that applies from outside the program names its judge (``Rule.judge``); running the
+trials is ``compiletrace._app.verify``'s.
 
-Frame compiles and findings are counts, the same on a busy machine as on an idle one: the
-verdicts rest on them.
+Two readings make a verdict. The counts (frame compiles, graph nodes, the finding found
+again: the same on a busy machine as on an idle one) say whether the fix did what it says.
+The seconds say whether that saved the user anything: the program runs as it is and with
+the fix in turn, several rounds (base, fix, base, fix, ...), and each round's pair, run side
+by side under the same load, gives one difference in compile CPU seconds
+(:func:`seconds_effect`). A fix is verified only when the median difference beats the
+differences' spread (and a floor: 3% of the compile, 0.05 s); one that costs seconds made
+it slower, whatever it did to the counts.
+
+>>> seconds_effect([5.0, 5.4, 5.1], [3.9, 4.0, 4.2]).effect
+<Effect.SAVES: 'saves'>
+>>> with_seconds(VERIFIED, seconds_effect([5.0, 5.4, 5.1], [6.9, 7.0, 7.2]))
+'made it slower'
 """
 
 from __future__ import annotations
 
+import enum
+import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from compiletrace._data.findings import Finding
@@ -21,20 +35,90 @@ __all__ = [
     "DID_NOT_HELP",
     "MANUAL",
     "PARTLY",
+    "SLOWER",
+    "VERDICTS",
     "VERIFIED",
+    "Effect",
     "Judge",
     "Measured",
+    "SecondsEffect",
     "by_counts",
+    "partly",
     "recompiles_of",
     "regional_by_counts",
+    "seconds_effect",
     "still_there",
+    "with_seconds",
 ]
 
 VERIFIED = "verified"
 DID_NOT_HELP = "did not help"
 PARTLY = "helped in part"
 BROKE = "broke the program"
+SLOWER = "made it slower"
 MANUAL = "cannot be applied automatically"
+VERDICTS = (VERIFIED, PARTLY, DID_NOT_HELP, SLOWER, BROKE, MANUAL)  # every word a row may say
+
+FLOOR_S = 0.05  # a saving must beat this many CPU seconds ...
+FLOOR_SHARE = 0.03  # ... and this share of the compile, whatever the spread
+
+
+class Effect(str, enum.Enum):
+    """What a fix did to the compile's seconds, read against the runs' own spread."""
+
+    SAVES = "saves"
+    COSTS = "costs"
+    NOISE = "within noise"
+    NOT_JUDGED = "not judged"  # one round: no spread to read a difference against
+
+
+@dataclass(frozen=True)
+class SecondsEffect:
+    """The paired differences of interleaved runs (base minus fix, one per round): their
+    median (the saving), half their range (the spread), and what that makes of the fix."""
+
+    effect: Effect
+    saving: float  # seconds; negative: the fix cost seconds
+    spread: float
+    noise: float  # what a saving had to beat: the spread, or the floor
+    rounds: int
+
+
+def seconds_effect(
+    base: Sequence[float], fix: Sequence[float], floor_s: float = FLOOR_S, floor_share: float = FLOOR_SHARE
+) -> SecondsEffect:
+    """Read the rounds' pairs (``base[i]`` ran beside ``fix[i]``): "saves" when the median
+    saving beats the pairs' half range and the floor, "costs" when the median loss does,
+    else "within noise"; one round is "not judged".
+
+    >>> e = seconds_effect([4.99, 4.24, 6.06], [3.65, 3.64, 3.93])
+    >>> e.effect.value, round(e.saving, 2), round(e.spread, 2)
+    ('saves', 1.34, 0.76)
+    """
+    pairs = [b - f for b, f in zip(base, fix, strict=False)]
+    if not pairs:
+        return SecondsEffect(Effect.NOT_JUDGED, 0.0, 0.0, 0.0, 0)
+    saving = statistics.median(pairs)
+    spread = (max(pairs) - min(pairs)) / 2
+    noise = max(spread, floor_s, floor_share * statistics.median(base))
+    if len(pairs) < 2:
+        return SecondsEffect(Effect.NOT_JUDGED, saving, spread, noise, len(pairs))
+    effect = Effect.SAVES if saving > noise else Effect.COSTS if saving < -noise else Effect.NOISE
+    return SecondsEffect(effect, saving, spread, noise, len(pairs))
+
+
+def with_seconds(counts: str, seconds: SecondsEffect) -> str:
+    """The verdict of the counts, read with the seconds: a fix that costs seconds made it
+    slower; one whose saving is within noise did not help; a broken program and a fix that
+    needs an edit stay as they are, and so does every verdict when one round left the
+    seconds unjudged."""
+    if counts in (BROKE, MANUAL) or seconds.effect is Effect.NOT_JUDGED:
+        return counts
+    if seconds.effect is Effect.COSTS:
+        return SLOWER
+    if counts in (VERIFIED, PARTLY) and seconds.effect is not Effect.SAVES:
+        return DID_NOT_HELP
+    return counts
 
 
 class Measured(Protocol):
@@ -88,13 +172,33 @@ def recompiles_of(finding: Finding) -> int:
     return len(found) if isinstance(found, list) else 0
 
 
+def _extent(finding: Finding) -> int:
+    """How much of a thing a finding groups: its compiles, its frames, its breaks."""
+    for key in ("compile_ids", "frame_compile_ids", "breaks"):
+        found = finding.evidence.get(key)
+        if isinstance(found, list):
+            return len(found)
+    return 0
+
+
+def partly(finding: Finding, before: Measured, after: Measured) -> bool:
+    """The fix removed part of a grouped finding: it is still there, smaller (fewer
+    compiles, frames or breaks), and the program compiled fewer frames."""
+    still = still_there(finding, after)
+    return (
+        still is not None
+        and _extent(still) < _extent(finding)
+        and after.frame_compiles < before.frame_compiles
+    )
+
+
 def by_counts(finding: Finding, before: Measured, after: Measured, *, nodes_count: bool = False) -> str:
     """The judgement most fixes get: verified when the finding is gone and fewer frames
     compiled, with no code left running eagerly that compiled before. ``nodes_count``: a
     fix that compiles a block's frame in place of the model's (regional compilation) is
     verified by fewer graph nodes in no more frames, too."""
     if still_there(finding, after) is not None:
-        return DID_NOT_HELP
+        return PARTLY if partly(finding, before, after) else DID_NOT_HELP
     if after.recompile_limit_hit and not before.recompile_limit_hit:
         return DID_NOT_HELP  # the fix left code running eagerly that compiled before
     if after.frame_compiles < before.frame_compiles:

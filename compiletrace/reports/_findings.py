@@ -75,10 +75,10 @@ def findings_text(findings: Sequence[Finding], limit: int | None = None) -> str:
     if not findings:
         return "No findings: nothing here to change."
     shown = findings if limit is None else findings[:limit]
-    lines = [f"Findings, most seconds at stake first ({len(findings)}):"]
+    lines = [f"Findings, what did not compile first, then most seconds at stake ({len(findings)}):"]
     for i, f in enumerate(shown, 1):
         component = f" {printable(f.component)}" if f.component else ""
-        lines.append(f"{i}. [{f.kind}]{component} {f.seconds:.2f} s: {printable(f.title)}")
+        lines.append(f"{i}. [{f.kind}]{component} {f.seconds:.2f} s{_unit(f)}: {printable(f.title)}")
         if f.location:
             lines.append(f"   at {printable(f.location)}")
         lines.extend(f"   {line}" for line in evidence_lines(f.evidence))
@@ -87,6 +87,15 @@ def findings_text(findings: Sequence[Finding], limit: int | None = None) -> str:
     if rest > 0:
         lines.append(f"... and {rest} more finding{'s' if rest > 1 else ''} ('compiletrace doctor RUN.json')")
     return "\n".join(lines)
+
+
+def _unit(f: Finding) -> str:
+    """ " CPU at stake" where the doctor weighed the finding in CPU seconds (what its fix can
+    save; "" for a finding weighed otherwise, or from an older file)."""
+    stake = f.evidence.get("at_stake")
+    if not isinstance(stake, Mapping):
+        return ""
+    return " CPU at stake" if stake.get("unit") == "cpu" else " at stake"
 
 
 def _wrappable(text: str, after: str = "/") -> str:

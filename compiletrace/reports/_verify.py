@@ -4,12 +4,14 @@ HTML page renders: one row per finding, from plain figures
 ``compiletrace._app.verify``'s.
 
 >>> from compiletrace._data.verify import TrialFigures, VerifyRow
->>> row = VerifyRow("recompiles (lm)", "dynamic-shapes", TrialFigures(4, 40, 1.0, 2.0),
-...                 TrialFigures(2, 30, 0.5, 1.5), "verified")
->>> print("\\n".join(verify_lines([row], steady_calls=20)[:3]))
-finding          fix (run --apply)  frame compiles  graph nodes  compile s     wall s      verdict
----------------  -----------------  --------------  -----------  ------------  ----------  --------
-recompiles (lm)  dynamic-shapes     4 -> 2          40 -> 30     1.00 -> 0.50  2.0 -> 1.5  verified
+>>> row = VerifyRow("recompiles (lm)", "mark-dynamic=L['x']:0", TrialFigures(2, 40, 1.0, 2.0, None, 0.9),
+...                 TrialFigures(1, 30, 0.5, 1.5, None, 0.5), "verified", at_stake_s=0.42,
+...                 saved_cpu=(0.4, 0.05), saved_wall=(0.5, 0.2), calibration=0.95, rounds=3)
+>>> table = verify_table([row], steady_calls=20)
+>>> dict(zip(table.header, table.rows[0]))  # doctest: +NORMALIZE_WHITESPACE
+{'finding': 'recompiles (lm)', 'fix (run --apply)': "mark-dynamic=L['x']:0", 'frame compiles': '2 -> 1',
+ 'graph nodes': '40 -> 30', 'compile CPU s': '0.90 -> 0.50', 'at stake s': '0.42',
+ 'saved CPU s': '0.40 ± 0.05', 'saved wall s': '0.50 ± 0.20', 'calibration': '0.95', 'verdict': 'verified'}
 """
 
 from __future__ import annotations
@@ -35,9 +37,10 @@ class VerifyTable:
 
 
 def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable:
-    """The before/after table: finding, fix, frame compiles, graph nodes, compile and wall
-    seconds (and call ms, when a trial timed its steady state: the median of
-    ``steady_calls`` calls), verdict."""
+    """The before/after table: finding, fix, frame compiles, graph nodes, compile CPU
+    seconds, seconds at stake, seconds saved (median ± spread, CPU and wall), calibration
+    (and call ms, when a trial timed its steady state: the median of ``steady_calls``
+    calls), verdict."""
     steady = any(row.before.steady_call_s is not None for row in rows)
     slowed: dict[str | None, float] = {}
     cells = []
@@ -45,26 +48,37 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
         pairs = _cells(row.before)  # "4", or with the fix applied "4 -> 2"
         if row.after is not None:
             pairs = [f"{b} -> {a}" for b, a in zip(pairs, _cells(row.after), strict=True)]
-        line = [row.finding, row.fix or "-", *pairs[:4]]
+        fix = row.fix or "-"
+        line = [row.finding, f"{fix} (also)" if row.alternative else fix, *pairs[:3]]
+        line += [
+            _seconds(row.at_stake_s),
+            _saved(row.saved_cpu),
+            _saved(row.saved_wall),
+            "-" if row.calibration is None else f"{row.calibration:.2f}",
+        ]
         if steady:
-            line.append(pairs[4])
+            line.append(pairs[3])
             if row.slower_per_call is not None:
                 slowed.setdefault(row.fix, row.slower_per_call)
         cells.append([printable(cell) for cell in [*line, row.verdict]])
-    header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile s", "wall s"]
+    header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile CPU s"]
+    header += ["at stake s", "saved CPU s", "saved wall s", "calibration"]
     if steady:
         header.append("call ms")
     notes = [
         f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
     ]
+    rounds = max((row.rounds for row in rows), default=1)
     notes.append(
-        "Each run: fresh processes, an empty compile cache of its own. The verdict rests on frame "
-        "compiles and findings (counts); seconds are as measured"
-        + (
-            f"; call ms: the median of {steady_calls} calls after the warm-up."
-            if steady
-            else "; a command's steady-state speed is not."
-        )
+        f"Each run: fresh processes, an empty compile cache of its own; {rounds} round"
+        + ("s" if rounds != 1 else "")
+        + ", base and fixes interleaved. Frame compiles and graph nodes: the first round's counts; "
+        "compile CPU s: the rounds' medians; saved: the median of the rounds' paired differences ± half "
+        "their range. A fix is verified when the counts say it did what it says and its CPU saving beats "
+        "that spread (and 3% of the compile); one that costs seconds made it slower. Calibration: saved "
+        "over at stake."
+        + (f" Call ms: the median of {steady_calls} calls after the warm-up." if steady else "")
+        + (" One round: the seconds are not judged." if rounds == 1 else "")
     )
     return VerifyTable([*header, "verdict"], cells, [printable(line) for line in notes])
 
@@ -78,14 +92,17 @@ def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int) -> list[str]:
 
 
 def _cells(trial: TrialFigures) -> list[str]:
-    """A trial's figures as the table shows them: frames, nodes, compile s, wall s, call ms."""
-    return [
-        f"{trial.frame_compiles}",
-        f"{trial.graph_nodes}",
-        f"{trial.compile_s:.2f}",
-        f"{trial.wall_s:.1f}",
-        _ms(trial.steady_call_s),
-    ]
+    """A trial's figures as the table shows them: frames, nodes, compile CPU s, call ms."""
+    cpu = trial.compile_s if trial.compile_cpu_s is None else trial.compile_cpu_s
+    return [f"{trial.frame_compiles}", f"{trial.graph_nodes}", f"{cpu:.2f}", _ms(trial.steady_call_s)]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _saved(value: tuple[float, float] | None) -> str:
+    return "-" if value is None else f"{value[0]:.2f} ± {value[1]:.2f}"
 
 
 def _ms(seconds: float | None) -> str:

@@ -59,7 +59,7 @@ def test_a_recompiled_decorated_forward_is_named_by_its_class_and_path_not_the_d
     assert records[0].code_filename.startswith(str(Path(transformers.__file__).parent / "utils"))
     assert {(r.module_class, r.module_path) for r in records} == {("LlamaModel", "model")}
     finding = _only(diagnose_records(records), FindingKind.RECOMPILES)
-    assert finding.title.startswith("LlamaModel.forward at model recompiled 1 time: tensor shape")
+    assert finding.title.startswith("LlamaModel.forward at model recompiled 1 time: a size changed")
     assert finding.location == _forward_def(transformers.LlamaModel)
     assert finding.evidence["modules"] == ["LlamaModel at model"]
     assert "mark_dynamic" in finding.fix
@@ -189,15 +189,21 @@ def _generate(model: Any, **options: Any) -> list[str]:
 def test_llama_generate_the_size_torch_specialises_and_the_cache_that_grows() -> None:
     (dynamic,) = _generate(_llama())
     assert dynamic.title.startswith("LlamaForCausalLM.forward recompiled 2 times")
-    # Prefill then decode: length 5, then 1, which torch specialises whatever the setting.
+    assert sorted(dynamic.evidence["readings"].values()) == [
+        "a size torch specialises",  # prefill then decode: length 5, then 1
+        "the generation cache grew",
+    ]
     assert "input_ids changed from size 5 to 1 in dimension 1" in dynamic.fix
-    assert "dynamic=True nor mark_dynamic removes this recompile" in dynamic.fix
-    # The cache's keys grow every step: a static cache keeps one shape.
-    assert "grows by a step every call (a dynamic cache): generate with a static cache" in dynamic.fix
+    assert "no setting removes this recompile" in dynamic.fix
     assert "hold it in a tensor" not in dynamic.fix
-    # What applies from outside: the static cache (run --apply static-cache); the size torch
-    # specialises has no such fix.
-    assert dynamic.evidence["auto_fix"] == "static-cache"
+    # The cache's keys grow every step: torch compiles them dynamic after one recompile, and
+    # marking them dynamic from the first call saves the static decode graph. The static
+    # cache is named beside it, measured with --alternatives.
+    entries = dynamic.evidence["dynamic_sources"]
+    assert "L['kwargs']['cache'].layers[0].keys:2" in entries
+    assert dynamic.evidence["auto_fix"] == "mark-dynamic=" + ",".join(entries)
+    assert "static-cache" in dynamic.evidence["other_fixes"]
+    assert [s["by"] for s in dynamic.evidence["superseded"]] == ["0/2"]  # the decode graph, 0/1
 
     # The fix applied: the cache's recompile is gone, one recompile is left (the calls'
     # keyword arguments differ between generate's first step and the rest).
@@ -211,13 +217,14 @@ def test_t5_generate_a_cache_flag_that_flips_once_is_not_told_to_be_a_tensor() -
     (dynamic,) = _generate(_t5())
     assert dynamic.title.startswith("T5ForConditionalGeneration.forward recompiled 2 times")
     assert dynamic.evidence["guards"]["generation cache state"]["count"] == 2
-    assert "a flag of the cache flips once" in dynamic.fix and "generate with a static cache" in dynamic.fix
+    assert "a flag of the cache flips once" in dynamic.fix and "cache_implementation='static'" in dynamic.fix
     assert "tensor (a registered buffer" not in dynamic.fix and "dynamic=True" not in dynamic.fix
 
     (static,) = _generate(_t5(), cache_implementation="static")
     assert static.title.startswith("T5ForConditionalGeneration.forward recompiled 1 time")
     assert "a flag of the cache flips once" in static.fix and "static cache" not in static.fix
-    assert dynamic.evidence["auto_fix"] == "static-cache" and "auto_fix" not in static.evidence
+    assert dynamic.evidence["auto_fix"].startswith("mark-dynamic=") and "auto_fix" not in static.evidence
+    assert "static-cache" in dynamic.evidence["other_fixes"]
 
 
 # -- LLaVA: a vision tower beside a Llama, and transformers' one-time hooks -----------------

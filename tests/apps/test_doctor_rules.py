@@ -4,7 +4,9 @@ finding must say is read off the run's own records, not written down twice."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from compiletrace._doctor import (
     gather_evidence,
     rule_for,
 )
+from compiletrace._doctor.stake import claimable_ns
 
 RUNS = Path(__file__).parents[1] / "inputs" / "runs"
 
@@ -94,11 +97,21 @@ def test_recompiles() -> None:
     assert finding.seconds == pytest.approx(_seconds(recompiled))
     assert finding.evidence["compile_ids"] == [r.compile_id for r in recompiled]
     n = len(recompiled)
-    assert finding.title == f"churn recompiled {n} times: tensor shape/stride ({n})"
+    assert finding.title == f"churn recompiled {n} times: a size changed ({n})"
     (guards,) = finding.evidence["guards"].values()
     assert guards["count"] == len(recompiled) and "size mismatch at index 0" in guards["reasons"][0]
-    assert "dynamic=True" in finding.fix and "torch._dynamo.mark_dynamic(x, 0)" in finding.fix
-    assert finding.evidence["auto_fix"] == Fix.DYNAMIC_SHAPES.value
+    assert "torch._dynamo.maybe_mark_dynamic(x, 0)" in finding.fix
+    # Compiled with dynamic=False, torch kept no automatic-dynamic state: the guard names the
+    # dimension, and marking it dynamic would compile one graph for all four sizes.
+    assert finding.evidence["auto_fix"] == Fix.MARK_DYNAMIC.spelled("L['x']:0")
+    assert finding.evidence["superseded"] == [
+        {"static": a.compile_id, "by": b.compile_id} for a, b in itertools.pairwise(records)
+    ]
+    # At stake: the three static graphs the marked dimension never compiles, less set-up.
+    (staked,) = [f for f in diagnose_evidence(_evidence("recompiles")) if f.kind is FindingKind.RECOMPILES]
+    statics = records[:-1]
+    assert staked.seconds == pytest.approx(sum(claimable_ns(r) for r in statics) / 1e9)
+    assert staked.evidence["at_stake"]["unit"] == "cpu"
 
 
 def test_recompile_limit() -> None:
@@ -110,7 +123,9 @@ def test_recompile_limit() -> None:
     assert finding.evidence["frames_refused"] == [f"limited ({_at(refused)})"]
     assert finding.evidence["last_guard"]["kind"] == "tensor shape/stride"
     assert "mark_dynamic(x, 0)" in finding.fix and "raise torch._dynamo.config.recompile_limit" in finding.fix
-    assert finding.evidence["auto_fix"] == Fix.DYNAMIC_SHAPES.value  # a shape guard: dynamic shapes first
+    # A shape guard: its dimension marked dynamic first, named from the guard in a run with no
+    # automatic-dynamic state (dynamic=False).
+    assert finding.evidence["auto_fix"] == Fix.MARK_DYNAMIC.spelled("L['x']:0")
 
 
 def test_graph_break() -> None:
@@ -136,6 +151,66 @@ def test_repeated_graph() -> None:
     assert finding.location == records[0].module_forward  # Unrolled.forward, not a resume function
     assert finding.evidence["block"] == "Block"
     assert finding.evidence["auto_fix"] == Fix.REGIONAL_COMPILE.spelled("Block")
+
+
+def test_repeated_block() -> None:
+    (record,) = _evidence("repeated_block").records
+    (finding,) = _check("repeated_block")
+    block = record.repeated_block
+    assert block is not None and (block.class_name, block.instances) == ("Block", 4)
+    assert block.smallest == block.largest == block.nodes // 4
+    assert finding.title == (
+        f"Block traced 4 times inside one graph ({block.nodes} of its {block.graph_ops} operations): "
+        "a regional-compile candidate"
+    )
+    assert finding.evidence["auto_fix"] == Fix.REGIONAL_COMPILE.spelled("Block")
+    # What compiling the block on its own saves: all but one copy of it.
+    share = 1 - block.largest / block.graph_ops
+    assert finding.evidence["estimated_saving_s"] == pytest.approx(
+        claimable_ns(record) * share / 1e9, abs=1e-4
+    )
+    (staked,) = diagnose_evidence(_evidence("repeated_block"))
+    assert staked.seconds == pytest.approx(claimable_ns(record) * share / 1e9)
+
+
+def test_repeated_block_is_not_the_halves_a_break_split() -> None:
+    """Four blocks each in a frame of its own (graph breaks between them): one block per
+    graph, no block repeated inside one; the across-frames rule speaks of them."""
+    records = _evidence("repeated_graph").records
+    assert all(r.repeated_block is None for r in records)
+    assert not list(rule_for("repeated_block").check(_evidence("repeated_graph")))
+
+
+def test_nothing_compiled() -> None:
+    records = list(_evidence("nothing_compiled").records)
+    assert records and all(r.graph_node_count == 0 for r in records)
+    (finding,) = _check("nothing_compiled")
+    assert finding.title.startswith(
+        f"torch.compile(DDP(model)) compiled nothing: {len(records)} frames, no graph"
+    )
+    assert "DDP(torch.compile(model))" in finding.fix and "auto_fix" not in finding.evidence
+    assert finding.evidence["ddp"] is True
+    assert finding.evidence["compile_ids"] == [r.compile_id for r in records]
+    # Code that ran uncompiled compiles with the fix, which costs seconds: judged by the counts.
+    rule = rule_for("nothing_compiled")
+    assert finding.evidence["ran_uncompiled"] is True and not rule.seconds_judged(finding)
+    beside = replace(finding, evidence={**finding.evidence, "ran_uncompiled": False})
+    assert rule.seconds_judged(beside)  # DDP's wrapper traced beside a model that compiled: seconds
+    assert any("_inside_ddp_forward" in c["reason"] for c in finding.evidence["causes"])
+    # First in the list, and the graph breaks inside DDP fold under it.
+    breaks = list(rule_for("graph_break").check(_evidence("nothing_compiled")))
+    assert breaks
+    found = diagnose_evidence(_evidence("nothing_compiled"))
+    assert [f.kind for f in found] == [FindingKind.NOTHING_COMPILED]
+    assert found[0].evidence["explains"] == [f"graph_break: {b.title}" for b in breaks]
+
+
+def test_no_compile_is_claimed_twice_on_any_saved_run() -> None:
+    for path in sorted(RUNS.glob("*.run.json")):
+        evidence = _evidence(path.name.split(".")[0])
+        found = diagnose_evidence(evidence)
+        claimed = sum(f.seconds for f in found if "at_stake" in f.evidence)
+        assert claimed <= sum(claimable_ns(r) for r in evidence.records) / 1e9 + 1e-6, path.name
 
 
 def test_cache_miss() -> None:

@@ -16,7 +16,8 @@ from torch import nn
 
 import compiletrace
 from compiletrace import cli
-from compiletrace._app.job import check_fix_names, fix_names
+from compiletrace._app.environment_fixes import ENVIRONMENT_FIXES
+from compiletrace._app.job import check_fix_names, fix_names, run_command
 from compiletrace._app.program_fixes import PROGRAM_FIXES, installed_for_test, regional_targets
 from compiletrace._core import torch_compat as tc
 from compiletrace._data.fixes import Fix, fixes_help, parse_fix
@@ -35,12 +36,14 @@ def test_each_fix_is_spelled_as_the_command_line_and_the_json_have_always_spelle
         "STATIC_CACHE": "static-cache",
         "FAIL_AFTER_READY": "fail-after-ready",
         "EAGER_AFTER_READY": "eager-after-ready",
+        "MARK_DYNAMIC": "mark-dynamic",
     }
     assert fix_names() == [
         "capture-scalar-outputs",
         "dynamic-shapes",
         "eager-after-ready",
         "fail-after-ready",
+        "mark-dynamic=SOURCE:DIM,...",
         "raise-recompile-limit",
         "regional-compile=CLASS",
         "reorderable-print",
@@ -49,10 +52,9 @@ def test_each_fix_is_spelled_as_the_command_line_and_the_json_have_always_spelle
 
 
 def test_every_fix_is_made_by_exactly_one_maker_and_says_what_it_does() -> None:
-    made_by_torch, made_in_the_program = set(tc.CONFIG_FIXES), set(PROGRAM_FIXES)
-    made_at_ready = set(tc.STANCE_FIXES)  # torch's stance, set at the ready mark
-    assert made_by_torch | made_in_the_program | made_at_ready == set(Fix)
-    assert len(made_by_torch) + len(made_in_the_program) + len(made_at_ready) == len(Fix)
+    makers = [set(tc.CONFIG_FIXES), set(PROGRAM_FIXES), set(ENVIRONMENT_FIXES), set(tc.STANCE_FIXES)]
+    assert set().union(*makers) == set(Fix)
+    assert sum(len(made) for made in makers) == len(Fix)  # none made twice
     for fix, made in tc.CONFIG_FIXES.items():
         assert made.fix is fix and made.name == fix.value and made.setting == fix.in_code
     listed = " ".join(fixes_help(width=100).split())  # run --help's list, its wrapping undone
@@ -237,3 +239,32 @@ def test_a_job_with_a_program_fix_that_never_imports_torch_runs_as_it_is(tmp_pat
             ]
         )
     assert code == 0 and out.read_text() == "False"
+
+
+MARKED = """
+import torch
+
+def churn(x):
+    return x.sin() + 1
+
+f = torch.compile(churn, backend="eager", dynamic=False)
+for n in (2, 3, 4, 5):
+    f(torch.ones(n))
+"""
+
+
+@pytest.mark.slow
+def test_mark_dynamic_from_outside_compiles_the_named_dimension_dynamic_from_the_first_call(
+    tmp_path: Path,
+) -> None:
+    """run --apply mark-dynamic: torch's own setting, through the command's environment, in
+    every process: four sizes, one frame (static shapes: four without it)."""
+    program = tmp_path / "churn.py"
+    program.write_text(MARKED)
+    fix = "mark-dynamic=L['x']:0"
+    plain = run_command([sys.executable, str(program)])
+    marked = run_command([sys.executable, str(program)], fixes=[fix])
+    assert (plain.exit_status, marked.exit_status) == (0, 0)
+    assert len(plain.job.records()) == 4 and len(marked.job.records()) == 1
+    (process,) = marked.job.processes
+    assert process.run.meta["applied_fixes"] == [fix]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -27,6 +28,7 @@ import pytest
 import compiletrace
 from compiletrace._app import job as job_module
 from compiletrace._app.job import bootstrap_directory, run_command
+from compiletrace._data.fixes import dynamic_source_entries
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, scratch_root, unsafe_reason
 from compiletrace._io.signals import process_alive
 from compiletrace.cli import main
@@ -421,3 +423,41 @@ def test_a_ranks_own_child_is_named_as_its_child_not_as_the_rank(tmp_path: Path)
     rank, child = job.compiling()
     assert rank.info.role == "rank 0" and child.info.role == f"pid {child.info.pid} of rank 0"
     assert job.ranks() == {0: rank}
+
+
+def test_a_mark_dynamic_fix_from_a_file_sets_input_names_only_and_nothing_else_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A doctor's file (from anywhere) names the mark-dynamic fix --verify applies through the
+    environment: each entry must be an input as torch names one (built to match only that:
+    no spaces, no commas, no characters outside a source's quotes), else nothing runs."""
+    marker = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    for bad in (
+        "mark-dynamic=L['x'] ;touch /tmp/x:0",
+        "mark-dynamic=$(touch x)",
+        "mark-dynamic=L['x']:0\nLD_PRELOAD=/tmp/x.so",
+        "mark-dynamic=L['x']:0:1",
+        "mark-dynamic=x:0",
+        "mark-dynamic=L['a]+*']:0",  # read as a regular expression by torch: a bracket closes a class
+        "mark-dynamic=L['a\\']:0",
+    ):
+        assert main(["run", "--apply", bad, "--", *command]) == 2
+        assert "is not an input as torch names it" in capsys.readouterr().err
+        assert not marker.exists()
+    # What is admitted is a name, and, read as a regular expression as torch also reads it,
+    # one with nothing to repeat outside a character class.
+    for good in ("L['kwargs']['cache'].layers[0].keys:2", 'L["x"]:0', "G['buf_0']", "L['self'].w"):
+        (entry,) = dynamic_source_entries(good)
+        re.compile(entry)  # torch's re.match on it raises nothing
+        unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", entry)
+        assert not set(unquoted) & set("*+?{}()|\\^$"), entry
+    env = job_module.child_environment(
+        PrivateDirectory(str(tmp_path), "0:0"),
+        (),
+        False,
+        bootstrap_dir=str(tmp_path),
+        fixes=["mark-dynamic=L['kwargs']['input_ids']:1"],
+        extra_env={"TORCH_COMPILE_DYNAMIC_SOURCES": "L['y']"},
+    )
+    assert env["TORCH_COMPILE_DYNAMIC_SOURCES"] == "L['y'],L['kwargs']['input_ids']:1"  # the user's kept

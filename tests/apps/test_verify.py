@@ -15,23 +15,46 @@ import torch
 import compiletrace
 from compiletrace import cli
 from compiletrace._app.job import ProfileJob
-from compiletrace._app.verify import Trial, Verdict, verified_findings, verify_lines
+from compiletrace._app.verify import (
+    Trial,
+    Verdict,
+    _verdict,
+    measure_edit,
+    verified_findings,
+    verify_lines,
+    verify_rows,
+)
 from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.job import JobProcess, ProcessInfo
 from compiletrace._data.records import CompilationTimes
 from compiletrace._data.run import Run, WarmupResult
-from compiletrace._doctor import BROKE, DID_NOT_HELP, PARTLY, VERIFIED, judge
+from compiletrace._doctor import (
+    BROKE,
+    DID_NOT_HELP,
+    MANUAL,
+    PARTLY,
+    SLOWER,
+    VERIFIED,
+    Effect,
+    judge,
+    seconds_effect,
+    with_seconds,
+)
 from tests.conftest import make_record
 
 PROGRAM = str(Path(__file__).parents[1] / "programs" / "fixable.py")
 
 
-def _trial(frames: int, exit_status: int = 0, *, recompiles: int = 0, refused: int = 0) -> Trial:
+def _trial(
+    frames: int, exit_status: int = 0, *, recompiles: int = 0, refused: int = 0, cpu_s: float = 0.0
+) -> Trial:
     """A run of ``frames`` frame compiles, ``recompiles`` of them of one function (m.py:3)
-    after a size changed, ``refused`` of those past torch's recompile limit."""
+    after a size changed, ``refused`` of those past torch's recompile limit; ``cpu_s``: the
+    compile CPU seconds of the run, spread evenly over its frames."""
     where = {"code_filename": "m.py", "code_firstlineno": 3}
-    records = [make_record(f"{i}/0", "lm") for i in range(frames - recompiles)]
+    cpu = {"cpu_ns": round(cpu_s * 1e9 / frames)} if cpu_s and frames else {}
+    records = [make_record(f"{i}/0", "lm", **cpu) for i in range(frames - recompiles)]
     for i in range(recompiles):
         records.append(
             make_record(
@@ -42,6 +65,7 @@ def _trial(frames: int, exit_status: int = 0, *, recompiles: int = 0, refused: i
                 recompile_limit_hit=i >= recompiles - refused,
                 recompile_limit=8,
                 **where,
+                **cpu,
             )
         )
     run = Run(tuple(records), WarmupResult(True, 0.0, CompilationTimes()), {})
@@ -67,10 +91,60 @@ def test_a_verdict_rests_on_counts_and_findings() -> None:
 def test_a_raised_recompile_limit_is_verified_by_what_no_longer_runs_eagerly() -> None:
     before = _trial(9, recompiles=9, refused=1)
     (finding,) = [f for f in before.findings if f.kind == "recompile_limit"]
-    assert finding.evidence["auto_fix"] == "dynamic-shapes"  # a shape guard: dynamic shapes first
+    assert finding.evidence["auto_fix"] == "mark-dynamic=L['x']:0"  # a shape guard: its dimension, first
     limit = Finding("recompile_limit", "lm", 1.0, "t", "f", "elsewhere.py:1")
     assert judge(limit, before, _trial(12, recompiles=11)) == VERIFIED  # more frames, none refused
     assert judge(limit, before, _trial(12, recompiles=11, refused=1)) == DID_NOT_HELP
+
+
+def test_seconds_decide_on_the_rounds_paired_differences() -> None:
+    """Each round's base and fix ran side by side: their differences, not the arms' medians,
+    are judged; a saving must beat half their range, 3% of the compile and 0.05 s."""
+    saves = seconds_effect([5.0, 5.4, 5.1], [3.9, 4.0, 4.2])  # 1.1, 1.4, 0.9
+    assert (saves.effect, saves.rounds) == (Effect.SAVES, 3)
+    assert saves.saving == pytest.approx(1.1) and saves.spread == pytest.approx(0.25)
+    costs = seconds_effect([5.0, 5.4, 5.1], [6.9, 7.0, 7.2])
+    assert costs.effect is Effect.COSTS and costs.saving == pytest.approx(-1.9)
+    # Two rounds that disagree: the spread swallows the median.
+    noisy = seconds_effect([4.06, 4.22, 4.41], [3.41, 4.09, 5.75])
+    assert noisy.effect is Effect.NOISE and noisy.saving == pytest.approx(0.13)
+    # The floor: a 0.29 s change of a 20 s compile is nothing (3% is 0.6 s).
+    assert seconds_effect([20.0, 20.1, 20.0], [19.7, 19.8, 19.72]).effect is Effect.NOISE
+    assert seconds_effect([0.30, 0.31, 0.30], [0.27, 0.28, 0.27]).effect is Effect.NOISE  # under 0.05 s
+    # One round: no spread to judge against.
+    assert seconds_effect([5.0], [3.0]).effect is Effect.NOT_JUDGED
+    # The verdict: counts first, then seconds.
+    assert with_seconds(VERIFIED, saves) == VERIFIED
+    assert with_seconds(VERIFIED, costs) == SLOWER  # fewer frames, more seconds: slower
+    assert with_seconds(PARTLY, saves) == PARTLY and with_seconds(PARTLY, noisy) == DID_NOT_HELP
+    assert with_seconds(VERIFIED, noisy) == DID_NOT_HELP
+    assert with_seconds(DID_NOT_HELP, costs) == SLOWER and with_seconds(DID_NOT_HELP, saves) == DID_NOT_HELP
+    assert with_seconds(BROKE, costs) == BROKE and with_seconds(MANUAL, saves) == MANUAL
+    assert with_seconds(VERIFIED, seconds_effect([5.0], [3.0])) == VERIFIED  # counts alone
+
+
+def test_a_verdict_reads_every_round_and_says_what_the_estimate_was_worth() -> None:
+    base = [_trial(4, recompiles=2, cpu_s=s) for s in (5.0, 5.4, 5.1)]
+    (finding,) = base[0].findings
+    staked = replace(finding, seconds=1.25, evidence={**finding.evidence, "at_stake": {"seconds": 1.25}})
+    fixed = [_trial(2, cpu_s=s) for s in (3.9, 4.0, 4.2)]
+    verdict = _verdict(staked, "mark-dynamic=L['x']:0", base, fixed, alternative=False)
+    assert verdict.verdict == VERIFIED and verdict.cpu is not None
+    assert verdict.cpu.saving == pytest.approx(1.1) and verdict.calibration == pytest.approx(1.1 / 1.25)
+    measured = verified_findings([verdict])[0].evidence["verify"]
+    assert measured["rounds"] == 3 and measured["compile_cpu_s"] == [5.1, 4.0]
+    assert measured["saved_cpu_s"] == {"median": 1.1, "spread": 0.25} and measured["calibration"] == 0.88
+    assert measured["compile_cpu_s_runs"] == [[5.0, 5.4, 5.1], [3.9, 4.0, 4.2]]
+    # Fewer frames and more seconds: made it slower. A round that ended otherwise: broke it.
+    slower = _verdict(
+        staked, "dynamic-shapes", base, [_trial(2, cpu_s=s) for s in (6.9, 7.0, 7.2)], alternative=True
+    )
+    assert slower.verdict == SLOWER and slower.alternative
+    crashed = [fixed[0], _trial(2, exit_status=1, cpu_s=1.0), fixed[2]]
+    assert _verdict(staked, "mark-dynamic=L['x']:0", base, crashed, alternative=False).verdict == BROKE
+    rows = verify_rows([verdict, slower])
+    assert [r.verdict for r in rows] == [VERIFIED, SLOWER] and rows[1].alternative
+    assert rows[0].saved_cpu == pytest.approx((1.1, 0.25)) and rows[0].at_stake_s == 1.25
 
 
 def test_regional_compilation_is_verified_by_fewer_graph_nodes_when_frames_stay() -> None:
@@ -134,29 +208,56 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     capsys.readouterr()
 
     # --json -: the findings alone on stdout (the program's own output goes to stderr); a
-    # --fail-on kind present: exit 1.
-    assert (
-        cli.main(["doctor", "--verify", "--trust", str(job), "--json", "-", "--fail-on", "graph_break"]) == 1
-    )
+    # --fail-on kind present: exit 1. Two rounds, base and fixes interleaved.
+    command = [
+        "doctor",
+        "--verify",
+        "--trust",
+        str(job),
+        "--rounds",
+        "2",
+        "--json",
+        "-",
+        "--fail-on",
+        "graph_break",
+    ]
+    assert cli.main(command) == 1
     printed = capsys.readouterr()
-    verified = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(printed.out))}
+    found = {f.kind.value: f for f in findings_from_dict(json.loads(printed.out))}
+    verified = {kind: f.evidence["verify"] for kind, f in found.items()}
     # The print: moved out of the graph, one graph per call instead of two.
     assert verified["graph_break"]["fix"] == "reorderable-print"
     assert verified["graph_break"]["frame_compiles"] == [4, 2]
-    assert verified["graph_break"]["verdict"] == VERIFIED
     # The batch size: dynamic from the first call, no recompile (the print still splits it).
-    assert verified["recompiles"]["fix"] == "dynamic-shapes"
+    # Marked from outside, the dimensions torch made dynamic (the forward's and the resume
+    # function's), nothing else.
+    fix = verified["recompiles"]["fix"]
+    assert fix.startswith("mark-dynamic=") and "L['x']:0" in fix
     assert verified["recompiles"]["frame_compiles"] == [4, 2]
-    assert verified["recompiles"]["verdict"] == VERIFIED
-    assert "running with --apply reorderable-print" in printed.err
+    ran = [line.partition("running ")[2] for line in printed.err.splitlines() if "running " in line]
+    fixes = [f"with --apply {f}" for f in (fix, "reorderable-print")]
+    assert [line.split(" (round")[0] for line in ran] == [
+        "the baseline: " + " ".join([sys.executable, PROGRAM]),
+        *fixes,
+        "the baseline",
+        *fixes,
+    ]
+    for kind, measured in verified.items():
+        # The seconds, as the two rounds measured them: the verdict is the counts' (verified:
+        # one frame fewer per call) read with them, whatever the machine's load did.
+        assert measured["rounds"] == 2 and len(measured["compile_cpu_s_runs"][1]) == 2
+        effect = seconds_effect(*measured["compile_cpu_s_runs"])
+        assert measured["seconds"] == effect.effect.value
+        assert measured["verdict"] == with_seconds(VERIFIED, effect), kind
+        assert measured["at_stake_s"] == found[kind].evidence["at_stake"]["seconds"]
 
     page = tmp_path / "verified.html"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--html", str(page)]) == 0
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--rounds", "1", "--html", str(page)]) == 0
     (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("recompiles (Model)")]
-    assert "dynamic-shapes" in row and "4 -> 2" in row and row.endswith("verified")
+    assert "mark-dynamic=" in row and "4 -> 2" in row and row.endswith("verified")  # one round: counts
     # The same table in the HTML page, under the findings (each with what was measured).
     html = page.read_text()
-    assert 'data-table="verify"' in html and "<td>recompiles (Model)</td><td>dynamic-shapes</td>" in html
+    assert 'data-table="verify"' in html and "<td>recompiles (Model)</td><td>mark-dynamic=" in html
     assert "<td>verified</td>" in html and "verdict: verified" in html
     # Without --verify: the findings alone.
     plain = tmp_path / "findings.html"
@@ -219,28 +320,30 @@ def test_bad_input_is_refused_before_anything_runs(
 
 
 def _run_then_verify(tmp_path: Path, program: str, *args: str) -> list[Finding]:
-    """``compiletrace run`` a program of tests/programs, then ``doctor --verify`` its job:
-    the findings, each with what was measured (``evidence["verify"]``)."""
+    """``compiletrace run`` a program of tests/programs, then ``doctor --verify`` its job, one
+    round (the counts: the seconds are judged on three, and benchmarks/verify_cases.py runs
+    those): the findings, each with what was measured (``evidence["verify"]``)."""
     pytest.importorskip("transformers")
     job = tmp_path / "job.json"
     command = [sys.executable, str(Path(PROGRAM).with_name(program)), *args]
     assert cli.main(["run", "--json", str(job), "--", *command]) == 0
     out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--json", str(out)]) == 0
+    assert cli.main(["doctor", "--verify", "--trust", str(job), "--rounds", "1", "--json", str(out)]) == 0
     return findings_from_dict(json.loads(out.read_text()))
 
 
 @pytest.mark.real_model
-def test_a_real_models_recompile_is_verified_fixed_by_dynamic_shapes(
+def test_a_real_models_recompile_is_verified_fixed_by_marking_the_length_dynamic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (finding,) = _run_then_verify(tmp_path, "hf_bert.py")
-    # torch's automatic dynamic shapes recompiled once, on the second length.
+    # torch's automatic dynamic shapes recompiled once, on the second length: the length,
+    # marked dynamic from outside with torch's own name for it, compiles one graph.
     assert finding.title.startswith("BertForSequenceClassification.forward recompiled 1 time")
-    assert "torch._dynamo.mark_dynamic(input_ids, 1)" in finding.fix
+    assert "L['kwargs']['input_ids']:1" in finding.evidence["dynamic_sources"]
     measured = finding.evidence["verify"]
     assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
-        "dynamic-shapes",
+        finding.evidence["auto_fix"],
         [2, 1],
         VERIFIED,
     )
@@ -267,20 +370,17 @@ def test_a_repeated_llama_layer_is_verified_fixed_by_regional_compilation(
 
 
 @pytest.mark.real_model
-def test_a_growing_generation_cache_is_verified_helped_by_a_static_cache(
+def test_a_growing_generation_cache_is_verified_helped_by_marking_it_dynamic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Llama generate with its forward compiled: the dynamic cache grows every step. A static
-    cache, passed to generate from outside, removes that recompile; generate's first step
-    still differs from the rest (size 1, its keywords), so one is left: helped in part."""
+    """Llama generate with its forward compiled: the dynamic cache grows every step. Its
+    dimension marked dynamic from the first call removes that recompile; the decode step's
+    size 1 is torch's specialisation, so one is left: helped in part."""
     (finding,) = _run_then_verify(tmp_path, "hf_llama.py", "generate", str(tmp_path / "oracle.json"))
-    assert finding.kind.value == "recompiles" and "cache_implementation='static'" in finding.fix
+    assert finding.kind.value == "recompiles" and "static-cache" in finding.evidence["other_fixes"]
     measured = finding.evidence["verify"]
-    assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
-        "static-cache",
-        [3, 2],
-        PARTLY,
-    )
+    assert measured["fix"].startswith("mark-dynamic=") and "keys:2" in measured["fix"]
+    assert (measured["frame_compiles"], measured["verdict"]) == ([3, 2], PARTLY)
 
 
 FACTORY = """
@@ -323,16 +423,18 @@ def test_a_profile_run_is_verified_by_re_running_its_model_with_its_steady_state
     assert "the model sizes_model:build, imported from" in err and "give --trust" in err
 
     out = tmp_path / "verified.json"
-    assert cli.main(["doctor", "--verify", "--trust", str(run), "--json", str(out)]) == 0
+    assert cli.main(["doctor", "--verify", "--trust", str(run), "--rounds", "1", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     (finding,) = [f for f in findings_from_dict(json.loads(out.read_text())) if f.kind == "recompiles"]
     measured = finding.evidence["verify"]
-    # Static shapes: the first size, then torch's automatic dynamic recompile; dynamic: one.
+    # Static shapes: the first size, then torch's automatic dynamic recompile; the batch
+    # marked dynamic from the first call: one.
     assert (measured["fix"], measured["frame_compiles"], measured["verdict"]) == (
-        "dynamic-shapes",
+        finding.evidence["auto_fix"],
         [2, 1],
         VERIFIED,
     )
+    assert measured["fix"].startswith("mark-dynamic=")
     before, after = measured["steady_call_s"]
     assert before > 0 and after > 0  # both trials timed their steady state
     assert "call ms" in printed and "the median of 20 calls after the warm-up" in printed
@@ -402,3 +504,39 @@ def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
     # re-ran the job with its ready mark, and the stance was set there.
     assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", VERIFIED, [0, 1])
     assert "running with --apply fail-after-ready" in printed.err
+
+
+CHURN = """
+import sys
+import torch
+
+def churn(x):
+    return x.sin() + 1
+
+f = torch.compile(churn, backend="eager", dynamic=sys.argv[1] == "dynamic")
+for n in (2, 3, 4, 5):
+    f(torch.ones(n))
+"""
+
+
+@pytest.mark.slow
+def test_a_fix_that_needs_an_edit_is_measured_as_the_program_edited_interleaved(tmp_path: Path) -> None:
+    program = tmp_path / "churn.py"
+    program.write_text(CHURN)
+    said: list[str] = []
+    verdict = measure_edit(
+        [sys.executable, str(program), "static"],
+        [sys.executable, str(program), "dynamic"],
+        "recompiles",
+        change="edit: dynamic=True",
+        rounds=2,
+        progress=said.append,
+    )
+    assert verdict is not None and verdict.fix == "edit: dynamic=True"
+    assert [line.split(" (round")[0] for line in said] == ["the baseline", "edited: edit: dynamic=True"] * 2
+    assert (verdict.before.frame_compiles, verdict.after.frame_compiles) == (4, 1)
+    assert len(verdict.base_runs) == len(verdict.fix_runs) == 2 and verdict.cpu is not None
+    assert verdict.verdict == with_seconds(VERIFIED, verdict.cpu)  # the counts, read with the seconds
+    # The edited program shows no such finding to judge: nothing to measure.
+    assert measure_edit([sys.executable, str(program), "dynamic"], [sys.executable, "-c", "pass"],
+                        "recompiles", change="-", rounds=1) is None  # fmt: skip

@@ -13,12 +13,14 @@ that.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ class Written:
     error_types: list[str] = field(default_factory=list)  # the exceptions compiles raised
     regions: set[str] = field(default_factory=set)  # timed-region names
     stance: list[str] = field(default_factory=list)  # what a stance that refuses a compile raises
+    module_classes: list[str] = field(default_factory=list)  # the classes of DDP's frames
 
     def add(self, records: Iterable[GraphRecord]) -> None:
         for r in records:
@@ -157,6 +160,48 @@ def _explicit_break(x: torch.Tensor) -> torch.Tensor:
     return x.cos()
 
 
+def _wrapping(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator like a library's around each forward: one wrapper code for every function."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_wrapping
+def _wrapped_sin(x: torch.Tensor) -> torch.Tensor:
+    return x.sin()
+
+
+@_wrapping
+def _wrapped_cos(x: torch.Tensor) -> torch.Tensor:
+    return x.cos()
+
+
+def _size_relation(x: torch.Tensor) -> torch.Tensor:
+    a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
+    b = x[..., ::8]
+    if a.shape[-1] == 2 * b.shape[-1]:  # a branch on a relation between dynamic sizes
+        return a
+    return b
+
+
+def _ddp_records() -> list[GraphRecord]:
+    """torch.compile(DDP(nn.Sequential)) in a process group of one: every frame breaks."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    with tempfile.TemporaryDirectory() as folder:
+        dist.init_process_group("gloo", store=dist.FileStore(f"{folder}/store", 1), rank=0, world_size=1)
+        try:
+            model = DistributedDataParallel(torch.nn.Sequential(torch.nn.Linear(4, 4)))
+            return _calls(model, (_ones(2, 4),))
+        finally:
+            dist.destroy_process_group()
+
+
 class _Block(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -220,6 +265,19 @@ def written() -> Written:
         torch.compile(block, backend=compiletrace.backend(backend="eager", registry=reg))(_ones(2, 4))
     w.add(reg.records())
     w.add(_calls(_item_then_use, (_ones(2),), (_ones(2) * 2,)))  # .item(), and ___stack0 == 2.0
+    sizes = [(torch.randn(1, 2, n),) for n in (16, 32, 36)]
+    w.add(_calls(_size_relation, *sizes))  # (x.size()[2] // 4) == (2*((7 + x.size()[2]) // 8))
+    torch._dynamo.reset()
+    reg = compiletrace.Registry()
+    sin = compiletrace.compile(_wrapped_sin, backend="eager", registry=reg)
+    cos = compiletrace.compile(_wrapped_cos, backend="eager", registry=reg)
+    sin(_ones(2))
+    cos(_ones(2))  # ___check_obj_id(func.__code__, ...): one wrapper code, another function
+    sin(x=_ones(2))  # len(args) == 1: called by keyword now
+    w.add(reg.records())
+    ddp = _ddp_records()
+    w.add(ddp)
+    w.module_classes.extend(r.module_class for r in ddp)
     # Graph-break reasons.
     w.add(_calls(_printing, (_ones(2),)))
     w.add(_calls(_printing, (_ones(2),), fullgraph=True))  # raises Unsupported at the break
@@ -264,6 +322,10 @@ NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
     ("GUARD_IDENTITY", "TYPE_MATCH"): "older releases named the guard that failed",
     ("GUARD_SHAPE", r"\.stride\(\)"): "a symbolic stride guard: dynamic strides torch does not make here",
     ("GUARD_SHAPE", "storage_offset"): "a symbolic storage-offset guard: not made on these inputs",
+    (
+        "GUARD_SYMBOLIC",
+        r"\.stride\(\)\[\d+\]",
+    ): "a symbolic stride guard: dynamic strides torch does not make here",
     ("GUARD_VALUE", "!="): "torch words value guards with ==; kept for a guard that negates",
     ("GUARD_VALUE", " is not None"): "torch guards a value that is not None by its type or value",
     ("KERNEL_COMPILE_REGIONS", "CppCodeCache"): "no such region in this release",
@@ -340,6 +402,9 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "GUARD_DTYPE_DEVICE": (lambda w: w.guards, "search"),
     "GUARD_IDENTITY": (lambda w: w.guards, "search"),
     "GUARD_VALUE": (lambda w: w.guards, "search"),
+    "GUARD_SYMBOLIC": (lambda w: w.guards, "search"),
+    "GUARD_WRAPPED_FUNCTION": (lambda w: w.guards, "search"),
+    "GUARD_POSITIONAL_COUNT": (lambda w: w.guards, "search"),
     "SIZE_MISMATCH": (lambda w: w.guards, "search"),
     "VALUE_COMPARISON": (lambda w: w.guards, "match"),
     "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
@@ -354,6 +419,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "BREAK_EXPLICIT": (lambda w: w.breaks, "search"),
     "BREAK_DATA_DEPENDENT": (lambda w: w.breaks, "search"),
     "BREAK_CONTEXT_MANAGER": (lambda w: w.breaks, "search"),
+    "DDP_BREAK": (lambda w: w.breaks, "search"),
     "RESUME_NAME": (lambda w: w.code_names, "match"),
 }
 PREFIXES = (
@@ -378,6 +444,7 @@ NAMES = (
     "BACKEND_REGION",
     "HEADER_REGION",
     "STANCE_REFUSED",
+    "DDP_CLASS",
 )
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 # The parts of a cache key: checked on the keys an inductor compile writes (below).
@@ -416,6 +483,7 @@ def test_the_names_match_what_this_torch_writes(written: Written) -> None:
     assert any(t.rpartition(".")[2] == torch_text.UNSUPPORTED for t in written.error_types)
     regions = written.regions
     assert {torch_text.FRAME_REGION, torch_text.BACKWARD_REGION, torch_text.AOT_REGION} <= regions
+    assert torch_text.DDP_CLASS in written.module_classes  # the frame of DDP's forward names it
     assert torch_text.BACKEND_REGION in regions
     assert written.stance and all(torch_text.STANCE_REFUSED in text for text in written.stance)
 

@@ -310,3 +310,43 @@ def test_observers_hear_each_registry_s_own_copy_and_their_own_tokens() -> None:
         ("copied", "vision backward", "token of copied"),
         ("late", "vision backward", None),
     ]
+
+
+def test_a_frame_and_its_lazy_backward_are_timed_in_cpu_too(fake_clock: FakeClock) -> None:
+    """The CPU clock (the compiling thread's CPU and its reaped children's) is read where
+    the frame opens and ends, and around its lazy backward: exact with a fake one; the
+    one-time set-up's imports get their CPU share too."""
+    cpu = FakeClock(0)
+    tracker = Tracker(clock=fake_clock, epoch_offset_ns=OFFSET, cpu_clock=cpu)
+    registry = Registry()
+    inner = FakeBackend(fake_clock)
+    be = CompiletraceBackend("lm", backend=inner, registry=registry, tracker=tracker)
+    start(tracker, "0/0", be)
+    fake_clock.advance(40 * MS)
+    cpu.advance(7 * MS)  # a busy machine: the frame got 7 ms of CPU in 40 ms
+    with tracker.import_timer.timed_block():
+        fake_clock.advance(5 * MS)
+        cpu.advance(2 * MS)
+    inner.takes(10 * MS)
+    be(FakeGraph(3), [])
+    cpu.advance(3 * MS)
+    tracker.on_end(tc.TRIGGER_DYNAMO, "0/0")
+    (rec,) = registry.records()
+    assert (rec.frame_ns, rec.cpu_ns, rec.setup_ns, rec.setup_cpu_ns) == (55 * MS, 12 * MS, 5 * MS, 2 * MS)
+    assert (rec.cpu_or_wall_ns, rec.setup_cpu_or_wall_ns) == (12 * MS, 2 * MS)
+    fake_clock.advance(100 * MS)
+    cpu.advance(100 * MS)  # the model runs: none of it is the compile's
+    tracker.on_start(tc.TRIGGER_LAZY_BACKWARD, "0/0")
+    fake_clock.advance(9 * MS)
+    cpu.advance(4 * MS)
+    tracker.on_end(tc.TRIGGER_LAZY_BACKWARD, "0/0")
+    (rec,) = registry.records()
+    assert (rec.total_ns, rec.cpu_ns) == (64 * MS, 16 * MS)
+
+
+def test_a_record_without_cpu_time_is_weighed_in_wall_time() -> None:
+    old = make_record(frame_ns=30 * MS, setup_ns=4 * MS)  # a run from before CPU was measured
+    assert old.cpu_ns is None and (old.cpu_or_wall_ns, old.setup_cpu_or_wall_ns) == (30 * MS, 4 * MS)
+    registry = Registry()
+    handle = registry.add(old)
+    assert registry.add_backward(handle, 0, 5 * MS, cpu_ns=MS).cpu_ns is None  # still none measured

@@ -13,7 +13,14 @@ user's own torch.compile. Nothing in them knows of compiletrace.
 - ``disable``: a classifier on a ViT whose forward calls a ``torch.compiler.disable``
   function;
 - ``fullgraph``: the ``disable`` classifier compiled with ``fullgraph=True``, which fails
-  (the program catches torch's error and says so).
+  (the program catches torch's error and says so);
+- ``llm-lengths``: a decoder-only LLM (Llama) compiled whole, called on inputs of three
+  lengths (its input ids and attention mask change together);
+- ``llm-generate``: the same LLM's forward compiled, then ``generate`` on prompts of three
+  lengths (a new prompt, the decode step, a growing cache); ``llm-generate-padded``: the
+  edit that pads each prompt to 16 tokens (left, masked);
+- ``speech``: a speech encoder (wav2vec 2.0) compiled whole, on clips of three lengths;
+- ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole.
 """
 
 import sys
@@ -113,6 +120,61 @@ def classify(read: str, fullgraph: bool = False) -> None:
                 return
 
 
+def decoder(layers: int = 2, kind: str = "llama") -> transformers.PreTrainedModel:
+    """A tiny random decoder-only LLM."""
+    torch.manual_seed(0)
+    sizes = dict(
+        vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, pad_token_id=0,
+        eos_token_id=1, bos_token_id=2,
+    )  # fmt: skip
+    if kind == "qwen2":
+        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**sizes)).eval()
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes)).eval()
+
+
+def llm_lengths() -> None:
+    compiled = torch.compile(decoder(), backend="aot_eager")
+    with torch.no_grad():
+        for n in (4, 8, 12):
+            compiled(input_ids=ids(n), attention_mask=torch.ones(1, n, dtype=torch.long), use_cache=False)
+
+
+def llm_generate(pad_to: int = 0) -> None:
+    model = decoder()
+    model.forward = torch.compile(model.forward, backend="aot_eager")
+    with torch.no_grad():
+        for n in (5, 9, 13):
+            prompt, mask = ids(n), torch.ones(1, n, dtype=torch.long)
+            if pad_to:  # left padding, masked out: one prompt length for every prompt
+                prompt = torch.cat([torch.zeros(1, pad_to - n, dtype=torch.long), prompt], dim=1)
+                mask = torch.cat([torch.zeros(1, pad_to - n, dtype=torch.long), mask], dim=1)
+            model.generate(
+                prompt, attention_mask=mask, max_new_tokens=4, min_new_tokens=4, do_sample=False,
+                pad_token_id=0,
+            )  # fmt: skip
+
+
+def speech() -> None:
+    torch.manual_seed(0)
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        conv_dim=(16, 16), conv_kernel=(10, 3), conv_stride=(5, 2), num_feat_extract_layers=2,
+        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+    )  # fmt: skip
+    compiled = torch.compile(transformers.Wav2Vec2Model(config).eval(), backend="aot_eager")
+    with torch.no_grad():
+        for samples in (1600, 2400, 3200):  # clips of 0.1, 0.15 and 0.2 s at 16 kHz
+            compiled(torch.randn(1, samples, generator=torch.Generator().manual_seed(samples)))
+
+
+def layers() -> None:
+    compiled = torch.compile(decoder(layers=10, kind="qwen2"), backend="aot_eager")
+    with torch.no_grad():
+        for _ in range(2):
+            compiled(input_ids=ids(8), use_cache=False)
+
+
 def main(case: str) -> None:
     torch.manual_seed(0)
     if case == "t5-generate":
@@ -123,6 +185,16 @@ def main(case: str) -> None:
         classify(case)
     elif case == "fullgraph":
         classify("disable", fullgraph=True)
+    elif case == "llm-lengths":
+        llm_lengths()
+    elif case == "llm-generate":
+        llm_generate()
+    elif case == "llm-generate-padded":
+        llm_generate(pad_to=16)
+    elif case == "speech":
+        speech()
+    elif case == "layers":
+        layers()
     else:
         sys.exit(f"unknown case {case!r}")
     print("done", case)

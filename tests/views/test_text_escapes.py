@@ -153,7 +153,7 @@ def test_doctor_shows_every_finding_of_a_crafted_run_escaped(
     evil_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = _run_cli(["doctor", str(evil_path)], capsys)
-    assert out.startswith("Findings, most seconds at stake first")
+    assert out.startswith("Findings, what did not compile first, then most seconds at stake")
     for shown in SHOWN:
         assert shown in out
     assert f"enc{printable(EVIL)}" in out

@@ -19,7 +19,8 @@ One module per concept, each saying which internals it uses, and why:
 ``cache_keys``      each cache lookup's key and the parts it is made of, and the process's
                     facts that decide whether a cache applies
 ``artifacts``       what a cache-artifact file may hold, and where torch writes its entries
-``structure``       an FX graph's structural hash
+``structure``       an FX graph's structural hash, and a block repeated inside it
+``dynamic_sources`` what torch's automatic dynamic made dynamic in a compiled code
 ``tracing``         Dynamo's tracing time per user function (``trace_cost``), and which files
                     are the user's
 ``backend_calls``   every Dynamo backend call, whatever the backend (passive recording), and
@@ -107,6 +108,10 @@ from compiletrace._core.torch_compat.distributed import (
     DEFAULT_PROCESS_GROUP_TIMEOUT_S as DEFAULT_PROCESS_GROUP_TIMEOUT_S,
 )
 from compiletrace._core.torch_compat.distributed import process_group_timeout
+from compiletrace._core.torch_compat.dynamic_sources import (
+    automatic_dynamic_sources,
+    automatic_dynamic_state_available,
+)
 from compiletrace._core.torch_compat.event_logger import (
     RUNTIME_REGIONS,
     RuntimeListener,
@@ -158,7 +163,7 @@ from compiletrace._core.torch_compat.stance import (
     is_stance_fix,
     stance_fixes_available,
 )
-from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash
+from compiletrace._core.torch_compat.structure import graph_block, graph_structure_hash, repeated_block
 from compiletrace._core.torch_compat.trace_log import trace_artifacts_available, write_trace_artifact
 from compiletrace._core.torch_compat.tracing import (
     install_trace_cost_hook,
@@ -200,6 +205,8 @@ __all__ = [
     "RuntimeListener",
     "apply_config_fix",
     "apply_stance_fix",
+    "automatic_dynamic_sources",
+    "automatic_dynamic_state_available",
     "backend_error",
     "backend_failure_type",
     "cache_artifact_class_shape",
@@ -252,6 +259,7 @@ __all__ = [
     "recompile_limit",
     "recompile_reason",
     "remove_backend_call_handler",
+    "repeated_block",
     "restart_reasons",
     "run_cache_keys",
     "set_trace_collector",

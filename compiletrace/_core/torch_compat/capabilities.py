@@ -20,6 +20,7 @@ import torch
 
 from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
+from compiletrace._core.torch_compat.dynamic_sources import automatic_dynamic_state_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
 from compiletrace._core.torch_compat.one_time import one_time_functions_available
 from compiletrace._core.torch_compat.stance import stance_fixes_available
@@ -171,6 +172,12 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         one_time_functions_available,
         "the CPU's vector-instruction probe in the one-time set-up (it stays in the first "
         "inductor graph's time)",
+    ),
+    (
+        "automatic-dynamic state",
+        automatic_dynamic_state_available,
+        "the inputs and dimensions torch made dynamic on a recompile (the doctor names the first "
+        "failing guard's alone, and offers no mark-dynamic fix)",
     ),
     (
         "config fixes",

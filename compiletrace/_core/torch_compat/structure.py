@@ -7,7 +7,9 @@ What is used, and why:
   node's output shape and dtype, for the doctor's structural hash.
 - The ``nn_module_stack`` Dynamo leaves on them: which module call each operation was in,
   so that a graph that is one block's call (``blocks.1``, a ``Block``) is told from a piece
-  of a function that a graph break cut off.
+  of a function that a graph break cut off, and a graph that holds N calls of one block
+  (a model of N identical layers compiled whole) is seen as that. On 2.13 it maps an id to
+  ``(path, class)``, outermost module first (``("L['args'][0].model.layers.3", Qwen2DecoderLayer)``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+
+from compiletrace._data.records import RepeatedBlock
 
 
 def graph_structure_hash(gm: Any) -> str | None:
@@ -52,12 +56,16 @@ def graph_structure_hash(gm: Any) -> str | None:
 
 
 _OPERATIONS = frozenset({"call_function", "call_method", "call_module"})
+# torch's own modules (Linear, LayerNorm, ...) are called many times in any model: the block
+# a user can compile on its own is a class of theirs or a library's.
+_TORCH_MODULES = "torch."
 
 
 def graph_block(gm: Any) -> str | None:
     """The class of the one submodule call every operation of an FX graph is in (the graph
     is that block's forward: ``Block`` for a graph of ``blocks.1``), else None: operations
-    of the compiled function's own, or of several calls."""
+    of the compiled function's own, or of several calls, or of one of torch's own modules
+    (a ``Linear`` on each side of a graph break is no block to compile on its own)."""
     try:
         outermost: set[tuple[str, str]] = set()
         for node in gm.graph.nodes:
@@ -67,11 +75,51 @@ def graph_block(gm: Any) -> str | None:
             if not stack:
                 return None
             path, cls = next(iter(stack.values()))
-            name = cls.__qualname__ if isinstance(cls, type) else str(cls).rpartition(".")[2]
+            module, _, name = (
+                (cls.__module__, ".", cls.__qualname__) if isinstance(cls, type) else str(cls).rpartition(".")
+            )
+            if module.startswith(_TORCH_MODULES):
+                return None
             outermost.add((str(path), name))
             if len(outermost) > 1:
                 return None
         return next(iter(outermost))[1] if outermost else None
+    except Exception:
+        return None
+
+
+def repeated_block(gm: Any, min_instances: int = 2) -> RepeatedBlock | None:
+    """The module class whose calls cover most of an FX graph's operations, when it was
+    called at least ``min_instances`` times in it (``Qwen2DecoderLayer`` x10: 610 of 654
+    operations), else None. Of classes covering as much, the outermost. About 3 ms for 800
+    nodes, read once per backend call."""
+    try:
+        calls: dict[tuple[str, str], dict[str, int]] = {}  # class -> path -> its operations
+        depth: dict[tuple[str, str], int] = {}
+        ops = 0
+        for node in gm.graph.nodes:
+            if node.op not in _OPERATIONS:
+                continue
+            ops += 1
+            for level, (path, cls) in enumerate((node.meta.get("nn_module_stack") or {}).values()):
+                if isinstance(cls, type):
+                    key = (cls.__qualname__, cls.__module__)
+                else:  # a "module.Class" string where a release gives one
+                    module, _, name = str(cls).rpartition(".")
+                    key = (name, module)
+                per_path = calls.setdefault(key, {})
+                per_path[str(path)] = per_path.get(str(path), 0) + 1
+                depth[key] = min(level, depth.get(key, level))
+        found = [
+            (sum(paths.values()), -depth[key], key, paths)
+            for key, paths in calls.items()
+            if len(paths) >= min_instances and not key[1].startswith(_TORCH_MODULES)
+        ]
+        if not found:
+            return None
+        nodes, _, (name, module), paths = max(found, key=lambda f: (f[0], f[1]))
+        sizes = paths.values()
+        return RepeatedBlock(name, module, len(paths), nodes, min(sizes), max(sizes), ops)
     except Exception:
         return None
 

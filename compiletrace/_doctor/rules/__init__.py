@@ -4,7 +4,10 @@ A rule module holds one kind of finding: its :class:`~compiletrace._data.finding
 its ``check(evidence) -> Iterable[Finding]``, the fixes its findings can name for
 ``run --apply`` and, where there are fixes, the judge ``doctor --verify`` uses; it ends with
 ``RULE = Rule(...)``. A new kind of finding is one ``FindingKind`` member, one module here,
-and one line below. Findings of equal seconds keep this order within a kind.
+and one line below. Findings of equal seconds keep this order within a kind, and each
+compile's seconds go to the first finding (in this order) whose fix saves them
+(:mod:`compiletrace._doctor.stake`): what did not compile, the recompile limit, recompiles,
+blocks repeated inside a graph, then across frames, graph breaks, then the rest.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from compiletrace._doctor.rules import (
     costly_trace,
     expensive_hit,
     graph_break,
+    nothing_compiled,
     rank_divergence,
     recompile_limit,
     recompiles,
+    repeated_block,
     repeated_graph,
     shared_frame,
     useless_warmup,
@@ -28,10 +33,12 @@ from compiletrace._doctor.rules import (
 __all__ = ["RULES"]
 
 RULES: tuple[Rule, ...] = (
+    nothing_compiled.RULE,
     recompile_limit.RULE,
     recompiles.RULE,
-    graph_break.RULE,
+    repeated_block.RULE,
     repeated_graph.RULE,
+    graph_break.RULE,
     cache_miss.RULE,
     expensive_hit.RULE,
     compile_after_warmup.RULE,

@@ -91,6 +91,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             ],
             "missed": len(missed),
             "consulted": len(group),
+            "compile_ids": shared.ids(missed),  # the records whose seconds it puts at stake
         }
         if explained:
             found["stored"] = [

@@ -9,13 +9,19 @@ from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
-from compiletrace._doctor.guards import classify_guard, guard_auto_fix, guard_fix, guard_text
+from compiletrace._doctor.guards import (
+    classify_guard,
+    guard_auto_fix,
+    guard_fix,
+    guard_text,
+    mark_dynamic_entries,
+)
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.shared import AUTO_FIX
 from compiletrace._doctor.verdicts import DID_NOT_HELP, VERIFIED, Measured, still_there
 
 KIND = FindingKind.RECOMPILE_LIMIT
-FIXES = (Fix.DYNAMIC_SHAPES, Fix.STATIC_CACHE, Fix.CAPTURE_SCALAR_OUTPUTS, Fix.RAISE_RECOMPILE_LIMIT)
+FIXES = (Fix.MARK_DYNAMIC, Fix.CAPTURE_SCALAR_OUTPUTS, Fix.RAISE_RECOMPILE_LIMIT)
 
 
 def check(evidence: Evidence) -> Iterator[Finding]:
@@ -26,6 +32,10 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         limit = last.recompile_limit
         kind = classify_guard(last.recompile_reason)
         auto_fix = guard_auto_fix(last.recompile_reason) or Fix.RAISE_RECOMPILE_LIMIT
+        entries = mark_dynamic_entries(spent) if auto_fix is Fix.MARK_DYNAMIC else []
+        spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries)) if entries else None
+        if auto_fix is Fix.MARK_DYNAMIC and not entries:
+            auto_fix = Fix.RAISE_RECOMPILE_LIMIT
         yield Finding(
             KIND,
             owner[0],
@@ -41,7 +51,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "modules": shared.modules(spent),
                 "recompile_limit": limit,
                 "last_guard": {"kind": kind.value, "reason": guard_text(last.recompile_reason)},
-                AUTO_FIX: auto_fix.spelled(),
+                AUTO_FIX: spelled or auto_fix.spelled(),
             },
         )
 

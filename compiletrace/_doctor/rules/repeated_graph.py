@@ -8,10 +8,12 @@ from collections.abc import Iterator
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
+from compiletrace._data.torch_text import RESUME_PREFIX
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.shared import AUTO_FIX, MAX_EXAMPLES
+from compiletrace._doctor.stake import Claim, named_records
 from compiletrace._doctor.verdicts import regional_by_counts
 
 KIND = FindingKind.REPEATED_GRAPH
@@ -63,4 +65,11 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(KIND, check, FIXES, regional_by_counts)
+def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
+    """Every graph but the first, whole; half of one that follows a graph break (removing
+    the break saves it too: the graph_break finding claims the other half)."""
+    repeats = named_records(finding, evidence)[1:]
+    return [Claim(r, 0.5 if r.code_name.startswith(RESUME_PREFIX) else 1.0) for r in repeats]
+
+
+RULE = Rule(KIND, check, FIXES, regional_by_counts, claims)

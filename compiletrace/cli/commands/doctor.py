@@ -54,9 +54,24 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="prove the advice: re-run the job's command (or a profile run's MODEL, with its steady-\n"
         "state call timed) as it is and once per fix that applies with no edit (run --apply), each\n"
-        "in fresh processes on an empty compile cache, and print per finding frame compiles, compile\n"
-        "seconds and wall time before and after, and the verdict. It runs what the file names:\n"
-        "give --trust for a file of your own",
+        "in fresh processes on an empty compile cache, in --rounds interleaved rounds, and print per\n"
+        "finding frame compiles, compile CPU seconds, the seconds at stake and saved (median and\n"
+        "spread, CPU and wall), the calibration and the verdict. It runs what the file names: give\n"
+        "--trust for a file of your own",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --verify: run the program as it is and with each fix N times, interleaved (default\n"
+        "3: a fix is verified only when its saving beats the rounds' spread; 1: counts only, a quick look)",
+    )
+    parser.add_argument(
+        "--alternatives",
+        action="store_true",
+        help="with --verify: measure the other fixes a finding names too (dynamic shapes beside marking\n"
+        "one dimension dynamic), each on a row of its own",
     )
     parser.add_argument(
         "--trust",
@@ -88,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--trust is for --verify, which runs the job's command")
     if args.baseline and args.verify:
         raise UsageError("--baseline compares two runs; --verify re-runs one: give one of them")
+    if args.rounds < 1:
+        raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
     job = load(
         args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
@@ -172,11 +189,8 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             f"{args.run}: --verify would run what this file names ({shown}), and a file can "
             "name any code: give --trust if the file is your own"
         )
-    verdicts = (
-        verify_profile_run(job.meta, cwd=os.getcwd(), progress=progress)
-        if profiled
-        else verify_job(job, progress=progress)
-    )
+    how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
+    verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
     if args.json != "-":
         print(findings_text(findings))

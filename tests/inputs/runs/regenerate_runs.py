@@ -135,6 +135,38 @@ def repeated_graph() -> None:
     _save_run("repeated_graph", reg, _meta("Unrolled", "eager"))
 
 
+def repeated_block() -> None:
+    import torch
+
+    import compiletrace
+    from tests.inputs.runs import rule_programs as p
+
+    reg = compiletrace.Registry()
+    with torch.no_grad():
+        compiletrace.compile(p.Stack(), backend="eager", registry=reg)(torch.ones(2, 8))
+    _save_run("repeated_block", reg, _meta("Stack", "eager"))
+
+
+def nothing_compiled() -> None:
+    import tempfile
+
+    import torch
+    import torch.distributed as dist
+
+    import compiletrace
+    from tests.inputs.runs import rule_programs as p
+
+    with tempfile.TemporaryDirectory() as folder:
+        dist.init_process_group("gloo", store=dist.FileStore(f"{folder}/store", 1), rank=0, world_size=1)
+        try:
+            reg = compiletrace.Registry()
+            model = compiletrace.compile(p.wrapped_in_ddp(), backend="eager", registry=reg)
+            model(torch.ones(2, 4)).sum().backward()
+        finally:
+            dist.destroy_process_group()
+    _save_run("nothing_compiled", reg, _meta("wrapped_in_ddp", "eager"))
+
+
 def _inductor_gelu(rule: str) -> None:
     import torch
 
@@ -262,9 +294,11 @@ def rank_divergence() -> None:
 MAKERS: dict[str, Callable[[], None]] = {
     maker.__name__: maker
     for maker in (
+        nothing_compiled,
         recompiles,
         recompile_limit,
         graph_break,
+        repeated_block,
         repeated_graph,
         cache_miss,
         expensive_hit,

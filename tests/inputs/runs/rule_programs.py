@@ -58,6 +58,21 @@ class Unrolled(nn.Module):
         return self.blocks[3](x)
 
 
+class Stack(nn.Module):
+    """Four identical blocks called in a loop, compiled whole: one graph that holds the
+    block four times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(Block() for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
 def gelu(x: torch.Tensor) -> torch.Tensor:
     """What inductor compiles in the cache runs: a kernel of its own."""
     return torch.nn.functional.gelu(x) * 2 + 1
@@ -110,3 +125,12 @@ class Layers(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.b(torch.relu(planted_hotspot(self.a(x))))
+
+
+def wrapped_in_ddp() -> nn.Module:
+    """A model of torch's own (nn.Sequential) in DistributedDataParallel, in a process group of
+    one (gloo): compiled whole, Dynamo traces none of it."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(0)
+    return DistributedDataParallel(nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)))
