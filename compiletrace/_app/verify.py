@@ -57,6 +57,7 @@ from compiletrace._data.verify import TrialFigures, VerifyRow
 from compiletrace._doctor import (
     AT_STAKE,
     BROKE,
+    COMPILES,
     DID_NOT_HELP,
     MANUAL,
     PARTLY,
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BROKE",
+    "COMPILES",
     "DID_NOT_HELP",
     "MANUAL",
     "PARTLY",
@@ -174,6 +176,8 @@ class Verdict:
     cpu: SecondsEffect | None = None  # the paired compile CPU seconds: saving, spread, effect
     wall: SecondsEffect | None = None  # ... and the compile wall seconds
     alternative: bool = False  # a fix the finding names beside its own (measured when asked)
+    # Whether its seconds decide: not for a fix that makes code compile (it costs them by design).
+    seconds_judged: bool = True
 
     @property
     def at_stake_s(self) -> float:
@@ -184,8 +188,9 @@ class Verdict:
 
     @property
     def calibration(self) -> float | None:
-        """Seconds saved over seconds at stake (CPU): 1.0 is an exact estimate."""
-        if self.cpu is None or self.at_stake_s <= 0:
+        """Seconds saved over seconds at stake (CPU): 1.0 is an exact estimate (None where
+        the seconds do not decide the verdict)."""
+        if self.cpu is None or self.at_stake_s <= 0 or not self.seconds_judged:
             return None
         return self.cpu.saving / self.at_stake_s
 
@@ -327,15 +332,19 @@ def _verdict(
     cpu = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     rule = rule_for(finding.kind)
+    judged = rule.seconds_judged(finding)
     if rule.reads_exit_status:
         verdict = judge(finding, before, after)  # a gate ends the program on purpose: its judge reads how
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
-    elif not rule.seconds_judged(finding):
-        verdict = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
+    elif not judged:
+        counts = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
+        verdict = COMPILES if counts == VERIFIED else counts
     else:
         verdict = with_seconds(judge(finding, before, after), cpu)
-    return Verdict(finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative)
+    return Verdict(
+        finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged
+    )
 
 
 def verify_job(

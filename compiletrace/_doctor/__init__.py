@@ -54,6 +54,7 @@ from compiletrace._doctor.shared import automatic_fix, fix_of, fixes_to_verify, 
 from compiletrace._doctor.stake import AT_STAKE, Claim, claim_once
 from compiletrace._doctor.verdicts import (
     BROKE,
+    COMPILES,
     DID_NOT_HELP,
     MANUAL,
     PARTLY,
@@ -70,6 +71,7 @@ from compiletrace._doctor.verdicts import (
 __all__ = [
     "AT_STAKE",
     "BROKE",
+    "COMPILES",
     "DID_NOT_HELP",
     "DOCTOR_KIND",
     "DOCTOR_SCHEMA_VERSION",

@@ -31,6 +31,7 @@ from compiletrace._data.records import CompilationTimes
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._doctor import (
     BROKE,
+    COMPILES,
     DID_NOT_HELP,
     MANUAL,
     PARTLY,
@@ -540,3 +541,27 @@ def test_a_fix_that_needs_an_edit_is_measured_as_the_program_edited_interleaved(
     # The edited program shows no such finding to judge: nothing to measure.
     assert measure_edit([sys.executable, str(program), "dynamic"], [sys.executable, "-c", "pass"],
                         "recompiles", change="-", rounds=1) is None  # fmt: skip
+
+
+EARLY_EXIT = str(Path(__file__).parents[1] / "programs" / "early_exit.py")
+
+
+@pytest.mark.slow
+def test_a_fix_that_makes_code_compile_says_it_compiles_now_never_verified() -> None:
+    """The model compiled whole runs uncompiled (its exit check reads ``.item()``): the edit
+    that compiles its step costs compile seconds by design, so no calibration and no
+    "verified" (a promise of seconds saved) is said of it."""
+    verdict = measure_edit(
+        [sys.executable, EARLY_EXIT, "whole"],
+        [sys.executable, EARLY_EXIT, "body"],
+        "nothing_compiled",
+        change="edit: compile the step",
+        rounds=2,
+    )
+    assert verdict is not None and not verdict.seconds_judged
+    assert (verdict.before.frame_compiles, verdict.before.graph_nodes) == (1, 0)  # traced, no graph
+    assert verdict.after is not None and verdict.after.graph_nodes > 0
+    assert verdict.verdict == COMPILES and verdict.calibration is None
+    (finding,) = verified_findings([verdict])
+    measured = finding.evidence["verify"]
+    assert measured["verdict"] == COMPILES and "calibration" not in measured
