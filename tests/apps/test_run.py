@@ -499,3 +499,16 @@ def test_the_job_html_lays_every_process_on_one_axis_then_each_ones_timeline(tmp
         ]
 
     assert job_view(again.read_text()) == job_view(page)
+
+
+@pytest.mark.slow
+def test_a_job_process_says_nothing_of_capabilities_its_torch_has(tmp_path: Path) -> None:
+    """The bootstrap makes the tracker while torch imports, when torch's cache modules
+    cannot be imported yet: what they give is probed at the first compile, not called
+    missing at the start of every process of every job."""
+    program = "import torch; torch.compile(lambda x: x + 1, backend='eager')(torch.ones(2))"
+    done = ct_run("--json", str(tmp_path / "job.json"), "--", sys.executable, "-c", program, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "lacks" not in done.stderr and "does not hand its cache keys" not in done.stderr, done.stderr
+    job = compiletrace.load(tmp_path / "job.json")
+    assert [p.run.meta.cache_keys is not None for p in job.processes] == [True]

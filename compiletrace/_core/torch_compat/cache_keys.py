@@ -33,6 +33,7 @@ import importlib.metadata
 import inspect
 import os
 import platform
+import sys
 import threading
 import types
 from collections.abc import Iterator, Mapping, Sequence
@@ -315,6 +316,17 @@ def _static(owner: Any, name: str) -> Any:
     return found.__func__ if isinstance(found, staticmethod) else None
 
 
+def torch_importing() -> bool:
+    """Whether a module of torch's is still being imported in this process (a tracker made
+    by the job's bootstrap inside such an import, ``torch._inductor.standalone_compile`` say):
+    torch's compile modules cannot be imported until it ends."""
+    return any(
+        getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for name, module in list(sys.modules.items())
+        if name == "torch" or name.startswith("torch.")
+    )
+
+
 def install_cache_key_hooks() -> bool:
     """Catch each cache key's parts as torch computes them (see the module's docstring).
     Returns False, with one warning, when this torch lacks what they need: records then
@@ -324,8 +336,10 @@ def install_cache_key_hooks() -> bool:
         import torch._functorch._aot_autograd.autograd_cache as aot_cache
         from torch._inductor.codecache import FxGraphCache
     except ImportError:
-        return False  # torch is still importing them (the tracker was made mid-import): later
-    if not cache_key_hooks_available():
+        if torch_importing():
+            return False  # the tracker was made mid-import: installed at the first lookup
+        aot_cache = FxGraphCache = None  # type: ignore[assignment]
+    if aot_cache is None or not cache_key_hooks_available():
         _hooks_installed = False
         warn_once(
             "this torch does not hand its cache keys' parts where compiletrace reads them: records "
