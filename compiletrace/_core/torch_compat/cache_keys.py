@@ -340,6 +340,8 @@ def install_cache_key_hooks() -> bool:
             return False  # the tracker was made mid-import: installed at the first lookup
         aot_cache = FxGraphCache = None  # type: ignore[assignment]
     if aot_cache is None or not cache_key_hooks_available():
+        if torch_importing():
+            return False  # a module they import is mid-import: installed at the first lookup
         _hooks_installed = False
         warn_once(
             "this torch does not hand its cache keys' parts where compiletrace reads them: records "
