@@ -79,10 +79,18 @@ def _load() -> str:
     return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def _portable(text: str) -> str:
+    """``text`` with this machine's Python and venv paths as ``PYTHON`` and ``VENV``, so the
+    table reads the same wherever it was made."""
+    for path, name in ((sys.prefix, "VENV"), (sys.base_prefix, "PYTHON")):
+        text = text.replace(path, name)
+    return text
+
+
 def _row(case: str, finding: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     return {
         "case": case,
-        "finding": f"{finding['kind']}: {finding['title'][:100]}",
+        "finding": f"{finding['kind']}: {_portable(finding['title'])[:100]}",
         "at_stake_s": finding["seconds"],
         "fix": measured.get("fix"),
         "frame_compiles": measured.get("frame_compiles"),
