@@ -57,7 +57,8 @@ def comparison_text(comparison: Comparison) -> str:
     and the verdict."""
     rows = []
     for c in comparison.changes:
-        pct = "" if not c.base else f"{100 * c.delta / c.base:+.1f}%"
+        # A percentage of a base shown as 0.000 s would be noise (+12638496.8%): none.
+        pct = f"{100 * c.delta / c.base:+.1f}%" if c.base is not None and c.base >= 0.0005 else "-"
         rows.append([c.scope, c.name, _seconds(c.base), _seconds(c.new), f"{c.delta:+.3f}", pct, c.status])
     head = ("scope", "name", "base s", "new s", "delta s", "delta %", "status")
     limits = f"beyond {comparison.threshold_pct:g}% and {comparison.min_seconds:g} s"
