@@ -12,7 +12,6 @@ from typing import Any
 from compiletrace._data.findings import Finding
 from compiletrace._data.phases import PHASES
 from compiletrace._data.records import (
-    LANGUAGE_MODEL,
     NS_PER_S,
     CacheOutcome,
     GraphRecord,
@@ -56,10 +55,8 @@ logger = logging.getLogger("compiletrace")
 
 
 def summary_line(records: Sequence[GraphRecord]) -> str:
-    """``compilation took 12.34 s (language_model: 8.00 s, encoder: 4.34 s)``.
-
-    The language model is always named; other components only when they compiled.
-    """
+    """``compilation took 12.34 s (language_model: 8.00 s, encoder: 4.34 s)``: the
+    components that compiled, no other (a component with no compile was not measured)."""
     return totals_line({name: ns / NS_PER_S for name, ns in component_totals(records).items()})
 
 
@@ -67,11 +64,12 @@ def totals_line(seconds_by_component: Mapping[str, float]) -> str:
     """The one-line summary from seconds per component (a registry's exact running totals).
 
     >>> totals_line({"encoder": 1.5})
-    'compilation took 1.50 s (language_model: 0.00 s, encoder: 1.50 s)'
+    'compilation took 1.50 s (encoder: 1.50 s)'
+    >>> totals_line({})
+    'compilation took 0.00 s (nothing compiled)'
     """
-    totals = {LANGUAGE_MODEL: 0.0, **seconds_by_component}
-    parts = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in totals.items())
-    return f"compilation took {sum(totals.values()):.2f} s ({parts})"
+    parts = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in seconds_by_component.items())
+    return f"compilation took {sum(seconds_by_component.values()):.2f} s ({parts or 'nothing compiled'})"
 
 
 def log_summary(records: Sequence[GraphRecord]) -> str:
@@ -299,7 +297,7 @@ def summary_table(run: RunOrRecords) -> str:
     <BLANKLINE>
     no graph was compiled
     <BLANKLINE>
-    compilation took 0.00 s (language_model: 0.00 s)
+    compilation took 0.00 s (nothing compiled)
     """
     records, _, meta, _ = run_parts(run)
     lines = [*header_lines(records, meta), ""]
