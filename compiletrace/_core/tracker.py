@@ -176,6 +176,7 @@ class _OpenFrame:
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
     fullgraph: bool = False  # fullgraph=True: Dynamo giving up raises to the user
+    settings: tuple[tuple[str, str], ...] = ()  # mode, dynamic, fullgraph (GraphRecord.settings)
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
     aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
     module: CompiledTarget = _NO_MODULE  # the module whose forward (or call) this is
@@ -350,6 +351,7 @@ class Tracker:
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
             opened.fullgraph = frame.fullgraph
+            opened.settings = tc.compile_settings(frame.compiler_fn, frame.fullgraph)
             opened.module = _module_of(frame)
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
@@ -806,6 +808,7 @@ class Tracker:
             module_forward=frame.module.forward_location,
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
+            settings=frame.settings,
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
         # record, under the component each names it.

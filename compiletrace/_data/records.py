@@ -305,6 +305,10 @@ class GraphRecord:
     # Dynamo's time per user function (opt-in, trace_cost=True): the frame's function, then
     # an OTHER node for guards and bookkeeping; the roots' totals add up to dynamo_ns.
     trace_cost: tuple[TraceNode, ...] = ()
+    # What the compile used, as torch.compile's arguments name it: ("mode", "max-autotune"),
+    # ("dynamic", "None"), ("fullgraph", "False"); () where not recorded. Optional in a file
+    # (older files lack it, and an older reader leaves it), so no new version of the run file.
+    settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -389,6 +393,10 @@ class GraphRecord:
         data["graph_breaks"] = [b._asdict() for b in self.graph_breaks]
         data["cache_lookups"] = [c._asdict() for c in self.cache_lookups]
         data["trace_cost"] = [n.to_json() for n in self.trace_cost]
+        if self.settings:
+            data["settings"] = dict(self.settings)
+        else:
+            del data["settings"]  # not recorded: the file is as one written before settings were
         return data
 
     @classmethod
@@ -461,11 +469,18 @@ class GraphRecord:
             module_forward=f.string("module_forward"),
             setup_ns=f.integer("setup_ns", minimum=0),
             trace_cost=_trace_cost(f),
+            settings=_settings(f) if "settings" in f.data else (),
         )
 
 
-# Every field: a record file holds each one (a field added is a new version of the run file).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord))
+def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
+    given = f.obj("settings")
+    return tuple((key, given.string(key)) for key in ("mode", "dynamic", "fullgraph") if key in given.data)
+
+
+# Every field: a record file holds each one (a field added is a new version of the run file),
+# but for the optional ones.
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings"}
 
 
 def _trace_cost(f: Fields) -> tuple[TraceNode, ...]:

@@ -138,6 +138,29 @@ def _artifacts_line(info: LoadedArtifacts) -> str:
     )
 
 
+def settings_text(settings: Sequence[tuple[str, str]]) -> str:
+    """What a compile used, in torch.compile's words.
+
+    >>> settings_text((("mode", "max-autotune-no-cudagraphs"), ("dynamic", "None"), ("fullgraph", "False")))
+    'mode max-autotune-no-cudagraphs, dynamic=None, fullgraph=False'
+    """
+    words = (f"mode {value}" if key == "mode" else f"{key}={value}" for key, value in settings)
+    return printable(", ".join(words))
+
+
+def _settings_by_component(records: Sequence[GraphRecord]) -> dict[str, str]:
+    """Each component's settings in words (several, where its compiles differ); where the
+    records name more than one backend, each names its backend too."""
+    several_backends = len({r.backend for r in records}) > 1
+    seen: dict[str, dict[str, None]] = {}
+    for r in records:
+        text = settings_text(r.settings)
+        if several_backends:
+            text = f"backend {printable(r.backend)}" + (f", {text}" if text else "")
+        seen.setdefault(r.component, {})[text] = None
+    return {name: "; ".join(texts) for name, texts in seen.items()}
+
+
 def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) -> list[str]:
     """The lines above the tables: what ran and how (model, device, backend, mode,
     compilation mode when not stock), the torch and compiletrace versions and the cache
@@ -158,8 +181,16 @@ def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) ->
         what += f" on {device}"
     backend = _shown(meta.backend) or "?"
     how = [f"backend {backend}"]
-    mode = _shown(meta.mode) or ("default" if backend == "inductor" else None)
-    if mode is not None:  # inductor's mode; other backends have none unless one was given
+    used = _settings_by_component(records)
+    alike = set(used.values())
+    mode = _shown(meta.mode)
+    if mode is None and meta.source is None and backend == "inductor":
+        mode = "default"  # profile() compiled it, and was given no mode
+    several_backends = len({r.backend for r in records}) > 1
+    if len(alike) == 1 and next(iter(alike)) and not several_backends:
+        text = next(iter(alike))  # what every compile used: its mode, dynamic, fullgraph
+        how += [f"mode {mode}", text] if mode is not None and not text.startswith("mode ") else [text]
+    elif mode is not None:  # inductor's mode; other backends have none unless one was given
         how.append(f"mode {mode}")
     if meta.compilation_mode is CompilationMode.NONE:
         how.append(f"compilation mode {meta.compilation_mode.value}")
@@ -167,7 +198,10 @@ def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) ->
         f"{name} {_shown(version) or '?'}"
         for name, version in (("torch", meta.torch_version), ("compiletrace", meta.compiletrace_version))
     ]
-    lines = [f"{what}: {', '.join(how)}", f"{', '.join(versions)}; {cache_line(records)}"]
+    lines = [f"{what}: {', '.join(how)}"]
+    if len(alike) > 1 or (several_backends and any(alike)):  # compiled differently: each says how
+        lines += [f"  {printable(name)}: {text or 'not recorded'}" for name, text in used.items()]
+    lines.append(f"{', '.join(versions)}; {cache_line(records)}")
     if meta.cache_artifacts is not None:
         lines.append(_artifacts_line(meta.cache_artifacts))
     return lines

@@ -206,7 +206,8 @@ def test_profile_output_reads_in_order_and_fits_100_columns(capsys: pytest.Captu
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert max(len(line) for line in lines) <= 100, "\n".join(lines)
-    assert lines[0] == "model compiletrace.models:build_demo on cpu: backend eager"
+    demo = "model compiletrace.models:build_demo on cpu"
+    assert lines[0] == f"{demo}: backend eager, dynamic=None, fullgraph=False"  # as each compile used
     assert lines[1].startswith("torch ") and lines[1].endswith(
         "cache: none (2 graphs, none consulted a compile cache)"
     )

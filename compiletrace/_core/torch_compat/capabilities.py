@@ -118,6 +118,14 @@ def _backend_calls() -> bool:
     return callable(OutputGraph._call_user_compiler)
 
 
+def _compile_wrappers() -> bool:
+    from torch._inductor import list_mode_options
+
+    wrappers = (torch._TorchCompileInductorWrapper, torch._TorchCompileWrapper)  # type: ignore[attr-defined]
+    own = set.intersection(*(set(inspect.signature(w.__init__).parameters) for w in wrappers))
+    return {"mode", "dynamic"} <= own and callable(list_mode_options)
+
+
 # (name, probe, what records lack without it), in the order the table shows them.
 _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("frame callbacks", callbacks_available, "Dynamo tracing and guard time (backend time only)"),
@@ -145,6 +153,7 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         _recompile_limit_check,
         "frames that hit torch's recompile limit and run eagerly",
     ),
+    ("compile wrappers", _compile_wrappers, "each compile's mode and dynamic (fullgraph stays)"),
     ("inline timing", _inline_timing, "trace_cost (Dynamo's time per user function)"),
     (
         "backend calls",

@@ -12,6 +12,10 @@ What is used, and why:
   each frame that called it (the stack beyond ``_compile``: the compiled frame has not
   started, so its callers are next), and the label ``torch.compile(name=...)`` keeps on
   its inductor wrapper (``_TorchCompileInductorWrapper.name``; other backends drop it).
+- ``torch.compile``'s backend wrappers (``_TorchCompileInductorWrapper``: its inductor
+  config and ``dynamic``; ``_TorchCompileWrapper``: its ``mode`` and ``dynamic``), for what
+  each compile used: ``torch.compile`` keeps the inductor mode only as the config patches
+  ``torch._inductor.list_mode_options`` gave, so the mode is the one whose patches those are.
 - ``torch._guards.CompileContext``: the compile id of the compile running on this thread
   (inside a backend call, and before torch's callbacks took an argument), and the context
   object that tells two compiles apart after a reset reuses their ids.
@@ -161,6 +165,61 @@ def innermost_backend(fn: Any) -> Any:
         fn = inner
         seen += 1
     return fn
+
+
+_INDUCTOR_WRAPPER = "_TorchCompileInductorWrapper"
+_WRAPPER = "_TorchCompileWrapper"
+
+
+def _inductor_mode(config: dict[str, Any], dynamic: bool | None) -> str:
+    """The ``torch.compile`` mode whose inductor config patches ``config`` holds: the mode
+    with the most patches that all hold ("default" when none does), "+ options" when
+    ``config`` holds more."""
+    from torch._inductor import list_mode_options
+
+    best, best_patches = "default", dict[str, Any]()
+    for mode in list_mode_options():
+        patches = dict(list_mode_options(mode, dynamic))
+        if patches and len(patches) > len(best_patches) and patches.items() <= config.items():
+            best, best_patches = mode, patches
+    return best + (" + options" if len(config) > len(best_patches) else "")
+
+
+def compile_settings(fn: Any, fullgraph: bool) -> tuple[tuple[str, str], ...]:
+    """What a compile used, as ``torch.compile``'s arguments name it: ``mode`` (where the
+    backend has one: inductor's, or a backend object's own ``mode``), ``dynamic`` and
+    ``fullgraph``; () where reading them failed.
+
+    >>> compile_settings(object(), True)
+    (('fullgraph', 'True'),)
+    """
+    settings: dict[str, str] = {}
+    try:
+        seen = 0
+        while fn is not None and seen < 16:
+            kind = type(fn).__name__
+            if kind == _INDUCTOR_WRAPPER and isinstance(getattr(fn, "config", None), dict):
+                settings.setdefault("mode", _inductor_mode(fn.config, getattr(fn, "dynamic", None)))
+            if kind == _WRAPPER and isinstance(getattr(fn, "kwargs", None), dict):
+                mode = fn.kwargs.get("mode")
+                if isinstance(mode, str):
+                    settings.setdefault("mode", mode)
+            if kind in (_INDUCTOR_WRAPPER, _WRAPPER):
+                settings.setdefault("dynamic", repr(getattr(fn, "dynamic", None)))
+            inner = getattr(fn, "_torchdynamo_orig_backend", None)
+            if inner is None and kind == _WRAPPER:
+                inner = getattr(fn, "compiler_fn", None)
+            if inner is None or inner is fn:
+                own = getattr(fn, "mode", None)  # a backend object's own mode (compiletrace's)
+                if isinstance(own, str) and "mode" not in settings:
+                    settings["mode"] = own
+                break
+            fn, seen = inner, seen + 1
+    except Exception as exc:  # what a compile used is a label: never worth failing it
+        warn_once(f"reading a compile's mode and dynamic failed; they are not recorded: {exc!r}")
+        settings = {}
+    settings["fullgraph"] = repr(bool(fullgraph))
+    return tuple((key, settings[key]) for key in ("mode", "dynamic", "fullgraph") if key in settings)
 
 
 def current_compile_id() -> str | None:
