@@ -34,6 +34,7 @@ __all__ = [
     "BREAK_HINT",
     "BREAK_ITEM",
     "BREAK_LOGGING",
+    "BREAK_PAGE",
     "BREAK_PRINT",
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
@@ -153,6 +154,37 @@ GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)[
 # (searched with re.MULTILINE: each hint is a line of its own).
 BREAK_EXPLANATION = "Explanation:"
 BREAK_HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
+# The framing sentence torch's log puts before the reason of a break met while tracing a call.
+_BREAK_FRAMING = "Encountered graph break when attempting to trace"
+# The page torch's message names for a documented break type (its graph-break code, "gb0170").
+BREAK_PAGE = re.compile(r"https?://\S+/gb/(gb\d{1,6})\.html")
+
+
+def break_reason(text: str) -> str:
+    """Torch's user-facing reason for a break, as its message gives it (the text a
+    ``TORCH_TRACE`` log and the live ``log_graph_break`` hold alike): the framing sentence
+    some carry first is left out.
+
+    >>> break_reason("Encountered graph break when attempting to trace CALL: x\n\nData-dependent branching")
+    'Data-dependent branching'
+    """
+    reason = text.strip()
+    head, sep, rest = reason.partition("\n\n")
+    if sep and head.startswith(_BREAK_FRAMING):
+        reason = rest.strip()
+    return reason
+
+
+def is_user_facing_break(text: str) -> bool:
+    """Whether a break's reason is torch's message for users (a title, then its explanation)
+    rather than Dynamo's internal name for it (``generic_jump TensorVariable()``).
+
+    >>> is_user_facing_break("generic_jump TensorVariable()")
+    False
+    """
+    return BREAK_EXPLANATION in text
+
+
 # The causes of a break the doctor knows a fix for.
 BREAK_PRINT = re.compile(r"`print`")  # a print() in the compiled code
 BREAK_LOGGING = re.compile(r"logging|logger")  # a logging call

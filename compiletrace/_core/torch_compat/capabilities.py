@@ -118,6 +118,12 @@ def _backend_calls() -> bool:
     return callable(OutputGraph._call_user_compiler)
 
 
+def _graph_break_messages() -> bool:
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    return callable(InstructionTranslatorBase.log_graph_break)
+
+
 def _compile_wrappers() -> bool:
     from torch._inductor import list_mode_options
 
@@ -147,6 +153,11 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("portable caches", _portable_caches, "cache save/load and portable start-up iterations"),
     ("compilation metrics", _metrics_oracle, "nothing (torch's own figures, used to check compiletrace's)"),
     ("graph-break records", _graph_break_records, "graph-break reasons and locations"),
+    (
+        "graph-break messages",
+        _graph_break_messages,
+        "torch's own message for breaks Dynamo names internally (generic_jump: its internal name)",
+    ),
     ("cache lookup events", _cache_lookup_events, "cache keys"),
     (
         "recompile-limit check",

@@ -23,7 +23,11 @@ What is used, and why:
   Dynamo restarting a frame's analysis (not an error), and how many entries it keeps per
   frame.
 - What the doctor reads (``compiletrace._doctor``): ``torch._dynamo.utils.graph_break_reasons``
-  (torch appends one ``GraphCompileReason``, reason and user stack, per graph break), and
+  (torch appends one ``GraphCompileReason``, reason and user stack, per graph break); its
+  reason is Dynamo's internal name for some breaks (``generic_jump TensorVariable()``), so
+  ``InstructionTranslatorBase.log_graph_break`` is wrapped to keep torch's user-facing
+  message for each break's line (what ``TORCH_TRACE`` logs: title, explanation, hints, the
+  documentation page); and
   ``convert_frame.exceeds_recompile_limit`` (wrapped: a frame past the limit fires no
   compile callback and runs eagerly from then on).
 """
@@ -37,6 +41,7 @@ from typing import Any
 
 import torch
 
+from compiletrace._data.torch_text import break_reason, is_user_facing_break
 from compiletrace._io.state import STATE, Slot, warn_once
 
 
@@ -267,9 +272,46 @@ def recompile_limit() -> int | None:
 MAX_REASON_CHARS = 2000  # torch's reasons carry hints and a link; a traceback is not kept
 
 
+# torch's user-facing message for the latest break at each user line (file, line), from
+# log_graph_break; bounded (cleared past _MAX_BREAK_TEXTS lines).
+_BREAK_TEXTS: Slot[dict[tuple[str, int], str]] = STATE.slot("graph-break texts", {})
+_BREAK_TEXT_HOOK: Slot[bool] = STATE.slot("graph-break text hook", False)
+_MAX_BREAK_TEXTS = 4096
+
+
+def _install_break_text_hook() -> None:
+    """Wrap Dynamo's ``log_graph_break`` (once) to keep each break's user-facing message."""
+    if _BREAK_TEXT_HOOK.value:
+        return
+    _BREAK_TEXT_HOOK.value = True
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+        original = InstructionTranslatorBase.log_graph_break
+    except Exception as exc:
+        warn_once(f"torch's graph-break messages are not reachable; breaks keep Dynamo's reason: {exc!r}")
+        return
+    texts = _BREAK_TEXTS.value
+
+    def log_graph_break(
+        self: Any, code_options: Any, reason: str, exc: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        try:
+            where = self.frame_summary()
+            if len(texts) >= _MAX_BREAK_TEXTS:
+                texts.clear()
+            texts[(str(where.filename), int(where.lineno or 0))] = str(reason)[:MAX_REASON_CHARS]
+        except Exception:  # a label: never worth failing the compile
+            pass
+        return original(self, code_options, reason, exc, *args, **kwargs)
+
+    InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+
+
 def graph_break_mark() -> int:
     """A mark in torch's list of graph-break records; :func:`graph_breaks_since` reads the
     ones added after it."""
+    _install_break_text_hook()
     try:
         from torch._dynamo.utils import graph_break_reasons
 
@@ -291,16 +333,17 @@ def graph_breaks_since(mark: int) -> list[tuple[str, str, int]]:
         end = len(graph_break_reasons)
         start = mark if mark <= end else 0  # cleared by a reset since the mark
         found = []
+        texts = _BREAK_TEXTS.value
         for item in graph_break_reasons[start:end]:
             stack = getattr(item, "user_stack", None) or []
             where = stack[-1] if stack else None  # the user's line, innermost
-            found.append(
-                (
-                    str(getattr(item, "reason", ""))[:MAX_REASON_CHARS],
-                    str(getattr(where, "filename", "") or ""),
-                    int(getattr(where, "lineno", 0) or 0),
-                )
-            )
+            filename = str(getattr(where, "filename", "") or "")
+            lineno = int(getattr(where, "lineno", 0) or 0)
+            reason = str(getattr(item, "reason", ""))
+            logged = texts.get((filename, lineno))
+            if not is_user_facing_break(reason) and logged is not None:
+                reason = break_reason(logged)  # torch's message, as TORCH_TRACE has it
+            found.append((reason[:MAX_REASON_CHARS], filename, lineno))
         return found
     except Exception:
         return []
