@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from compiletrace.reports._html import report_fragment as report_fragment
     from compiletrace.reports._html import trace_cost_svg as trace_cost_svg
     from compiletrace.reports._job import job_chrome_trace_dict as job_chrome_trace_dict
+    from compiletrace.reports._job import job_findings_line as job_findings_line
     from compiletrace.reports._job import job_summary_lines as job_summary_lines
     from compiletrace.reports._table import render_table as render_table
     from compiletrace.reports._text import log_summary as log_summary
@@ -87,6 +88,7 @@ _PAGES = {
     "html_report": "_html",
     "job_chrome_trace_dict": "_job",
     "job_html_report": "_html",
+    "job_findings_line": "_job",
     "job_summary_lines": "_job",
     "log_summary": "_text",
     "profile_text": "_text",
@@ -131,6 +133,7 @@ __all__ = [
     "gather_table",
     "html_report",
     "job_chrome_trace_dict",
+    "job_findings_line",
     "job_html_report",
     "job_summary_lines",
     "log_summary",

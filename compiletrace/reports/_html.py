@@ -39,7 +39,7 @@ from compiletrace.reports._table import (
     rest_line,
     setup_line,
 )
-from compiletrace.reports._text import cache_line, cache_state, summary_line
+from compiletrace.reports._text import cache_line, cache_state, summary_line, warmup_fact
 from compiletrace.reports._timeline import job_timeline_html, timeline_html
 
 __all__ = [
@@ -582,7 +582,7 @@ def _body(
     facts.append(("graphs", str(len(records))))
     facts.append(("recompiles", str(sum(r.is_recompile for r in records))))
     if warmup is not None:
-        facts.append(("warm-up", "skipped (eager)" if warmup.skipped else f"{warmup.duration_s:.3f} s"))
+        facts.append(("warm-up", warmup_fact(warmup.skipped, warmup.duration_s, meta)))
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_breakable(v)}</dd>" for k, v in facts)
     h1 = f"<h1>{_esc(title)}</h1>" if title is not None else ""
     return (

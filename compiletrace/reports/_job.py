@@ -3,14 +3,16 @@ ends, and one Chrome/Perfetto trace with a track group per process."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.records import ENCODER, NS_PER_S, component_totals, ordered_components
 from compiletrace._io.text import printable
 from compiletrace.reports._chrome import chrome_trace_dict
 
-__all__ = ["job_chrome_trace_dict", "job_summary_lines"]
+__all__ = ["job_chrome_trace_dict", "job_findings_line", "job_summary_lines"]
 
 _MAX_ARGV_CHARS = 60
 
@@ -128,6 +130,28 @@ def job_summary_lines(job: Job) -> list[str]:
         argv = printable(" ".join(info.argv))
         lines.append(f"  {info.label} left no run (killed before it could write one?)  {argv}")
     return lines
+
+
+def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
+    """The last line ``compiletrace run`` prints: how many findings the doctor has and how
+    to read them.
+
+    >>> job_findings_line([], "job.json")
+    'compiletrace: the doctor found nothing to change'
+    """
+    if not findings:
+        return "compiletrace: the doctor found nothing to change"
+    n = len(findings)
+    at_stake = sum(f.seconds for f in findings)
+    how = (
+        f"compiletrace doctor {saved_to}"
+        if saved_to
+        else "run again with --json FILE, then compiletrace doctor FILE"
+    )
+    return (
+        f"compiletrace: the doctor has {n} finding{'s' if n != 1 else ''} ({at_stake:.2f} s at stake); "
+        f"for why and what to change: {how}"
+    )
 
 
 def job_chrome_trace_dict(job: Job) -> dict[str, Any]:

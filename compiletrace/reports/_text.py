@@ -9,6 +9,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compiletrace._data.cache_hits import find_expensive_hits
 from compiletrace._data.findings import Finding
 from compiletrace._data.phases import PHASES
 from compiletrace._data.records import (
@@ -19,7 +20,9 @@ from compiletrace._data.records import (
 )
 from compiletrace._data.run import Run, RunOrRecords, run_parts
 from compiletrace._data.run_meta import CompilationMode, LoadedArtifacts, RunMeta
+from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.text import printable, text_width
+from compiletrace._version import __version__
 from compiletrace.reports._findings import findings_text
 from compiletrace.reports._flame import top_functions_lines
 from compiletrace.reports._table import (
@@ -112,8 +115,18 @@ def cache_line(records: Sequence[GraphRecord]) -> str:
         return "cache: none (no graph compiled)"
     if state == "none":
         return f"cache: none ({_graphs(n)}, none consulted a compile cache)"
-    if state in ("cold", "warm"):
-        return f"cache: {state} ({_graphs(n)}, every one a {'miss' if state == 'cold' else 'hit'})"
+    if state == "cold":
+        return f"cache: cold ({_graphs(n)}, every one a miss)"
+    if state == "warm":
+        # A hit that still compiles (a portable cache holding no kernels) is warm in name only.
+        hits = find_expensive_hits(records)
+        if hits:
+            compiling_s = sum(hit.dominant_ns for hit in hits) / NS_PER_S
+            return (
+                f"cache: warm in name ({_graphs(n)}, every one a hit, but {len(hits)} still "
+                f"compiled for {compiling_s:.2f} s)"
+            )
+        return f"cache: warm ({_graphs(n)}, every one a hit)"
     counts = {o: sum(r.cache_outcome is o for r in records) for o in CacheOutcome}
     parts = ", ".join(f"{counts[o]} {o.value}" for o in CacheOutcome if counts[o])
     return f"cache: mixed ({parts})"
@@ -194,10 +207,11 @@ def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) ->
         how.append(f"mode {mode}")
     if meta.compilation_mode is CompilationMode.NONE:
         how.append(f"compilation mode {meta.compilation_mode.value}")
-    versions = [
-        f"{name} {_shown(version) or '?'}"
-        for name, version in (("torch", meta.torch_version), ("compiletrace", meta.compiletrace_version))
-    ]
+    versions = [f"torch {_shown(meta.torch_version) or '?'}"]
+    if meta.compiletrace_version is None and meta.source == TRACE_SOURCE:
+        versions.append(f"read by compiletrace {__version__}")  # torch wrote it, not compiletrace
+    else:
+        versions.append(f"compiletrace {_shown(meta.compiletrace_version) or '?'}")
     lines = [f"{what}: {', '.join(how)}"]
     if len(alike) > 1 or (several_backends and any(alike)):  # compiled differently: each says how
         lines += [f"  {printable(name)}: {text or 'not recorded'}" for name, text in used.items()]
@@ -234,6 +248,21 @@ def eager_baseline_lines(meta: RunMeta) -> list[str]:
     else:
         lines.append(f"eager run (the baseline): {seconds:.3f} s")
     return lines
+
+
+def warmup_fact(skipped: bool, duration_s: float, meta: RunMeta) -> str:
+    """The warm-up in a few words, for a report's facts: its seconds, or why there was none.
+
+    >>> warmup_fact(True, 0.0, RunMeta(source="TORCH_TRACE"))
+    'none: TORCH_TRACE recorded the program as it ran'
+    """
+    if not skipped:
+        return f"{duration_s:.3f} s"
+    if meta.compilation_mode is CompilationMode.NONE:
+        return "skipped (compilation mode none: eager)"
+    if meta.source:
+        return f"none: {printable(meta.source)} recorded the program as it ran"
+    return "skipped"
 
 
 def warmup_lines(warmup: Mapping[str, Any], compile_s: float | None = None) -> list[str]:

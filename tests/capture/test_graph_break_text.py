@@ -56,6 +56,9 @@ def test_the_same_break_reads_alike_live_and_from_torch_trace(tmp_path: Path) ->
         env={**os.environ, "TORCH_TRACE": str(trace)},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    # The summary ends with the doctor's count (the breaks are findings) and how to read them.
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("compiletrace: the doctor has ") and last.endswith(f"compiletrace doctor {job}")
     live = compiletrace.load(job)
     traced = compiletrace.load(trace)
     assert isinstance(live, compiletrace.ProfileJob)
