@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from compiletrace.reports._job import job_findings_line as job_findings_line
     from compiletrace.reports._job import job_summary_lines as job_summary_lines
     from compiletrace.reports._table import render_table as render_table
+    from compiletrace.reports._table import wrap_prose as wrap_prose
     from compiletrace.reports._text import log_summary as log_summary
     from compiletrace.reports._text import profile_text as profile_text
     from compiletrace.reports._text import summary_line as summary_line
@@ -118,6 +119,7 @@ _PIECES = {
     "totals_line": ("_text", "totals_line"),
     "trace_cost_svg": ("_html", "trace_cost_svg"),
     "verify_table": ("_verify", "verify_table"),
+    "wrap_prose": ("_table", "wrap_prose"),
 }
 
 __all__ = [

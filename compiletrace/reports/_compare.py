@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from compiletrace._data.comparison import BENCH, GATES, Comparison
 from compiletrace._io.text import printable
-from compiletrace.reports._table import render_table
+from compiletrace.reports._table import render_table, wrap_prose
 
 __all__ = ["comparison_rule", "comparison_text", "comparison_warning"]
 
@@ -70,4 +70,7 @@ def comparison_text(comparison: Comparison) -> str:
         verdict += f"; {len(others)} slower figure(s) not gated ({scopes})"
     warning = comparison_warning(comparison)
     rule = comparison_rule(comparison)
-    return "\n".join([*([warning] if warning else []), rule, "", *render_table(head, rows), "", verdict])
+    prose = wrap_prose([*([warning] if warning else []), *rule.splitlines()])
+    return "\n".join(
+        [*prose, "", *render_table(head, rows, optional=("delta s",)), "", *wrap_prose([verdict])]
+    )

@@ -11,6 +11,7 @@ from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.records import ENCODER, NS_PER_S, component_totals, ordered_components
 from compiletrace._io.text import printable
 from compiletrace.reports._chrome import chrome_trace_dict
+from compiletrace.reports._table import wrap_prose
 
 __all__ = ["job_chrome_trace_dict", "job_findings_line", "job_summary_lines"]
 
@@ -129,7 +130,7 @@ def job_summary_lines(job: Job) -> list[str]:
     for info in job.missing:
         argv = printable(" ".join(info.argv))
         lines.append(f"  {info.label} left no run (killed before it could write one?)  {argv}")
-    return lines
+    return wrap_prose(lines, indent="    ")
 
 
 def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
@@ -148,10 +149,9 @@ def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
         if saved_to
         else "run again with --json FILE, then compiletrace doctor FILE"
     )
-    return (
-        f"compiletrace: the doctor has {n} finding{'s' if n != 1 else ''} ({at_stake:.2f} s at stake); "
-        f"for why and what to change: {how}"
-    )
+    count = f"{n} finding{'s' if n != 1 else ''} ({at_stake:.2f} s at stake)"
+    line = f"compiletrace: the doctor has {count}; for why and what to change: {how}"
+    return "\n".join(wrap_prose([line], indent="    "))
 
 
 def job_chrome_trace_dict(job: Job) -> dict[str, Any]:

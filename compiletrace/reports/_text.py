@@ -39,6 +39,7 @@ from compiletrace.reports._table import (
     rest_line,
     setup_line,
     share,
+    wrap_prose,
 )
 
 __all__ = [
@@ -328,14 +329,41 @@ def _component_table(records: Sequence[GraphRecord]) -> list[str]:
     headers, rows = _with_share(
         COMPONENT_HEADERS, [by_name[n] for n in names], [share(totals[n], overall) for n in names]
     )
-    return render_table(*_without_blank_columns(headers, rows))
+    return render_table(
+        *_without_blank_columns(headers, rows), optional=_COMPONENT_OPTIONAL, cramped=_COMPONENT_CRAMPED
+    )
+
+
+# The per-graph and per-component tables' columns a narrow screen leaves out first.
+# "optional": left out rather than cut a name; "cramped": only where names would be unreadable.
+_GRAPH_OPTIONAL = ("nodes", "cache", "status")
+_GRAPH_CRAMPED = ("share", "backward s", "dynamo s", "backend s")
+_COMPONENT_OPTIONAL = ("recompiles",)
+_COMPONENT_CRAMPED = ("backward s", "dynamo s", "backend s")
+_REASON = "recompile reason"
 
 
 def _graph_table(shown: Sequence[GraphRecord], overall_ns: int) -> list[str]:
+    """The per-graph table; where its recompile reasons would be cut, they leave the table
+    for lines of their own under it, whole."""
     headers, rows = _with_share(
         GRAPH_HEADERS, graph_rows(shown), [share(r.total_ns, overall_ns) for r in shown]
     )
-    return render_table(*_without_blank_columns(headers, rows))
+    headers, rows = _without_blank_columns(headers, rows)
+    reasons: list[str] = []
+    if _REASON in headers:
+        i = headers.index(_REASON)
+        table = render_table(headers, rows, optional=_GRAPH_OPTIONAL, cramped=_GRAPH_CRAMPED)
+        whole = [printable(row[i]) for row in rows]
+        if all(not reason or any(reason in line for line in table) for reason in whole):
+            return table  # every reason fits the table whole
+        reasons = [f"  {r.compile_id}: {printable(r.first_reason_line)}" for r in shown if r.recompile_reason]
+        headers = headers[:i] + headers[i + 1 :]
+        rows = [row[:i] + row[i + 1 :] for row in rows]
+    lines = render_table(headers, rows, optional=_GRAPH_OPTIONAL, cramped=_GRAPH_CRAMPED)
+    if reasons:
+        lines += ["Recompile reasons", *wrap_prose(reasons, indent="    ")]
+    return lines
 
 
 def _phase_table(shown: Sequence[GraphRecord]) -> list[str]:
@@ -365,10 +393,10 @@ def summary_table(run: RunOrRecords) -> str:
     records, _, meta, _ = run_parts(run)
     lines = [*header_lines(records, meta), ""]
     if meta.compilation_mode is CompilationMode.NONE and not records:
-        return "\n".join([*lines, *eager_baseline_lines(meta)])
+        return "\n".join(wrap_prose([*lines, *eager_baseline_lines(meta)]))
     if not records:
         lines += ["no graph was compiled", "", summary_line(records)]
-        return "\n".join(lines)
+        return "\n".join(wrap_prose(lines))
     shown, rest = costliest(records)
     shown = by_cost(shown)
     lines += ["Per component", *_component_table(records)]
@@ -385,7 +413,7 @@ def summary_table(run: RunOrRecords) -> str:
     if functions:
         lines += ["", *functions]
     lines += ["", summary_line(records)]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose(lines))
 
 
 def profile_text(
@@ -417,4 +445,4 @@ def profile_text(
         lines += [f"  {printable(hit)}" for hit in expensive_hits]
     if findings:
         lines += ["", findings_text(findings, limit=top_findings)]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose("\n".join(lines).splitlines()))

@@ -16,7 +16,7 @@ from compiletrace._app.notebook import cell_run
 from compiletrace.reports import job_findings_line
 from compiletrace.reports._text import header_lines
 from tests.programs.branches import clamp_twice
-from tests.views.test_headlines import job_of
+from tests.views.test_headlines import branches_job
 
 INPUTS = Path(__file__).resolve().parent.parent / "inputs"
 
@@ -53,18 +53,10 @@ def test_a_warm_cache_that_still_compiles_is_warm_in_name_only() -> None:
 
 
 def test_the_run_summary_ends_with_the_doctors_count() -> None:
-    reg = compiletrace.Registry()
-    step = compiletrace.compile(clamp_twice, backend="eager", dynamic=False, registry=reg)
-    for n in (4, 5):
-        step(torch.ones(n))
-    from compiletrace._data.records import CompilationTimes
-    from compiletrace._data.run import Run, WarmupResult
-
-    run = Run(reg.records(), WarmupResult(True, 0.0, CompilationTimes(), reg.by_component()), {})
-    job = compiletrace.ProfileJob.of(job_of(main=run))
+    job = branches_job()
     findings = job.diagnose()
     assert findings
-    line = job_findings_line(findings, "job.json")
+    line = " ".join(job_findings_line(findings, "job.json").split())  # unwrapped
     n = len(findings)
     assert line.startswith(f"compiletrace: the doctor has {n} finding{'s' if n > 1 else ''} (")
     assert line.endswith("for why and what to change: compiletrace doctor job.json")

@@ -102,7 +102,10 @@ def test_ties_keep_compile_order() -> None:
     assert [row[-1] for row in table_rows(text, "Per component")] == ["60%", "20%", "20%"]
 
 
-def test_columns_that_carry_nothing_are_left_out_of_the_text_but_not_the_json() -> None:
+def test_columns_that_carry_nothing_are_left_out_of_the_text_but_not_the_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for the reason column (else it goes under)
     inference = encoder_heavy()
     text = summary_table(inference)
     for column in ("backward s", "recompile reason"):
