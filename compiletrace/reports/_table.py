@@ -43,7 +43,8 @@ def _fmt_s(ns: int | None) -> str:
 
 GAP = 2  # spaces between columns
 MIN_TEXT_WIDTH = 8  # a text column is never cut below this (or below its header)
-_FIGURE = re.compile(r"[-+]?(\d[\d.,]*|\.\d+)(%|x| s)?|-|")
+_NUMBER = r"[-+]?(?:\d[\d.,]*|\.\d+)(?:%|x| s)?|-|\?"
+_FIGURE = re.compile(rf"(?:{_NUMBER})(?: -> (?:{_NUMBER}))?|")  # "4", or before -> after: "4 -> 2"
 
 
 def wrap_prose(lines: Iterable[str], width: int | None = None, indent: str = "  ") -> list[str]:
@@ -82,6 +83,7 @@ def render_table(
     width: int | None = None,
     optional: Sequence[str] = (),
     cramped: Sequence[str] = (),
+    keep_end: Sequence[str] = (),
 ) -> list[str]:
     """A plain-text table: a header, a rule, one line per row, columns two spaces apart,
     fitting ``width`` columns (default :func:`~compiletrace._io.text.text_width`: the
@@ -89,7 +91,8 @@ def render_table(
     text column cut, an ellipsis marking each cut cell, then the next widest; figure
     columns are never cut. The ``optional`` columns are left out first, in the order given,
     while the table is too wide (rather than cut a name); the ``cramped`` ones only while
-    it would not fit with its text columns at a readable width.
+    it would not fit with its text columns at a readable width. A cut cell of a
+    ``keep_end`` column keeps its end (where its rows differ: ``…(model.vision_tower)``).
 
     >>> print("\\n".join(render_table(["name", "s"], [["encoder", "1.50"]])))
     name     s
@@ -114,9 +117,15 @@ def render_table(
             body = [row[:i] + row[i + 1 :] for row in body]
     widths = _natural_widths(head, body)
     widths = _fit(widths, head, body, limit)
+    from_end = [h in keep_end for h in head]
+
+    def cut(cell: str, width: int, end: bool) -> str:
+        return "…" + cell[len(cell) - width + 1 :] if end and len(cell) > width else shorten(cell, width)
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(shorten(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        return "  ".join(
+            cut(c, w, e).ljust(w) for c, w, e in zip(cells, widths, from_end, strict=True)
+        ).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])]
     out.extend(line(r) for r in body)

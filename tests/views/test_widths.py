@@ -80,3 +80,24 @@ def test_tables_leave_out_columns_before_they_cut_names(
     # seconds stay.
     assert "nodes" not in header and "dynamo s" in header and "total s" in header
     assert all(len(line) <= 80 for line in narrow)
+
+
+def test_the_verify_tables_rows_stay_apart_at_80(monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor --verify's table of two findings of one kind in two towers (its figures as a
+    verify run gives them): at 80 columns each row still says which finding it is."""
+    from compiletrace._data.verify import TrialFigures, VerifyRow
+    from compiletrace.reports import verify_lines
+
+    rows = [
+        VerifyRow("graph_break (model.vision_tower)", "reorderable-print",
+                  TrialFigures(4, 304, 4.04, 12.0), TrialFigures(1, 292, 2.26, 10.0), "verified"),
+        VerifyRow("graph_break (model.language_model)", "capture-scalar-outputs",
+                  TrialFigures(25, 279, 6.53, 12.0), TrialFigures(21, 285, 7.31, 13.0),
+                  "did not help: the hooks' breaks stay"),
+    ]  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = verify_lines(rows, steady_calls=20)
+    assert all(len(line) <= 80 for line in lines), lines
+    first, second = (line.split("  ")[0] for line in lines[2:4])
+    assert first != second and first.endswith("vision_tower)") and second.endswith("language_model)")
+    assert "  graph_break (model.language_model): the hooks' breaks stay" in lines  # the why, whole
