@@ -165,7 +165,7 @@ def break_reason(text: str) -> str:
     ``TORCH_TRACE`` log and the live ``log_graph_break`` hold alike): the framing sentence
     some carry first is left out.
 
-    >>> break_reason("Encountered graph break when attempting to trace CALL: x\n\nData-dependent branching")
+    >>> break_reason("Encountered graph break when attempting to trace CALL: x\\n\\nData-dependent branching")
     'Data-dependent branching'
     """
     reason = text.strip()
