@@ -26,6 +26,7 @@ import re
 __all__ = [
     "AOT_AUTOGRAD_REGIONS",
     "AOT_REGION",
+    "BACKEND_REGION",
     "BACKWARD_REGION",
     "BREAK_CONTEXT_MANAGER",
     "BREAK_DATA_DEPENDENT",
@@ -79,6 +80,9 @@ RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the fun
 FRAME_REGION = "entire_frame_compile"
 BACKWARD_REGION = "entire_backward_compile"
 AOT_REGION = "fullgraph_capture"
+# The region torch times a graph's backend compile by (backend_compile_time_s): the backend
+# call and torch's bookkeeping around it.
+BACKEND_REGION = "backend_compile"
 
 # The regions inside a backend call, by the phase they belong to: a region belongs to a
 # phase when its name starts with one of the phase's prefixes (first phase listed wins).

@@ -334,7 +334,15 @@ PREFIXES = (
     "ONE_TIME_REGIONS",
 )
 # Checked by their own tests below.
-NAMES = ("RESUME_PREFIX", "BREAK_EXPLANATION", "UNSUPPORTED", "FRAME_REGION", "BACKWARD_REGION", "AOT_REGION")
+NAMES = (
+    "RESUME_PREFIX",
+    "BREAK_EXPLANATION",
+    "UNSUPPORTED",
+    "FRAME_REGION",
+    "BACKWARD_REGION",
+    "AOT_REGION",
+    "BACKEND_REGION",
+)
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 
 
@@ -362,6 +370,7 @@ def test_the_names_match_what_this_torch_writes(written: Written) -> None:
     assert any(t.rpartition(".")[2] == torch_text.UNSUPPORTED for t in written.error_types)
     regions = written.regions
     assert {torch_text.FRAME_REGION, torch_text.BACKWARD_REGION, torch_text.AOT_REGION} <= regions
+    assert torch_text.BACKEND_REGION in regions
 
 
 @pytest.mark.inductor

@@ -141,11 +141,17 @@ from compiletrace._core.torch_compat.tracing import (
     set_trace_collector,
     trace_collector,
 )
-from compiletrace._data.torch_text import AOT_REGION, BACKWARD_REGION, FRAME_REGION  # torch's names
+from compiletrace._data.torch_text import (  # torch's names
+    AOT_REGION,
+    BACKEND_REGION,
+    BACKWARD_REGION,
+    FRAME_REGION,
+)
 from compiletrace._io.state import warn_once as warn_once
 
 __all__ = [
     "AOT_REGION",
+    "BACKEND_REGION",
     "BACKWARD_REGION",
     "CACHE_ARTIFACT_FIELD_USES",
     "CACHE_ARTIFACT_GLOBALS",
