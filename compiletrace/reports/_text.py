@@ -362,7 +362,7 @@ def _graph_table(shown: Sequence[GraphRecord], overall_ns: int) -> list[str]:
         rows = [row[:i] + row[i + 1 :] for row in rows]
     lines = render_table(headers, rows, optional=_GRAPH_OPTIONAL, cramped=_GRAPH_CRAMPED)
     if reasons:
-        lines += ["Recompile reasons", *wrap_prose(reasons, indent="    ")]
+        lines += ["", "Recompile reasons", *wrap_prose(reasons, indent="    ")]
     return lines
 
 
