@@ -160,7 +160,7 @@ def summary(registry: Registry | None = None) -> str:
 
     >>> import compiletrace
     >>> compiletrace.summary(compiletrace.Registry()).splitlines()[-1]
-    'compilation took 0.00 s (language_model: 0.00 s)'
+    'compilation took 0.00 s (nothing compiled)'
     """
     from compiletrace.reports import summary_table, totals_line
 

@@ -124,6 +124,8 @@ class CompiletraceBackend:
         if mode is not None and options:
             raise CompileOptionError("pass either mode or options, not both (as torch.compile requires)")
         self._backend = backend
+        # What each compile's record names (compiletrace._core.torch_compat.compile_settings).
+        self.mode = mode if mode is not None or backend != INDUCTOR else "default"
         self._dynamic = dynamic
         self._registry = registry
         self._tracker = tracker

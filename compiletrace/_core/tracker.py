@@ -70,7 +70,7 @@ from compiletrace._core.observers import (
 from compiletrace._core.scalar_use import item_feeds_branch
 from compiletrace._core.trace_cost import TraceCollector
 from compiletrace._data.ledger import COMPILETRACE_REGION, frame_regions, split_frame
-from compiletrace._data.phases import TimedRegion, fit_to, one_time_ns, split_phases
+from compiletrace._data.phases import OTHER, TimedRegion, fit_to, one_time_ns, split_phases
 from compiletrace._data.records import (
     AUTOTUNE,
     CUDAGRAPH,
@@ -138,6 +138,31 @@ class _OwnWithCopies:
     copies: tuple[tuple[Registry, str], ...]
 
 
+def _note_backend_region(frame: _OpenFrame, region_ns: int) -> None:
+    """One of torch's backend_compile regions ended: what it held beyond the backend call
+    timed inside it is torch's bookkeeping, the backend's as torch reads it (not Dynamo's,
+    nor the traced function's)."""
+    timed = frame.backend_ns - frame.backend_seen_ns
+    frame.backend_seen_ns = frame.backend_ns
+    extra = region_ns - timed
+    if timed > 0 and extra > 0:
+        frame.backend_bookkeeping_ns += extra
+        if frame.trace is not None:
+            frame.trace.exclude(extra)
+
+
+def _backend_as_torch_times_it(frame: _OpenFrame, frame_ns: int) -> None:
+    """The backend's time as torch reads it (backend_compile_time_s: the call and torch's
+    bookkeeping around it), where its regions said; the bookkeeping is the backend's
+    "other" phase, not Dynamo's."""
+    extra = min(frame.backend_bookkeeping_ns, frame_ns - frame.discarded_ns - frame.backend_ns)
+    if extra <= 0:
+        return
+    frame.backend_ns += extra
+    if frame.phases:  # the phases add up to the backend's time
+        frame.phases[OTHER] = frame.phases.get(OTHER, 0) + extra
+
+
 def _merge_cache(old: CacheOutcome, hits: int, misses: int, bypasses: int) -> CacheOutcome:
     if misses or old is CacheOutcome.MISS:
         return CacheOutcome.MISS
@@ -181,6 +206,11 @@ class _OpenFrame:
     context: Any = None  # torch's CompileContext object, for its lazy backward
     restart_reasons: list[str] = field(default_factory=list)  # Dynamo restarted its analysis
     discarded_ns: int = 0  # backend time of the attempts Dynamo threw away on a restart
+    # torch's backend_compile regions (its backend_compile_time_s) hold the backend call and
+    # torch's bookkeeping around it: that bookkeeping, region by region, and how much of the
+    # backend's timed calls the regions so far held.
+    backend_bookkeeping_ns: int = 0
+    backend_seen_ns: int = 0
     callback_end_ns: int | None = None  # when the end callback fired (the region ends later)
     filename: str = ""  # the compiled code's file and first line
     first_line: int = 0
@@ -191,6 +221,7 @@ class _OpenFrame:
     lookups: list[CacheLookup] = field(default_factory=list)
     limit_hit: bool = False  # torch refused the frame past its recompile limit
     fullgraph: bool = False  # fullgraph=True: Dynamo giving up raises to the user
+    settings: tuple[tuple[str, str], ...] = ()  # mode, dynamic, fullgraph (GraphRecord.settings)
     trace: TraceCollector | None = None  # Dynamo's time per user function (trace_cost=True)
     aot_call: _AotBackendCall | None = None  # an ahead-of-time compile's backend call (aot_compile)
     module: CompiledTarget = _NO_MODULE  # the module whose forward (or call) this is
@@ -412,6 +443,7 @@ class Tracker:
         if frame is not None:
             opened.filename, opened.first_line = frame.filename, frame.first_line
             opened.fullgraph = frame.fullgraph
+            opened.settings = tc.compile_settings(frame.compiler_fn, frame.fullgraph)
             opened.module = _module_of(frame)
         if self.diagnosis_capture_enabled:
             opened.breaks_mark = tc.graph_break_mark()
@@ -547,6 +579,12 @@ class Tracker:
                 frames[-1].aot_call.region = (start_unix_ns, end_unix_ns)
             return
         if compile_id is None:
+            return
+        if name == tc.BACKEND_REGION:
+            # torch's figure for the backend, its bookkeeping around the call included
+            frames = self._state.frames
+            if frames and frames[-1].compile_id == compile_id:
+                _note_backend_region(frames[-1], end_unix_ns - start_unix_ns)
             return
         if name == tc.FRAME_REGION:
             frame = self._state.ending.pop(compile_id, None) or self._pop_open_frame(compile_id)
@@ -875,6 +913,7 @@ class Tracker:
         frame_ns = end_ns - frame.start_ns
         imported_ns = self.import_timer.thread_total_ns() - frame.imports_mark
         setup_ns = max(min(imported_ns + frame.setup_ns, frame_ns), 0)
+        _backend_as_torch_times_it(frame, frame_ns)
         cpu_ns = setup_cpu_ns = None
         if frame.cpu_start is not None and dynamo_known:
             cpu_ns = max((self._cpu_clock() if cpu_end is None else cpu_end) - frame.cpu_start, 0)
@@ -952,6 +991,7 @@ class Tracker:
                 if self.diagnosis_capture_enabled and frame.filename
                 else ()
             ),
+            settings=frame.settings,
         )
         # Passive recordings on at once (a job's, and the user's own observe()) each get the
         # record, under the component each names it.

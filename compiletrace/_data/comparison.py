@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiletrace._data.records import GraphRecord
-from compiletrace._data.run_meta import RunMeta
 
 __all__ = [
     "ABOUT",
@@ -49,10 +48,12 @@ class RunFile:
     path: str
     kind: str  # "profile" or "bench"
     schema_version: int
-    records: tuple[GraphRecord, ...] = ()  # profile runs
+    records: tuple[GraphRecord, ...] = ()  # profile runs: every process's, for a job
     metrics: dict[str, float] = field(default_factory=dict)  # bench runs: avg_* figures, phases too
     about: dict[str, str] = field(default_factory=dict)  # model, backend, torch_version, where known
-    meta: RunMeta = field(default_factory=RunMeta, compare=False)  # a profile run's (its cache keys)
+    # A job's (``run --json``, or torch's trace of several processes) compiling processes,
+    # each named as two runs of one command name it ("main", "rank 0"), with its records.
+    processes: tuple[tuple[str, tuple[GraphRecord, ...]], ...] = ()
 
 
 @dataclass(frozen=True)

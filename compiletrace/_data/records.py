@@ -413,6 +413,10 @@ class GraphRecord:
     # torch's automatic-dynamic state of the compiled code after this frame: the inputs and
     # dimensions it saw change, as TORCH_COMPILE_DYNAMIC_SOURCES entries ("L['x']:0").
     dynamic_sources: tuple[str, ...] = ()
+    # What the compile used, as torch.compile's arguments name it: ("mode", "max-autotune"),
+    # ("dynamic", "None"), ("fullgraph", "False"); () where not recorded. Optional in a file
+    # (older files lack it, and an older reader leaves it), so no new version of the run file.
+    settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -511,6 +515,10 @@ class GraphRecord:
         data["frame_lines"] = [list(line) for line in self.frame_lines]
         data["repeated_block"] = None if self.repeated_block is None else self.repeated_block._asdict()
         data["dynamic_sources"] = list(self.dynamic_sources)
+        if self.settings:
+            data["settings"] = dict(self.settings)
+        else:
+            del data["settings"]  # not recorded: the file is as one written before settings were
         return data
 
     @classmethod
@@ -582,11 +590,18 @@ class GraphRecord:
             trace_cost=_trace_cost(f),
             frame_lines=_frame_lines(f) if version >= 3 else (),
             **(_added_in_4(f) if version >= 4 else {}),
+            settings=_settings(f) if "settings" in f.data else (),
         )
 
 
-# Every field: a record file holds each one (a field added is a new version of the run file).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord))
+def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
+    given = f.obj("settings")
+    return tuple((key, given.string(key)) for key in ("mode", "dynamic", "fullgraph") if key in given.data)
+
+
+# Every field: a record file holds each one (a field added is a new version of the run file),
+# but for the optional ones (settings: a reader of any version leaves it).
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings"}
 _ADDED_IN = {
     3: frozenset({"frame_lines"}),
     4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),

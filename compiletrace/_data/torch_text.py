@@ -35,6 +35,7 @@ __all__ = [
     "BREAK_HINT",
     "BREAK_ITEM",
     "BREAK_LOGGING",
+    "BREAK_PAGE",
     "BREAK_PRINT",
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
@@ -98,6 +99,9 @@ RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the fun
 FRAME_REGION = "entire_frame_compile"
 BACKWARD_REGION = "entire_backward_compile"
 AOT_REGION = "fullgraph_capture"
+# The region torch times a graph's backend compile by (backend_compile_time_s): the backend
+# call and torch's bookkeeping around it.
+BACKEND_REGION = "backend_compile"
 
 # The regions inside a backend call, by the phase they belong to: a region belongs to a
 # phase when its name starts with one of the phase's prefixes (first phase listed wins).
@@ -297,6 +301,37 @@ DDP_BREAK = re.compile(r"_inside_ddp_forward|set_runtime_stats_and_log")
 # (searched with re.MULTILINE: each hint is a line of its own).
 BREAK_EXPLANATION = "Explanation:"
 BREAK_HINT = re.compile(r"^\s*Hint:\s*(.+)$", re.MULTILINE)
+# The framing sentence torch's log puts before the reason of a break met while tracing a call.
+_BREAK_FRAMING = "Encountered graph break when attempting to trace"
+# The page torch's message names for a documented break type (its graph-break code, "gb0170").
+BREAK_PAGE = re.compile(r"https?://\S+/gb/(gb\d{1,6})\.html")
+
+
+def break_reason(text: str) -> str:
+    """Torch's user-facing reason for a break, as its message gives it (the text a
+    ``TORCH_TRACE`` log and the live ``log_graph_break`` hold alike): the framing sentence
+    some carry first is left out.
+
+    >>> break_reason("Encountered graph break when attempting to trace CALL: x\\n\\nData-dependent branching")
+    'Data-dependent branching'
+    """
+    reason = text.strip()
+    head, sep, rest = reason.partition("\n\n")
+    if sep and head.startswith(_BREAK_FRAMING):
+        reason = rest.strip()
+    return reason
+
+
+def is_user_facing_break(text: str) -> bool:
+    """Whether a break's reason is torch's message for users (a title, then its explanation)
+    rather than Dynamo's internal name for it (``generic_jump TensorVariable()``).
+
+    >>> is_user_facing_break("generic_jump TensorVariable()")
+    False
+    """
+    return BREAK_EXPLANATION in text
+
+
 # The causes of a break the doctor knows a fix for.
 BREAK_PRINT = re.compile(r"`print`")  # a print() in the compiled code
 BREAK_LOGGING = re.compile(r"logging|logger")  # a logging call

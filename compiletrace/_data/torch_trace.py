@@ -87,7 +87,7 @@ from compiletrace._data.records import (
 from compiletrace._data.registry import Registry
 from compiletrace._data.run import Run, WarmupResult
 from compiletrace._data.run_meta import MAX_TEXT_CHARS, RunMeta, TraceInfo
-from compiletrace._data.torch_text import CUDAGRAPH_REGIONS, RUNTIME_AUTOTUNE_REGIONS
+from compiletrace._data.torch_text import CUDAGRAPH_REGIONS, RUNTIME_AUTOTUNE_REGIONS, break_reason
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import HEAD_BYTES, InputFile, open_input
 from compiletrace._io.text import clip, shorten
@@ -532,13 +532,9 @@ def _is_compile_id(value: object) -> TypeGuard[str]:
 
 def _graph_break(text: str, stats: _Stats) -> GraphBreak:
     at = _BREAK_AT.search(text)
-    reason = text.split("Graph Break Reason:", 1)[-1].split("\nUser code traceback:", 1)[0].strip()
-    # The log puts torch's framing sentence first ("Encountered graph break when attempting to
-    # trace CALL: ..."); the reason torch records, and compiletrace's live records keep, follows.
-    head, sep, rest = reason.partition("\n\n")
-    if sep and head.startswith("Encountered graph break when attempting to trace"):
-        reason = rest.strip()
-    reason = stats.text(reason, MAX_REASON_CHARS)
+    reason = text.split("Graph Break Reason:", 1)[-1].split("\nUser code traceback:", 1)[0]
+    # torch's user-facing reason, as compiletrace's live records keep it.
+    reason = stats.text(break_reason(reason), MAX_REASON_CHARS)
     if at is None:
         return GraphBreak(reason, "", 0)
     return GraphBreak(reason, stats.text(at[1], MAX_NAME_CHARS), int(at[2]))

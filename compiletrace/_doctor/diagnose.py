@@ -166,7 +166,8 @@ def diagnose_ranks(ranks: Sequence[RankTimes]) -> list[Finding]:
 def diagnose_job(job: Job) -> list[Finding]:
     """The findings of every process of a job (a finding's evidence names its process), and
     across the ranks of a distributed job, most seconds at stake first."""
-    return _ranked(finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence))
+    findings = [finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence)]
+    return _ranked(_fold_ranks(findings, job))
 
 
 def baseline_evidence(baseline: Run | Job) -> Evidence:
@@ -190,6 +191,46 @@ def diagnose_against(source: Run | Job, baseline: Evidence) -> list[Finding]:
         return diagnose_evidence(gather_evidence(source, baseline=baseline))
     evidence = [replace(e, baseline=baseline) for e in job_evidence(source)]
     return sorted((f for e in evidence for f in diagnose_evidence(e)), key=lambda f: -f.seconds)
+
+
+def _fold_ranks(findings: list[Finding], job: Job) -> list[Finding]:
+    """One finding for what several ranks found alike (same kind, component, title, fix and
+    place): its evidence names them (``"ranks 0-7"``) and its seconds are the slowest
+    rank's, as ranks compile side by side."""
+    rank_of = {process.info.label: rank for rank, process in job.ranks().items()}
+    groups: dict[tuple[str, ...], list[tuple[int, Finding]]] = {}
+    folded: list[Finding] = []
+    for f in findings:
+        rank = rank_of.get(str(f.evidence.get("process", "")))
+        if rank is None:
+            folded.append(f)
+            continue
+        key = (f.kind.value, f.component, f.title, f.fix, f.location)
+        groups.setdefault(key, []).append((rank, f))
+    for found in groups.values():
+        if len(found) == 1:
+            folded.append(found[0][1])
+            continue
+        ranks = sorted(rank for rank, _ in found)
+        slowest = max((f for _, f in found), key=lambda f: f.seconds)
+        evidence = {**slowest.evidence, "process": f"ranks {_ranges(ranks)}"}
+        folded.append(replace(slowest, evidence=evidence))
+    return folded
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``"0-3, 5"``.
+
+    >>> _ranges([0, 1, 2, 3, 5, 7, 8])
+    '0-3, 5, 7-8'
+    """
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def rule_for(kind: FindingKind | str) -> Rule:

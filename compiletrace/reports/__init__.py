@@ -59,11 +59,13 @@ if TYPE_CHECKING:
     from compiletrace.reports._html import report_fragment as report_fragment
     from compiletrace.reports._html import trace_cost_svg as trace_cost_svg
     from compiletrace.reports._job import job_chrome_trace_dict as job_chrome_trace_dict
+    from compiletrace.reports._job import job_findings_line as job_findings_line
     from compiletrace.reports._job import job_summary_lines as job_summary_lines
     from compiletrace.reports._ledger import job_ledger_lines as job_ledger_lines
     from compiletrace.reports._ledger import ledger_lines as ledger_lines
     from compiletrace.reports._ledger import run_ledger_lines as run_ledger_lines
     from compiletrace.reports._table import render_table as render_table
+    from compiletrace.reports._table import wrap_prose as wrap_prose
     from compiletrace.reports._text import log_summary as log_summary
     from compiletrace.reports._text import profile_text as profile_text
     from compiletrace.reports._text import summary_line as summary_line
@@ -95,6 +97,7 @@ _PAGES = {
     "job_chrome_trace_dict": "_job",
     "job_html_report": "_html",
     "job_ledger_lines": "_ledger",
+    "job_findings_line": "_job",
     "job_summary_lines": "_job",
     "ledger_lines": "_ledger",
     "log_summary": "_text",
@@ -128,6 +131,7 @@ _PIECES = {
     "totals_line": ("_text", "totals_line"),
     "trace_cost_svg": ("_html", "trace_cost_svg"),
     "verify_table": ("_verify", "verify_table"),
+    "wrap_prose": ("_table", "wrap_prose"),
 }
 
 __all__ = [
@@ -143,6 +147,7 @@ __all__ = [
     "gather_table",
     "html_report",
     "job_chrome_trace_dict",
+    "job_findings_line",
     "job_html_report",
     "job_ledger_lines",
     "job_summary_lines",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from compiletrace._data.comparison import BENCH, GATES, Comparison
 from compiletrace._io.text import printable
-from compiletrace.reports._table import render_table
+from compiletrace.reports._table import render_table, wrap_prose
 
 __all__ = ["comparison_rule", "comparison_text", "comparison_warning"]
 
@@ -57,7 +57,8 @@ def comparison_text(comparison: Comparison) -> str:
     and the verdict."""
     rows = []
     for c in comparison.changes:
-        pct = "" if not c.base else f"{100 * c.delta / c.base:+.1f}%"
+        # A percentage of a base shown as 0.000 s would be noise (+12638496.8%): none.
+        pct = f"{100 * c.delta / c.base:+.1f}%" if c.base is not None and c.base >= 0.0005 else "-"
         rows.append([c.scope, c.name, _seconds(c.base), _seconds(c.new), f"{c.delta:+.3f}", pct, c.status])
     head = ("scope", "name", "base s", "new s", "delta s", "delta %", "status")
     limits = f"beyond {comparison.threshold_pct:g}% and {comparison.min_seconds:g} s"
@@ -69,4 +70,7 @@ def comparison_text(comparison: Comparison) -> str:
         verdict += f"; {len(others)} slower figure(s) not gated ({scopes})"
     warning = comparison_warning(comparison)
     rule = comparison_rule(comparison)
-    return "\n".join([*([warning] if warning else []), rule, "", *render_table(head, rows), "", verdict])
+    prose = wrap_prose([*([warning] if warning else []), *rule.splitlines()])
+    return "\n".join(
+        [*prose, "", *render_table(head, rows, optional=("delta s",)), "", *wrap_prose([verdict])]
+    )

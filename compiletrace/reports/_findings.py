@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from compiletrace._data.findings import Finding
-from compiletrace._io.text import printable, shorten
+from compiletrace._io.text import printable, shorten, text_width
+from compiletrace.reports._table import wrap_prose
 
 __all__ = ["evidence_lines", "findings_html", "findings_text"]
 
@@ -81,12 +82,14 @@ def findings_text(findings: Sequence[Finding], limit: int | None = None) -> str:
         lines.append(f"{i}. [{f.kind}]{component} {f.seconds:.2f} s{_unit(f)}: {printable(f.title)}")
         if f.location:
             lines.append(f"   at {printable(f.location)}")
-        lines.extend(f"   {line}" for line in evidence_lines(f.evidence))
+        # Evidence is a summary, a line an entry, cut to the width; the prose is wrapped whole.
+        width = max(text_width() - 3, 40)
+        lines.extend(f"   {line}" for line in evidence_lines(f.evidence, min(width, LINE_WIDTH)))
         lines.append(f"   fix: {printable(f.fix)}")
     rest = len(findings) - len(shown)
     if rest > 0:
         lines.append(f"... and {rest} more finding{'s' if rest > 1 else ''} ('compiletrace doctor RUN.json')")
-    return "\n".join(lines)
+    return "\n".join(wrap_prose(lines, indent="   "))
 
 
 def _unit(f: Finding) -> str:

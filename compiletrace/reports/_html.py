@@ -9,7 +9,7 @@ laptop's window and a phone's alike, with text that stays readable on both.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
@@ -39,7 +39,7 @@ from compiletrace.reports._table import (
     rest_line,
     setup_line,
 )
-from compiletrace.reports._text import cache_line, cache_state, summary_line
+from compiletrace.reports._text import cache_line, cache_state, summary_line, warmup_fact
 from compiletrace.reports._timeline import job_timeline_html, timeline_html
 
 __all__ = [
@@ -255,10 +255,16 @@ def _reason_cell(record: GraphRecord, shown: str) -> str:
     return f"<details><summary>{_esc(shown)}</summary><pre>{_esc(full)}</pre></details>"
 
 
-def _graph_table(records: Sequence[GraphRecord]) -> str:
+def _graph_table(records: Sequence[GraphRecord], process_of: Mapping[int, str] | None = None) -> str:
+    """The per-graph table; with ``process_of`` (a job's: each record's process, by id) and
+    more than one process, a first column says whose graph each row is (two ranks' 0/0)."""
     shown, rest = costliest(records)
     rows = [[*row[:-1], _reason_cell(r, row[-1])] for r, row in zip(shown, graph_rows(shown), strict=True)]
-    table = _table(GRAPH_HEADERS, rows, raw_last=True, name="graphs", component_col=1)
+    headers, component_col = list(GRAPH_HEADERS), 1
+    if process_of is not None and len(set(process_of.values())) > 1:
+        headers, component_col = ["process", *headers], 2
+        rows = [[process_of.get(id(r), "?"), *row] for r, row in zip(shown, rows, strict=True)]
+    table = _table(headers, rows, raw_last=True, name="graphs", component_col=component_col)
     return table + (f"<p>{_esc(rest_line(rest))}</p>" if rest else "")
 
 
@@ -561,9 +567,10 @@ def _body(
     interactive: bool,
     findings: Sequence[Finding] | None = None,
     startup: str | None = None,
+    process_of: Mapping[int, str] | None = None,
 ) -> str:
     """The report's body; ``startup``, markup of the start-up (a job's), in place of the run's
-    own timeline."""
+    own timeline; ``process_of``, a job's process of each record (by id)."""
     records, warmup, meta, timeline = run_parts(run)
     if startup is None:
         startup = timeline_html(timeline, records) if timeline is not None else ""
@@ -582,7 +589,7 @@ def _body(
     facts.append(("graphs", str(len(records))))
     facts.append(("recompiles", str(sum(r.is_recompile for r in records))))
     if warmup is not None:
-        facts.append(("warm-up", "skipped (eager)" if warmup.skipped else f"{warmup.duration_s:.3f} s"))
+        facts.append(("warm-up", warmup_fact(warmup.skipped, warmup.duration_s, meta)))
     dl = "".join(f"<dt>{_esc(k)}</dt><dd>{_breakable(v)}</dd>" for k, v in facts)
     h1 = f"<h1>{_esc(title)}</h1>" if title is not None else ""
     return (
@@ -601,7 +608,7 @@ def _body(
         + _table(COMPONENT_HEADERS, component_rows(records), name="components")
         + _setup_paragraph(records)
         + "<h2>Per graph</h2>"
-        + _graph_table(records)
+        + _graph_table(records, process_of)
         + (
             "<h2>Dynamo tracing per function</h2>" + trace_cost_svg(records)
             if any(r.trace_cost for r in records)
@@ -676,8 +683,14 @@ def job_html_report(
     >>> "Start-up timeline of every process" in page, page.count("<script>")
     (True, 1)
     """
+    process_of = {id(r): p.info.role for p in job.processes for r in p.run.graph_records}
     body = _body(
-        list(job.records()), title=title, interactive=True, findings=findings, startup=job_timeline_html(job)
+        list(job.records()),
+        title=title,
+        interactive=True,
+        findings=findings,
+        startup=job_timeline_html(job),
+        process_of=process_of,
     )
     return _page(title, body)
 

@@ -3,14 +3,17 @@ ends, and one Chrome/Perfetto trace with a track group per process."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job, JobProcess
-from compiletrace._data.records import ENCODER, LANGUAGE_MODEL, NS_PER_S, component_totals
+from compiletrace._data.records import ENCODER, NS_PER_S, component_totals, ordered_components
 from compiletrace._io.text import printable
 from compiletrace.reports._chrome import chrome_trace_dict
+from compiletrace.reports._table import wrap_prose
 
-__all__ = ["job_chrome_trace_dict", "job_summary_lines"]
+__all__ = ["job_chrome_trace_dict", "job_findings_line", "job_summary_lines"]
 
 _MAX_ARGV_CHARS = 60
 
@@ -25,10 +28,53 @@ def _split(process: JobProcess) -> str:
     return ", ".join(f"{printable(name)} {ns / NS_PER_S:.2f} s" for name, ns in sorted(totals.items()))
 
 
+def _rank_processes(job: Job) -> dict[int, JobProcess]:
+    return {rank: p for rank, p in job.ranks().items() if p.compiled}
+
+
+def _seconds_by_component(job: Job) -> dict[str, float]:
+    """The job's compile seconds per component, as long as it waited for them: ranks
+    compile side by side, so each component counts its slowest rank's seconds (the other
+    processes' are added up). A job of no more than one rank adds up every process.
+
+    >>> _seconds_by_component(Job(("python", "x.py"), 0, ()))
+    {}
+    """
+    ranks = _rank_processes(job)
+    if len(ranks) <= 1:
+        return job.by_component()
+    ns: dict[str, int] = {}
+    for process in job.compiling():
+        if process not in ranks.values():
+            for name, value in component_totals(process.run.graph_records).items():
+                ns[name] = ns.get(name, 0) + value
+    slowest: dict[str, int] = {}
+    for process in ranks.values():
+        for name, value in component_totals(process.run.graph_records).items():
+            slowest[name] = max(slowest.get(name, 0), value)
+    for name, value in slowest.items():
+        ns[name] = ns.get(name, 0) + value
+    return {name: ns[name] / NS_PER_S for name in ordered_components(ns)}
+
+
+def _component_hint(job: Job) -> str | None:
+    """A hint at ``--component`` where a process compiled several components and none is
+    the encoder (a tower named otherwise counts as the language model in the encoder split)."""
+    names = [component_totals(p.run.graph_records) for p in job.compiling()]
+    if any(ENCODER in totals for totals in names) or not any(len(totals) > 1 for totals in names):
+        return None
+    example = next(name for totals in names if len(totals) > 1 for name in totals)
+    return (
+        f"  no component is named {ENCODER}: to count a tower as the encoder, name it with "
+        f"--component '{printable(example)}={ENCODER}' (a module path, class or file pattern)"
+    )
+
+
 def job_summary_lines(job: Job) -> list[str]:
-    """What ``compiletrace run`` prints when the command ends: the job's compile total and
-    its two-way split, one line per process that compiled, one line for the rest, and the
-    processes that left no run.
+    """What ``compiletrace run`` prints when the command ends: the job's compile seconds
+    per component (ranks compile side by side: each component counts its slowest rank),
+    one line per process that compiled, one line for the rest, and the processes that left
+    no run.
 
     >>> job_summary_lines(Job(("python", "x.py"), 0, ()))[0]
     'compiletrace: no process of this command compiled anything (exit status 0)'
@@ -39,12 +85,20 @@ def job_summary_lines(job: Job) -> list[str]:
             f"compiletrace: no process of this command compiled anything (exit status {job.exit_status})"
         ]
     else:
-        times = job.compilation_times()
+        seconds = _seconds_by_component(job)
+        split = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in seconds.items())
         graphs = len(job.records())
+        ranks = _rank_processes(job)
+        side_by_side = ""
+        if len(ranks) > 1:
+            cpu_s = sum(r.total_ns for r in job.records()) / NS_PER_S
+            side_by_side = (
+                f"the slowest of {len(ranks)} ranks per component, as they compile side by side: "
+                f"{cpu_s:.2f} CPU-seconds in all; "
+            )
         lines = [
-            f"compiletrace: compilation: {times.language_model + times.encoder:.2f} s "
-            f"— {LANGUAGE_MODEL}: {times.language_model:.2f} s, {ENCODER}: {times.encoder:.2f} s "
-            f"({graphs} graph{'s' if graphs != 1 else ''} in {len(compiling)} "
+            f"compiletrace: compilation: {sum(seconds.values()):.2f} s — {split} ({side_by_side}"
+            f"{graphs} graph{'s' if graphs != 1 else ''} in {len(compiling)} "
             f"process{'es' if len(compiling) != 1 else ''}; exit status {job.exit_status})"
         ]
         for process in compiling:
@@ -54,7 +108,10 @@ def job_summary_lines(job: Job) -> list[str]:
                 f"  {process.info.label}: {len(records)} graph{'s' if len(records) != 1 else ''}, "
                 f"{total:.2f} s ({_split(process)})  {_argv(process)}"
             )
-    ranks = {rank: p for rank, p in job.ranks().items() if p.compiled}
+    hint = _component_hint(job)
+    if hint is not None:
+        lines.append(hint)
+    ranks = _rank_processes(job)
     if len(ranks) > 1:
         # Ranks compile side by side: the job waits for the slowest one.
         totals = {rank: sum(r.total_ns for r in p.run.graph_records) / NS_PER_S for rank, p in ranks.items()}
@@ -73,7 +130,28 @@ def job_summary_lines(job: Job) -> list[str]:
     for info in job.missing:
         argv = printable(" ".join(info.argv))
         lines.append(f"  {info.label} left no run (killed before it could write one?)  {argv}")
-    return lines
+    return wrap_prose(lines, indent="    ")
+
+
+def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
+    """The last line ``compiletrace run`` prints: how many findings the doctor has and how
+    to read them.
+
+    >>> job_findings_line([], "job.json")
+    'compiletrace: the doctor found nothing to change'
+    """
+    if not findings:
+        return "compiletrace: the doctor found nothing to change"
+    n = len(findings)
+    at_stake = sum(f.seconds for f in findings)
+    how = (
+        f"compiletrace doctor {saved_to}"
+        if saved_to
+        else "run again with --json FILE, then compiletrace doctor FILE"
+    )
+    count = f"{n} finding{'s' if n != 1 else ''} ({at_stake:.2f} s at stake)"
+    line = f"compiletrace: the doctor has {count}; for why and what to change: {how}"
+    return "\n".join(wrap_prose([line], indent="    "))
 
 
 def job_chrome_trace_dict(job: Job) -> dict[str, Any]:

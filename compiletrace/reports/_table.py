@@ -7,7 +7,8 @@ own tables with :func:`render_table`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterable, Sequence
 
 from compiletrace._data.phases import PHASES
 from compiletrace._data.records import (
@@ -32,6 +33,7 @@ __all__ = [
     "rest_line",
     "setup_line",
     "share",
+    "wrap_prose",
 ]
 
 
@@ -41,17 +43,56 @@ def _fmt_s(ns: int | None) -> str:
 
 GAP = 2  # spaces between columns
 MIN_TEXT_WIDTH = 8  # a text column is never cut below this (or below its header)
-_FIGURE = re.compile(r"[-+]?(\d[\d.,]*|\.\d+)(%|x| s)?|-|")
+_NUMBER = r"[-+]?(?:\d[\d.,]*|\.\d+)(?:%|x| s)?|-|\?"
+_FIGURE = re.compile(rf"(?:{_NUMBER})(?: -> (?:{_NUMBER}))?|")  # "4", or before -> after: "4 -> 2"
+
+
+def wrap_prose(lines: Iterable[str], width: int | None = None, indent: str = "  ") -> list[str]:
+    """Each line longer than ``width`` (default :func:`~compiletrace._io.text.text_width`)
+    wrapped at its spaces, the continuation lines ``indent`` past the line's own
+    indentation; a word longer than a line (a path, a URL) is moved to a line of its own,
+    never cut.
+
+    >>> wrap_prose(["1. a finding whose title is long", "   fix: short"], width=20, indent="   ")
+    ['1. a finding whose', '   title is long', '   fix: short']
+    """
+    limit = text_width() if width is None else width
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= limit:
+            out.append(line)
+            continue
+        own = line[: len(line) - len(line.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                line,
+                limit,
+                subsequent_indent=own + indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [line]
+        )
+    return out
 
 
 def render_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int | None = None
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    width: int | None = None,
+    optional: Sequence[str] = (),
+    cramped: Sequence[str] = (),
+    keep_end: Sequence[str] = (),
 ) -> list[str]:
     """A plain-text table: a header, a rule, one line per row, columns two spaces apart,
     fitting ``width`` columns (default :func:`~compiletrace._io.text.text_width`: the
     terminal's, or 100 when the output is no terminal). A table too wide has its widest
     text column cut, an ellipsis marking each cut cell, then the next widest; figure
-    columns are never cut.
+    columns are never cut. The ``optional`` columns are left out first, in the order given,
+    while the table is too wide (rather than cut a name); the ``cramped`` ones only while
+    it would not fit with its text columns at a readable width. A cut cell of a
+    ``keep_end`` column keeps its end (where its rows differ: ``…(model.vision_tower)``).
 
     >>> print("\\n".join(render_table(["name", "s"], [["encoder", "1.50"]])))
     name     s
@@ -66,17 +107,55 @@ def render_table(
     # Names come from run files too: a control character never reaches the terminal raw.
     head = [printable(h) for h in headers]
     body = [[printable(c) for c in row] for row in rows]
-    widths = [len(h) for h in head]
-    for row in body:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    widths = _fit(widths, head, body, text_width() if width is None else width)
+    limit = text_width() if width is None else width
+    for names, measure in ((optional, _natural_width), (cramped, _readable_width)):
+        for name in names:
+            if name not in head or measure(head, body) <= limit:
+                continue
+            i = head.index(name)
+            head = head[:i] + head[i + 1 :]
+            body = [row[:i] + row[i + 1 :] for row in body]
+    widths = _natural_widths(head, body)
+    widths = _fit(widths, head, body, limit)
+    from_end = [h in keep_end for h in head]
+
+    def cut(cell: str, width: int, end: bool) -> str:
+        return "…" + cell[len(cell) - width + 1 :] if end and len(cell) > width else shorten(cell, width)
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(shorten(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+        return "  ".join(
+            cut(c, w, e).ljust(w) for c, w, e in zip(cells, widths, from_end, strict=True)
+        ).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])]
     out.extend(line(r) for r in body)
     return out
+
+
+READABLE_TEXT_WIDTH = 16  # a text column cut below this is hard to read: columns go first
+
+
+def _natural_widths(head: Sequence[str], body: Sequence[Sequence[str]]) -> list[int]:
+    widths = [len(h) for h in head]
+    for row in body:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    return widths
+
+
+def _natural_width(head: Sequence[str], body: Sequence[Sequence[str]]) -> int:
+    widths = _natural_widths(head, body)
+    return sum(widths) + GAP * (len(widths) - 1)
+
+
+def _readable_width(head: Sequence[str], body: Sequence[Sequence[str]]) -> int:
+    """The table's width with each text column cut to :data:`READABLE_TEXT_WIDTH` at most."""
+    widths = _natural_widths(head, body)
+    text = [not all(_FIGURE.fullmatch(row[i]) for row in body) for i in range(len(widths))]
+    cut = [
+        min(w, max(len(h), READABLE_TEXT_WIDTH)) if t else w
+        for w, h, t in zip(widths, head, text, strict=True)
+    ]
+    return sum(cut) + GAP * (len(cut) - 1)
 
 
 def _fit(widths: list[int], head: Sequence[str], body: Sequence[Sequence[str]], limit: int) -> list[int]:

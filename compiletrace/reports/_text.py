@@ -9,10 +9,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from compiletrace._data.cache_hits import find_expensive_hits
 from compiletrace._data.findings import Finding
 from compiletrace._data.phases import PHASES
 from compiletrace._data.records import (
-    LANGUAGE_MODEL,
     NS_PER_S,
     CacheOutcome,
     GraphRecord,
@@ -20,7 +20,9 @@ from compiletrace._data.records import (
 )
 from compiletrace._data.run import Run, RunOrRecords, run_parts
 from compiletrace._data.run_meta import CompilationMode, LoadedArtifacts, RunMeta
+from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.text import printable, text_width
+from compiletrace._version import __version__
 from compiletrace.reports._findings import findings_text
 from compiletrace.reports._flame import top_functions_lines
 from compiletrace.reports._table import (
@@ -37,6 +39,7 @@ from compiletrace.reports._table import (
     rest_line,
     setup_line,
     share,
+    wrap_prose,
 )
 
 __all__ = [
@@ -56,10 +59,8 @@ logger = logging.getLogger("compiletrace")
 
 
 def summary_line(records: Sequence[GraphRecord]) -> str:
-    """``compilation took 12.34 s (language_model: 8.00 s, encoder: 4.34 s)``.
-
-    The language model is always named; other components only when they compiled.
-    """
+    """``compilation took 12.34 s (language_model: 8.00 s, encoder: 4.34 s)``: the
+    components that compiled, no other (a component with no compile was not measured)."""
     return totals_line({name: ns / NS_PER_S for name, ns in component_totals(records).items()})
 
 
@@ -67,11 +68,12 @@ def totals_line(seconds_by_component: Mapping[str, float]) -> str:
     """The one-line summary from seconds per component (a registry's exact running totals).
 
     >>> totals_line({"encoder": 1.5})
-    'compilation took 1.50 s (language_model: 0.00 s, encoder: 1.50 s)'
+    'compilation took 1.50 s (encoder: 1.50 s)'
+    >>> totals_line({})
+    'compilation took 0.00 s (nothing compiled)'
     """
-    totals = {LANGUAGE_MODEL: 0.0, **seconds_by_component}
-    parts = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in totals.items())
-    return f"compilation took {sum(totals.values()):.2f} s ({parts})"
+    parts = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in seconds_by_component.items())
+    return f"compilation took {sum(seconds_by_component.values()):.2f} s ({parts or 'nothing compiled'})"
 
 
 def log_summary(records: Sequence[GraphRecord]) -> str:
@@ -114,8 +116,18 @@ def cache_line(records: Sequence[GraphRecord]) -> str:
         return "cache: none (no graph compiled)"
     if state == "none":
         return f"cache: none ({_graphs(n)}, none consulted a compile cache)"
-    if state in ("cold", "warm"):
-        return f"cache: {state} ({_graphs(n)}, every one a {'miss' if state == 'cold' else 'hit'})"
+    if state == "cold":
+        return f"cache: cold ({_graphs(n)}, every one a miss)"
+    if state == "warm":
+        # A hit that still compiles (a portable cache holding no kernels) is warm in name only.
+        hits = find_expensive_hits(records)
+        if hits:
+            compiling_s = sum(hit.dominant_ns for hit in hits) / NS_PER_S
+            return (
+                f"cache: warm in name ({_graphs(n)}, every one a hit, but {len(hits)} still "
+                f"compiled for {compiling_s:.2f} s)"
+            )
+        return f"cache: warm ({_graphs(n)}, every one a hit)"
     counts = {o: sum(r.cache_outcome is o for r in records) for o in CacheOutcome}
     parts = ", ".join(f"{counts[o]} {o.value}" for o in CacheOutcome if counts[o])
     return f"cache: mixed ({parts})"
@@ -140,6 +152,29 @@ def _artifacts_line(info: LoadedArtifacts) -> str:
     )
 
 
+def settings_text(settings: Sequence[tuple[str, str]]) -> str:
+    """What a compile used, in torch.compile's words.
+
+    >>> settings_text((("mode", "max-autotune-no-cudagraphs"), ("dynamic", "None"), ("fullgraph", "False")))
+    'mode max-autotune-no-cudagraphs, dynamic=None, fullgraph=False'
+    """
+    words = (f"mode {value}" if key == "mode" else f"{key}={value}" for key, value in settings)
+    return printable(", ".join(words))
+
+
+def _settings_by_component(records: Sequence[GraphRecord]) -> dict[str, str]:
+    """Each component's settings in words (several, where its compiles differ); where the
+    records name more than one backend, each names its backend too."""
+    several_backends = len({r.backend for r in records}) > 1
+    seen: dict[str, dict[str, None]] = {}
+    for r in records:
+        text = settings_text(r.settings)
+        if several_backends:
+            text = f"backend {printable(r.backend)}" + (f", {text}" if text else "")
+        seen.setdefault(r.component, {})[text] = None
+    return {name: "; ".join(texts) for name, texts in seen.items()}
+
+
 def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) -> list[str]:
     """The lines above the tables: what ran and how (model, device, backend, mode,
     compilation mode when not stock), the torch and compiletrace versions and the cache
@@ -160,16 +195,28 @@ def header_lines(records: Sequence[GraphRecord], meta: RunMeta | None = None) ->
         what += f" on {device}"
     backend = _shown(meta.backend) or "?"
     how = [f"backend {backend}"]
-    mode = _shown(meta.mode) or ("default" if backend == "inductor" else None)
-    if mode is not None:  # inductor's mode; other backends have none unless one was given
+    used = _settings_by_component(records)
+    alike = set(used.values())
+    mode = _shown(meta.mode)
+    if mode is None and meta.source is None and backend == "inductor":
+        mode = "default"  # profile() compiled it, and was given no mode
+    several_backends = len({r.backend for r in records}) > 1
+    if len(alike) == 1 and next(iter(alike)) and not several_backends:
+        text = next(iter(alike))  # what every compile used: its mode, dynamic, fullgraph
+        how += [f"mode {mode}", text] if mode is not None and not text.startswith("mode ") else [text]
+    elif mode is not None:  # inductor's mode; other backends have none unless one was given
         how.append(f"mode {mode}")
     if meta.compilation_mode is CompilationMode.NONE:
         how.append(f"compilation mode {meta.compilation_mode.value}")
-    versions = [
-        f"{name} {_shown(version) or '?'}"
-        for name, version in (("torch", meta.torch_version), ("compiletrace", meta.compiletrace_version))
-    ]
-    lines = [f"{what}: {', '.join(how)}", f"{', '.join(versions)}; {cache_line(records)}"]
+    versions = [f"torch {_shown(meta.torch_version) or '?'}"]
+    if meta.compiletrace_version is None and meta.source == TRACE_SOURCE:
+        versions.append(f"read by compiletrace {__version__}")  # torch wrote it, not compiletrace
+    else:
+        versions.append(f"compiletrace {_shown(meta.compiletrace_version) or '?'}")
+    lines = [f"{what}: {', '.join(how)}"]
+    if len(alike) > 1 or (several_backends and any(alike)):  # compiled differently: each says how
+        lines += [f"  {printable(name)}: {text or 'not recorded'}" for name, text in used.items()]
+    lines.append(f"{', '.join(versions)}; {cache_line(records)}")
     if meta.cache_artifacts is not None:
         lines.append(_artifacts_line(meta.cache_artifacts))
     return lines
@@ -202,6 +249,21 @@ def eager_baseline_lines(meta: RunMeta) -> list[str]:
     else:
         lines.append(f"eager run (the baseline): {seconds:.3f} s")
     return lines
+
+
+def warmup_fact(skipped: bool, duration_s: float, meta: RunMeta) -> str:
+    """The warm-up in a few words, for a report's facts: its seconds, or why there was none.
+
+    >>> warmup_fact(True, 0.0, RunMeta(source="TORCH_TRACE"))
+    'none: TORCH_TRACE recorded the program as it ran'
+    """
+    if not skipped:
+        return f"{duration_s:.3f} s"
+    if meta.compilation_mode is CompilationMode.NONE:
+        return "skipped (compilation mode none: eager)"
+    if meta.source:
+        return f"none: {printable(meta.source)} recorded the program as it ran"
+    return "skipped"
 
 
 def warmup_lines(warmup: Mapping[str, Any], compile_s: float | None = None) -> list[str]:
@@ -267,14 +329,41 @@ def _component_table(records: Sequence[GraphRecord]) -> list[str]:
     headers, rows = _with_share(
         COMPONENT_HEADERS, [by_name[n] for n in names], [share(totals[n], overall) for n in names]
     )
-    return render_table(*_without_blank_columns(headers, rows))
+    return render_table(
+        *_without_blank_columns(headers, rows), optional=_COMPONENT_OPTIONAL, cramped=_COMPONENT_CRAMPED
+    )
+
+
+# The per-graph and per-component tables' columns a narrow screen leaves out first.
+# "optional": left out rather than cut a name; "cramped": only where names would be unreadable.
+_GRAPH_OPTIONAL = ("nodes", "cache", "status")
+_GRAPH_CRAMPED = ("share", "backward s", "dynamo s", "backend s")
+_COMPONENT_OPTIONAL = ("recompiles",)
+_COMPONENT_CRAMPED = ("backward s", "dynamo s", "backend s")
+_REASON = "recompile reason"
 
 
 def _graph_table(shown: Sequence[GraphRecord], overall_ns: int) -> list[str]:
+    """The per-graph table; where its recompile reasons would be cut, they leave the table
+    for lines of their own under it, whole."""
     headers, rows = _with_share(
         GRAPH_HEADERS, graph_rows(shown), [share(r.total_ns, overall_ns) for r in shown]
     )
-    return render_table(*_without_blank_columns(headers, rows))
+    headers, rows = _without_blank_columns(headers, rows)
+    reasons: list[str] = []
+    if _REASON in headers:
+        i = headers.index(_REASON)
+        table = render_table(headers, rows, optional=_GRAPH_OPTIONAL, cramped=_GRAPH_CRAMPED)
+        whole = [printable(row[i]) for row in rows]
+        if all(not reason or any(reason in line for line in table) for reason in whole):
+            return table  # every reason fits the table whole
+        reasons = [f"  {r.compile_id}: {printable(r.first_reason_line)}" for r in shown if r.recompile_reason]
+        headers = headers[:i] + headers[i + 1 :]
+        rows = [row[:i] + row[i + 1 :] for row in rows]
+    lines = render_table(headers, rows, optional=_GRAPH_OPTIONAL, cramped=_GRAPH_CRAMPED)
+    if reasons:
+        lines += ["", "Recompile reasons", *wrap_prose(reasons, indent="    ")]
+    return lines
 
 
 def _phase_table(shown: Sequence[GraphRecord]) -> list[str]:
@@ -299,15 +388,15 @@ def summary_table(run: RunOrRecords) -> str:
     <BLANKLINE>
     no graph was compiled
     <BLANKLINE>
-    compilation took 0.00 s (language_model: 0.00 s)
+    compilation took 0.00 s (nothing compiled)
     """
     records, _, meta, _ = run_parts(run)
     lines = [*header_lines(records, meta), ""]
     if meta.compilation_mode is CompilationMode.NONE and not records:
-        return "\n".join([*lines, *eager_baseline_lines(meta)])
+        return "\n".join(wrap_prose([*lines, *eager_baseline_lines(meta)]))
     if not records:
         lines += ["no graph was compiled", "", summary_line(records)]
-        return "\n".join(lines)
+        return "\n".join(wrap_prose(lines))
     shown, rest = costliest(records)
     shown = by_cost(shown)
     lines += ["Per component", *_component_table(records)]
@@ -324,7 +413,7 @@ def summary_table(run: RunOrRecords) -> str:
     if functions:
         lines += ["", *functions]
     lines += ["", summary_line(records)]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose(lines))
 
 
 def profile_text(
@@ -356,4 +445,4 @@ def profile_text(
         lines += [f"  {printable(hit)}" for hit in expensive_hits]
     if findings:
         lines += ["", findings_text(findings, limit=top_findings)]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose("\n".join(lines).splitlines()))

@@ -36,7 +36,7 @@ from compiletrace._data.timeline import (
 )
 from compiletrace._io.text import printable, shorten
 from compiletrace.reports._svg import LegendItem, TimeAxis, esc, legend, rect, svg_open
-from compiletrace.reports._table import render_table, share
+from compiletrace.reports._table import render_table, share, wrap_prose
 
 __all__ = [
     "GAP_FLOOR_NS",
@@ -190,12 +190,14 @@ def timeline_lines(timeline: Timeline) -> list[str]:
     """
     headers, body = _table(timeline)
     note = _exec_note(timeline)
-    return [
-        f"Start-up timeline (seconds since {_origin_words(timeline)})",
-        *render_table(headers, body),
+    total = (
         f"{_s(timeline.total_ns)} s since {_origin_words(timeline)}: {_s(timeline.covered_ns)} s in phases, "
-        f"{_s(timeline.unattributed_ns)} s unattributed",
-        *([note] if note else []),
+        f"{_s(timeline.unattributed_ns)} s unattributed"
+    )
+    return [
+        *wrap_prose([f"Start-up timeline (seconds since {_origin_words(timeline)})"]),
+        *render_table(headers, body),
+        *wrap_prose([total, *([note] if note else [])]),
     ]
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from compiletrace._data.verify import TrialFigures, VerifyRow
 from compiletrace._io.text import printable
-from compiletrace.reports._table import render_table
+from compiletrace.reports._table import render_table, wrap_prose
 
 __all__ = ["VerifyTable", "verify_lines", "verify_table"]
 
@@ -88,7 +88,25 @@ def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int) -> list[str]:
     if not rows:
         return ["No findings: nothing to verify."]
     table = verify_table(rows, steady_calls=steady_calls)
-    return [printable(line) for line in render_table(table.header, table.rows)] + table.notes
+    # A verdict's why ("did not help: the hooks' breaks stay") goes under the table, whole,
+    # so that the findings, which tell the rows apart, keep the room.
+    body, whys = [], []
+    for cells in table.rows:
+        verdict, sep, why = cells[-1].partition(": ")
+        body.append([*cells[:-1], verdict])
+        if sep:
+            whys.append(f"  {cells[0]}: {why}")
+    # Narrow, the counts and the CPU saving stay (what the verdict reads); the wall seconds
+    # (the machine's load), then the estimate and its calibration go first, and, where the
+    # findings would be cut past reading, the compile seconds before and after.
+    lines = render_table(
+        table.header,
+        body,
+        optional=("graph nodes", "saved wall s", "at stake s", "calibration"),
+        cramped=("call ms", "compile CPU s"),
+        keep_end=("finding",),
+    )
+    return [*lines, *wrap_prose(whys, indent="    "), *wrap_prose(table.notes)]
 
 
 def _cells(trial: TrialFigures) -> list[str]:

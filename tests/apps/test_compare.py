@@ -215,3 +215,105 @@ def test_a_multi_line_recompile_reason_stays_out_of_the_graph_names(tmp_path: Pa
     table = compare_files(base, new).table()
     assert "encoder:encoder_fn#1 [0/1]" in table and "User stack trace" not in table
     assert max(len(line) for line in table.splitlines()) <= 100  # no terminal: 100 columns
+
+
+def save_job(path: Path, processes: dict[str, list[GraphRecord]]) -> Path:
+    """A job file as ``run --json`` writes one: each named process with its run."""
+    from compiletrace._data.job import Job, JobProcess
+    from compiletrace._data.run_meta import ProcessInfo
+
+    made = []
+    for pid, (role, records) in enumerate(processes.items(), start=100):
+        run = compiletrace.load(save_run(path.with_suffix(f".{pid}.json"), records))
+        made.append(JobProcess(ProcessInfo(pid, 1, role, ("python", "train.py")), run))
+    Job(("python", "train.py"), 0, tuple(made)).save(path)
+    return path
+
+
+def test_jobs_compare_in_total_and_process_by_process(tmp_path: Path) -> None:
+    base = save_job(tmp_path / "base.json", {"rank 0": first_call(), "rank 1": first_call()})
+    new = save_job(tmp_path / "new.json", {"rank 0": first_call(), "rank 1": first_call(S // 4 + PLANTED_NS)})
+    result = compare_files(base, new)
+    deltas = {(c.scope, c.name): c.delta for c in result.changes if c.delta}
+    # The total adds up both processes; rank 1's planted 0.5 s is named as rank 1's.
+    assert deltas == {
+        ("total", "compile time"): 0.5,
+        ("total", "rank 1: compile time"): 0.5,
+        ("component", "rank 1: language_model"): 0.5,
+        ("phase", "rank 1: backend.other"): 0.5,
+        ("graph", "rank 1: language_model:lm_fn#0 [1/0]"): 0.5,
+    }
+    total = next(c for c in result.changes if c.name == "compile time")
+    assert total.base == 2 * (0.125 + 0.125 + 0.25)
+    assert {c.name for c in result.regressions} == {
+        "compile time", "rank 1: compile time", "rank 1: language_model"
+    }  # fmt: skip
+    assert "rank 0: encoder" in result.table()
+    # A single run stands for a job's one process: a profile run against a job of one.
+    single = save_run(tmp_path / "single.json", first_call())
+    one = save_job(tmp_path / "one.json", {"main": first_call(S // 4 + PLANTED_NS)})
+    against = compare_files(single, one)
+    assert {c.name for c in against.regressions} == {"compile time", "language_model"}
+    # A process only one job has is named, in the total's scope.
+    three = {f"rank {n}": first_call() for n in range(3)}
+    more = save_job(tmp_path / "more.json", three)
+    rows = {c.name: c.status for c in compare_files(base, more).changes if c.scope == "total"}
+    assert rows["rank 2: compile time"] == "new"
+
+
+def test_torch_traces_of_several_processes_compare_rank_by_rank() -> None:
+    traces = Path(__file__).resolve().parent.parent / "inputs" / "traces" / "ranks"
+    result = compare_files(traces, traces)
+    names = [c.name for c in result.changes if c.scope == "total"]
+    assert names == ["compile time", "rank 0: compile time", "rank 1: compile time"]
+    assert result.regressions == () and all(c.delta == 0 for c in result.changes)
+
+
+def test_a_job_file_compares_with_the_trace_it_was_read_from(tmp_path: Path) -> None:
+    from compiletrace._data.files import read
+    from compiletrace._data.job import Job
+
+    traces = Path(__file__).resolve().parent.parent / "inputs" / "traces" / "ranks"
+    job = read(traces)
+    assert isinstance(job, Job)
+    job.save(tmp_path / "job.json")
+    for base, new in ((tmp_path / "job.json", traces), (traces, tmp_path / "job.json")):
+        result = compare_files(base, new)
+        assert len(result.changes) > 3 and all(c.delta == 0 for c in result.changes)
+
+
+def test_a_base_of_no_seconds_has_no_percentage(tmp_path: Path) -> None:
+    base = save_run(tmp_path / "base.json", [make_record("0/0", "encoder", frame_ns=S, backward_ns=100)])
+    new = save_run(tmp_path / "new.json", [make_record("0/0", "encoder", frame_ns=S, backward_ns=S + S // 4)])
+    result = compare_files(base, new)
+    lines = [line.split() for line in result.table().splitlines()]
+    (row,) = [cells for cells in lines if cells[:2] == ["phase", "backward"]]
+    assert row[2:6] == ["0.000", "1.250", "+1.250", "-"]  # not +1250000000.0%
+
+
+@pytest.mark.slow
+def test_two_runs_of_a_command_gate_in_ci(tmp_path: Path) -> None:
+    """The README's workflow: ``run --json`` twice, then ``compare`` the two jobs."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    program = Path(__file__).resolve().parent.parent / "programs" / "two_towers.py"
+    jobs = []
+    for name in ("base", "new"):
+        job = tmp_path / f"{name}.json"
+        command = [sys.executable, "-m", "compiletrace", "run", "--json", str(job), "--"]
+        command += [sys.executable, str(program), str(tmp_path / name), "0", "spawn"]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        jobs.append(str(job))
+    # A generous gate: two runs of one program differ only by the machine's noise.
+    proc = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "compare", *jobs, "--min-seconds", "30"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    names = [re.split(r"\s{2,}", line)[1] for line in proc.stdout.splitlines() if line.startswith("total ")]
+    assert names == ["compile time", "main: compile time", "SpawnProcess-1: compile time"]
+    assert "main: encoder" in proc.stdout and "SpawnProcess-1: backend.other" in proc.stdout

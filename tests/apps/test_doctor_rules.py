@@ -256,7 +256,7 @@ def test_cache_miss_against_a_baseline_names_the_part_that_changed() -> None:
 def test_cache_miss_baseline_from_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     run, base = CACHE_TRACES / "f_ci.log.gz", CACHE_TRACES / "base.log.gz"
     assert cli.main(["doctor", str(run), "--baseline", str(base)]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # the lines as wrapped for the terminal, joined
     said = "against the baseline, the graph: autograd_config[error_on_custom_op_aliasing]: False -> True"
     assert said in out
     assert cli.main(["doctor", str(run), "--baseline", str(base), "--verify"]) == 2

@@ -164,6 +164,11 @@ def test_torchrun_ranks_are_one_job_with_their_maximum_and_one_trace(tmp_path: P
         totals[rank] = sum(ours.values())
     slowest = max(totals, key=lambda rank: totals[rank])
     assert f"the slowest, rank {slowest}, {totals[slowest]:.2f} s" in proc.stderr
+    # The headline counts the ranks that compiled side by side once (the slowest), their sum
+    # only as CPU-seconds.
+    said = " ".join(proc.stderr.split())
+    assert f"compiletrace: compilation: {totals[slowest]:.2f} s —" in said
+    assert f"{sum(totals.values()):.2f} CPU-seconds in all" in said
     events = json.loads(trace.read_text())["traceEvents"]
     assert {e["pid"] for e in events if e["ph"] == "X"} == {p.info.pid for p in ranks.values()}
 

@@ -75,11 +75,14 @@ def _exec_timeline(before_exec_ns: int | None = 3 * S, origin: str = ORIGIN_EXEC
     return build_timeline([load], [], 0, 4 * S, origin=origin, before_exec_ns=before_exec_ns)
 
 
-def test_an_exec_timeline_says_so_and_leaves_the_time_before_out_of_the_total() -> None:
+def test_an_exec_timeline_says_so_and_leaves_the_time_before_out_of_the_total(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     tl = _exec_timeline()
     assert tl.total_ns == 4 * S
     data = tl.to_dict()
     assert data["origin"] == "exec" and data["before_exec_s"] == 3.0 and data["total_s"] == 4.0
+    monkeypatch.setenv("COLUMNS", "200")  # the last lines unwrapped
     lines = timeline_lines(tl)
     assert lines[0] == "Start-up timeline (seconds since the exec of this program)"
     assert lines[-2] == "4.000 s since the exec of this program: 3.000 s in phases, 1.000 s unattributed"
@@ -92,7 +95,10 @@ def test_an_exec_timeline_says_so_and_leaves_the_time_before_out_of_the_total() 
     assert "since the exec of this program" in page
 
 
-def test_a_timeline_from_the_fork_says_the_time_before_an_exec_is_inside() -> None:
+def test_a_timeline_from_the_fork_says_the_time_before_an_exec_is_inside(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the last line unwrapped
     lines = timeline_lines(_exec_timeline(None, ORIGIN_FORK))
     assert lines[0] == "Start-up timeline (seconds since the process started)"
     assert lines[-1].startswith("the process's start is its fork: any time it ran another program")

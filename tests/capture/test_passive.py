@@ -76,9 +76,9 @@ def test_every_backend_is_recorded_and_agrees_with_torch_frame_by_frame() -> Non
         row = rows[record.compile_id]
         assert record.dynamo_ns is not None and record.dynamo_ns > 0
         assert _close(record.total_ns, row.entire_frame_compile_time_s), record
-        # The backend call is timed inside torch's own backend region, which adds torch's
-        # bookkeeping around it (counted as Dynamo's by compiletrace; the total is the same).
-        assert 0 < record.backend_ns <= row.backend_compile_time_s * 1e9 + 1e6, record
+        # The backend's time as torch reads it: its own backend region, the bookkeeping
+        # around the call included (torch keeps it in microseconds).
+        assert abs(record.backend_ns - row.backend_compile_time_s * 1e9) <= 2_000, record
     assert records[2].phase_ns["aot_autograd"] > 0  # torch's timed regions split the backend call
     assert records[0].code_location == f"{__file__}:{double.__code__.co_firstlineno}"
     assert len(compiletrace.get_registry()) == before  # the given registry, not the process one

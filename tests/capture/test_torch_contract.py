@@ -111,6 +111,10 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         "recompile-limit check": lambda: monkeypatch.delattr(
             torch._dynamo.convert_frame, "exceeds_recompile_limit"
         ),
+        "graph-break messages": lambda: monkeypatch.delattr(
+            torch._dynamo.symbolic_convert.InstructionTranslatorBase, "log_graph_break"
+        ),
+        "compile wrappers": lambda: monkeypatch.delattr(torch, "_TorchCompileWrapper"),
         "inline timing": lambda: monkeypatch.setattr(
             torch._dynamo.symbolic_convert.InliningInstructionTranslator, "inline_call", lambda *a: None
         ),

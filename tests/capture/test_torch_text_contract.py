@@ -318,6 +318,8 @@ def written() -> Written:
 NOT_WRITTEN_HERE: dict[tuple[str, str], str] = {
     ("GUARD_DTYPE_DEVICE", "device mismatch"): "older releases' wording; 2.13 says 'device index mismatch'",
     ("GUARD_DTYPE_DEVICE", "device index mismatch"): "needs two devices of one kind (cuda:0, cuda:1)",
+    ("BREAK_DATA_DEPENDENT", "generic_jump"): "Dynamo's internal name, which runs saved before "
+    "live breaks kept torch's message hold",
     ("GUARD_IDENTITY", "ID_MATCH"): "older releases named the guard that failed",
     ("GUARD_IDENTITY", "TYPE_MATCH"): "older releases named the guard that failed",
     ("GUARD_SHAPE", r"\.stride\(\)"): "a symbolic stride guard: dynamic strides torch does not make here",
@@ -418,6 +420,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "BREAK_ITEM": (lambda w: w.breaks, "search"),
     "BREAK_EXPLICIT": (lambda w: w.breaks, "search"),
     "BREAK_DATA_DEPENDENT": (lambda w: w.breaks, "search"),
+    "BREAK_PAGE": (lambda w: w.breaks, "search"),
     "BREAK_CONTEXT_MANAGER": (lambda w: w.breaks, "search"),
     "DDP_BREAK": (lambda w: w.breaks, "search"),
     "RESUME_NAME": (lambda w: w.code_names, "match"),

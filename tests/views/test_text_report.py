@@ -102,7 +102,10 @@ def test_ties_keep_compile_order() -> None:
     assert [row[-1] for row in table_rows(text, "Per component")] == ["60%", "20%", "20%"]
 
 
-def test_columns_that_carry_nothing_are_left_out_of_the_text_but_not_the_json() -> None:
+def test_columns_that_carry_nothing_are_left_out_of_the_text_but_not_the_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough for the reason column (else it goes under)
     inference = encoder_heavy()
     text = summary_table(inference)
     for column in ("backward s", "recompile reason"):
@@ -206,7 +209,8 @@ def test_profile_output_reads_in_order_and_fits_100_columns(capsys: pytest.Captu
     captured = capsys.readouterr()
     lines = captured.out.splitlines()
     assert max(len(line) for line in lines) <= 100, "\n".join(lines)
-    assert lines[0] == "model compiletrace.models:build_demo on cpu: backend eager"
+    demo = "model compiletrace.models:build_demo on cpu"
+    assert lines[0] == f"{demo}: backend eager, dynamic=None, fullgraph=False"  # as each compile used
     assert lines[1].startswith("torch ") and lines[1].endswith(
         "cache: none (2 graphs, none consulted a compile cache)"
     )

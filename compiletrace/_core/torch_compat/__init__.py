@@ -135,6 +135,7 @@ from compiletrace._core.torch_compat.frames import (
     CompilingFrame,
     RecompileLimitListener,
     compile_name,
+    compile_settings,
     compiling_frame,
     current_compile_context,
     current_compile_id,
@@ -170,11 +171,17 @@ from compiletrace._core.torch_compat.tracing import (
     set_trace_collector,
     trace_collector,
 )
-from compiletrace._data.torch_text import AOT_REGION, BACKWARD_REGION, FRAME_REGION  # torch's names
+from compiletrace._data.torch_text import (  # torch's names
+    AOT_REGION,
+    BACKEND_REGION,
+    BACKWARD_REGION,
+    FRAME_REGION,
+)
 from compiletrace._io.state import warn_once as warn_once
 
 __all__ = [
     "AOT_REGION",
+    "BACKEND_REGION",
     "BACKWARD_REGION",
     "CACHE_ARTIFACT_FIELD_USES",
     "CACHE_ARTIFACT_GLOBALS",
@@ -222,6 +229,7 @@ __all__ = [
     "collect_timed_regions",
     "compilation_metrics",
     "compile_name",
+    "compile_settings",
     "compiling_frame",
     "config_fixes_available",
     "current_compile_context",

@@ -128,6 +128,20 @@ def _backend_calls() -> bool:
     return callable(OutputGraph._call_user_compiler)
 
 
+def _graph_break_messages() -> bool:
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    return callable(InstructionTranslatorBase.log_graph_break)
+
+
+def _compile_wrappers() -> bool:
+    from torch._inductor import list_mode_options
+
+    wrappers = (torch._TorchCompileInductorWrapper, torch._TorchCompileWrapper)  # type: ignore[attr-defined]
+    own = set.intersection(*(set(inspect.signature(w.__init__).parameters) for w in wrappers))
+    return {"mode", "dynamic"} <= own and callable(list_mode_options)
+
+
 # (name, probe, what records lack without it), in the order the table shows them.
 _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("frame callbacks", callbacks_available, "Dynamo tracing and guard time (backend time only)"),
@@ -149,6 +163,11 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
     ("portable caches", _portable_caches, "cache save/load and portable start-up iterations"),
     ("compilation metrics", _metrics_oracle, "nothing (torch's own figures, used to check compiletrace's)"),
     ("graph-break records", _graph_break_records, "graph-break reasons and locations"),
+    (
+        "graph-break messages",
+        _graph_break_messages,
+        "torch's own message for breaks Dynamo names internally (generic_jump: its internal name)",
+    ),
     ("cache lookup events", _cache_lookup_events, "cache keys"),
     (
         "cache key parts",
@@ -160,6 +179,7 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         _recompile_limit_check,
         "frames that hit torch's recompile limit and run eagerly",
     ),
+    ("compile wrappers", _compile_wrappers, "each compile's mode and dynamic (fullgraph stays)"),
     ("inline timing", _inline_timing, "trace_cost (Dynamo's time per user function)"),
     (
         "backend calls",

@@ -29,6 +29,7 @@ from compiletrace._core.torch_compat.frames import current_compile_context, curr
 from compiletrace._data.phases import TimedRegion
 from compiletrace._data.torch_text import (
     AOT_REGION,
+    BACKEND_REGION,
     BACKWARD_REGION,
     CUDAGRAPH_REGIONS,
     FRAME_REGION,
@@ -47,7 +48,7 @@ from compiletrace._io.state import STATE, Slot, warn_once
 # compile (their names: compiletrace._data.torch_text). Their ends arrive on the compiling
 # thread whether or not torch's callbacks fired (its pending-callback counter is
 # process-wide, so another thread's compile can swallow them).
-_BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION, AOT_REGION})
+_BOUNDARY_REGIONS = frozenset({FRAME_REGION, BACKWARD_REGION, AOT_REGION, BACKEND_REGION})
 
 # (region name, compile id, start ns, end ns, the CompileContext object current at its end)
 RegionListener = Callable[[str, "str | None", int, int, Any], None]

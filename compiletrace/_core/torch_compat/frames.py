@@ -12,6 +12,10 @@ What is used, and why:
   each frame that called it (the stack beyond ``_compile``: the compiled frame has not
   started, so its callers are next), and the label ``torch.compile(name=...)`` keeps on
   its inductor wrapper (``_TorchCompileInductorWrapper.name``; other backends drop it).
+- ``torch.compile``'s backend wrappers (``_TorchCompileInductorWrapper``: its inductor
+  config and ``dynamic``; ``_TorchCompileWrapper``: its ``mode`` and ``dynamic``), for what
+  each compile used: ``torch.compile`` keeps the inductor mode only as the config patches
+  ``torch._inductor.list_mode_options`` gave, so the mode is the one whose patches those are.
 - ``torch._guards.CompileContext``: the compile id of the compile running on this thread
   (inside a backend call, and before torch's callbacks took an argument), and the context
   object that tells two compiles apart after a reset reuses their ids.
@@ -19,7 +23,11 @@ What is used, and why:
   Dynamo restarting a frame's analysis (not an error), and how many entries it keeps per
   frame.
 - What the doctor reads (``compiletrace._doctor``): ``torch._dynamo.utils.graph_break_reasons``
-  (torch appends one ``GraphCompileReason``, reason and user stack, per graph break), and
+  (torch appends one ``GraphCompileReason``, reason and user stack, per graph break); its
+  reason is Dynamo's internal name for some breaks (``generic_jump TensorVariable()``), so
+  ``InstructionTranslatorBase.log_graph_break`` is wrapped to keep torch's user-facing
+  message for each break's line (what ``TORCH_TRACE`` logs: title, explanation, hints, the
+  documentation page); and
   ``convert_frame.exceeds_recompile_limit`` (wrapped: a frame past the limit fires no
   compile callback and runs eagerly from then on).
 """
@@ -33,6 +41,7 @@ from typing import Any
 
 import torch
 
+from compiletrace._data.torch_text import break_reason, is_user_facing_break
 from compiletrace._io.state import STATE, Slot, warn_once
 
 
@@ -163,6 +172,61 @@ def innermost_backend(fn: Any) -> Any:
     return fn
 
 
+_INDUCTOR_WRAPPER = "_TorchCompileInductorWrapper"
+_WRAPPER = "_TorchCompileWrapper"
+
+
+def _inductor_mode(config: dict[str, Any], dynamic: bool | None) -> str:
+    """The ``torch.compile`` mode whose inductor config patches ``config`` holds: the mode
+    with the most patches that all hold ("default" when none does), "+ options" when
+    ``config`` holds more."""
+    from torch._inductor import list_mode_options
+
+    best, best_patches = "default", dict[str, Any]()
+    for mode in list_mode_options():
+        patches = dict(list_mode_options(mode, dynamic))
+        if patches and len(patches) > len(best_patches) and patches.items() <= config.items():
+            best, best_patches = mode, patches
+    return best + (" + options" if len(config) > len(best_patches) else "")
+
+
+def compile_settings(fn: Any, fullgraph: bool) -> tuple[tuple[str, str], ...]:
+    """What a compile used, as ``torch.compile``'s arguments name it: ``mode`` (where the
+    backend has one: inductor's, or a backend object's own ``mode``), ``dynamic`` and
+    ``fullgraph``; () where reading them failed.
+
+    >>> compile_settings(object(), True)
+    (('fullgraph', 'True'),)
+    """
+    settings: dict[str, str] = {}
+    try:
+        seen = 0
+        while fn is not None and seen < 16:
+            kind = type(fn).__name__
+            if kind == _INDUCTOR_WRAPPER and isinstance(getattr(fn, "config", None), dict):
+                settings.setdefault("mode", _inductor_mode(fn.config, getattr(fn, "dynamic", None)))
+            if kind == _WRAPPER and isinstance(getattr(fn, "kwargs", None), dict):
+                mode = fn.kwargs.get("mode")
+                if isinstance(mode, str):
+                    settings.setdefault("mode", mode)
+            if kind in (_INDUCTOR_WRAPPER, _WRAPPER):
+                settings.setdefault("dynamic", repr(getattr(fn, "dynamic", None)))
+            inner = getattr(fn, "_torchdynamo_orig_backend", None)
+            if inner is None and kind == _WRAPPER:
+                inner = getattr(fn, "compiler_fn", None)
+            if inner is None or inner is fn:
+                own = getattr(fn, "mode", None)  # a backend object's own mode (compiletrace's)
+                if isinstance(own, str) and "mode" not in settings:
+                    settings["mode"] = own
+                break
+            fn, seen = inner, seen + 1
+    except Exception as exc:  # what a compile used is a label: never worth failing it
+        warn_once(f"reading a compile's mode and dynamic failed; they are not recorded: {exc!r}")
+        settings = {}
+    settings["fullgraph"] = repr(bool(fullgraph))
+    return tuple((key, settings[key]) for key in ("mode", "dynamic", "fullgraph") if key in settings)
+
+
 def current_compile_id() -> str | None:
     """The compile id ("frame/attempt") of the compile running on this thread, if any."""
     try:
@@ -208,9 +272,46 @@ def recompile_limit() -> int | None:
 MAX_REASON_CHARS = 2000  # torch's reasons carry hints and a link; a traceback is not kept
 
 
+# torch's user-facing message for the latest break at each user line (file, line), from
+# log_graph_break; bounded (cleared past _MAX_BREAK_TEXTS lines).
+_BREAK_TEXTS: Slot[dict[tuple[str, int], str]] = STATE.slot("graph-break texts", {})
+_BREAK_TEXT_HOOK: Slot[bool] = STATE.slot("graph-break text hook", False)
+_MAX_BREAK_TEXTS = 4096
+
+
+def _install_break_text_hook() -> None:
+    """Wrap Dynamo's ``log_graph_break`` (once) to keep each break's user-facing message."""
+    if _BREAK_TEXT_HOOK.value:
+        return
+    _BREAK_TEXT_HOOK.value = True
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+        original = InstructionTranslatorBase.log_graph_break
+    except Exception as exc:
+        warn_once(f"torch's graph-break messages are not reachable; breaks keep Dynamo's reason: {exc!r}")
+        return
+    texts = _BREAK_TEXTS.value
+
+    def log_graph_break(
+        self: Any, code_options: Any, reason: str, exc: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        try:
+            where = self.frame_summary()
+            if len(texts) >= _MAX_BREAK_TEXTS:
+                texts.clear()
+            texts[(str(where.filename), int(where.lineno or 0))] = str(reason)[:MAX_REASON_CHARS]
+        except Exception:  # a label: never worth failing the compile
+            pass
+        return original(self, code_options, reason, exc, *args, **kwargs)
+
+    InstructionTranslatorBase.log_graph_break = log_graph_break  # type: ignore[method-assign]
+
+
 def graph_break_mark() -> int:
     """A mark in torch's list of graph-break records; :func:`graph_breaks_since` reads the
     ones added after it."""
+    _install_break_text_hook()
     try:
         from torch._dynamo.utils import graph_break_reasons
 
@@ -232,16 +333,17 @@ def graph_breaks_since(mark: int) -> list[tuple[str, str, int]]:
         end = len(graph_break_reasons)
         start = mark if mark <= end else 0  # cleared by a reset since the mark
         found = []
+        texts = _BREAK_TEXTS.value
         for item in graph_break_reasons[start:end]:
             stack = getattr(item, "user_stack", None) or []
             where = stack[-1] if stack else None  # the user's line, innermost
-            found.append(
-                (
-                    str(getattr(item, "reason", ""))[:MAX_REASON_CHARS],
-                    str(getattr(where, "filename", "") or ""),
-                    int(getattr(where, "lineno", 0) or 0),
-                )
-            )
+            filename = str(getattr(where, "filename", "") or "")
+            lineno = int(getattr(where, "lineno", 0) or 0)
+            reason = str(getattr(item, "reason", ""))
+            logged = texts.get((filename, lineno))
+            if not is_user_facing_break(reason) and logged is not None:
+                reason = break_reason(logged)  # torch's message, as TORCH_TRACE has it
+            found.append((reason[:MAX_REASON_CHARS], filename, lineno))
         return found
     except Exception:
         return []

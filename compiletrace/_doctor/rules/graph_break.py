@@ -30,6 +30,7 @@ from compiletrace._data.torch_text import (
     BREAK_HINT,
     BREAK_ITEM,
     BREAK_LOGGING,
+    BREAK_PAGE,
     BREAK_PRINT,
     RESUME_PREFIX,
     UNSUPPORTED,
@@ -175,9 +176,18 @@ def break_summary(reason: str) -> str:
     if not lines:
         return "(torch gave no reason)"
     explanation = next((line for line in lines[1:] if line.startswith(BREAK_EXPLANATION)), None)
+    page = BREAK_PAGE.search(reason)
+    title = f"{lines[0]} ({page[1]})" if page else lines[0]  # torch's graph-break code
     if explanation is None:
-        return lines[0]
-    return f"{lines[0]}: {explanation.removeprefix(BREAK_EXPLANATION).strip()}"
+        return title
+    return f"{title}: {explanation.removeprefix(BREAK_EXPLANATION).strip()}"
+
+
+def _sites(items: list[Break]) -> str:
+    """The breaks counted by their place in the code, as torch's tools count them: a site
+    compiled twice (a recompile) is one site."""
+    sites = len(dict.fromkeys(item["location"] for item in items))
+    return f"graph breaks at {sites} sites" if sites > 1 else "a graph break"
 
 
 # One break as a finding's evidence quotes it: where, torch's reason in a line, whether Dynamo
@@ -200,9 +210,11 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             if not seen:
                 library = library_break_fix(where, b.reason, r.code_location, r.code_name)
                 branched = recorded_break_auto_fix(b) is None and break_auto_fix(b.reason) is not None
+                page = BREAK_PAGE.search(b.reason)
                 seen.update(
                     location=where,
                     reason=break_summary(b.reason),
+                    **({"page": page[0]} if page else {}),
                     frame_skipped=b.frame_skipped,
                     fix=library or recorded_break_fix(b),
                     seen_in=[],
@@ -237,7 +249,9 @@ def _user_break(
     graphs = sum(1 for g in frame if g.graph_node_count > 0)
     pieces = len({g.code_name for g in frame if g.graph_node_count > 0})
     fixes = list(dict.fromkeys(item["fix"].rstrip(". ") for item in items))
-    n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
+    pages = dict.fromkeys(item["page"] for item in items if "page" in item)
+    fixes += [f"torch's page on it: {page}" for page in pages]
+    n = _sites(items)
     root = f"{root}{shared.at(frame)}"
     # Dynamo's own Unsupported, raised at the break: what fullgraph=True makes of a break
     # (a backend's error is no break's doing).
@@ -294,7 +308,7 @@ def _library_break(
     frame = [r for key, _ in owned for r in frames[key]]
     items = [item for _, found_items in owned for item in found_items]
     roots = list(dict.fromkeys(f"{key[2]}{shared.at(frames[key])}" for key, _ in owned))
-    n = f"{len(items)} graph breaks" if len(items) > 1 else "a graph break"
+    n = _sites(items)
     return Finding(
         KIND,
         component,

@@ -13,18 +13,20 @@ __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
 DESCRIPTION = (
     "Compare two runs saved by 'profile --json' (the total, then per component, phase\n"
-    "and graph) or by 'bench startup --output-json' (per metric). A figure slowed down when it\n"
-    "grew by more than --threshold percent and --min-seconds; a graph only in NEW (a new graph\n"
-    "break or recompile) slowed down too. Every change is shown; those in the --gate scopes\n"
-    "are regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input."
+    "and graph), two jobs saved by 'run --json' or torch's traces (TORCH_TRACE: in total, then\n"
+    "process by process; a single run stands for a job's one process), or two saved by 'bench\n"
+    "startup --output-json' (per metric). A figure slowed down when it grew by more than\n"
+    "--threshold percent and --min-seconds; a graph only in NEW (a new graph break or\n"
+    "recompile) slowed down too. Every change is shown; those in the --gate scopes are\n"
+    "regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input."
 )
 EPILOG = None
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
-    parser.add_argument("base", metavar="BASE.json", help="the reference run")
-    parser.add_argument("new", metavar="NEW.json", help="the run to check")
+    parser.add_argument("base", metavar="BASE", help="the reference run, job or trace")
+    parser.add_argument("new", metavar="NEW", help="the run, job or trace to check")
     parser.add_argument(
         "--threshold", type=float, default=10.0, metavar="PCT", help="allowed growth in percent (default: 10)"
     )
@@ -61,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
     )
     print(result.table())
     if args.why:
-        from compiletrace._data.why import Side, explain
+        from compiletrace.cli.commands.why import explain_files
         from compiletrace.reports import why_text
 
         if result.base.kind != "profile" or result.new.kind != "profile":
             raise UsageError("--why explains two runs' cache misses; these are start-up benchmarks")
-        sides = [Side.of_runs(f.path, [(f.records, f.meta)]) for f in (result.base, result.new)]
+        # Read again as 'why' reads them: a job's every process, each with its own cache keys.
         print()
-        print(why_text(explain(*sides)))
+        print(why_text(explain_files(args.base, args.new, [], "compiletrace compare --why")))
     return EXIT_FAILED if result.regressions else EXIT_OK

@@ -215,7 +215,9 @@ def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
     since = "the process started" if since_process_start else "the command started"
     if timeline is not None and timeline.origin == ORIGIN_EXEC:
         since = "the exec of this program"  # the timeline's last line gives the time before it
-    print(f"wall time: {seconds:.2f} s since {since} ({what})")
+    from compiletrace.reports import wrap_prose
+
+    print("\n".join(wrap_prose([f"wall time: {seconds:.2f} s since {since} ({what})"])))
 
 
 def print_profile(run: ProfileRun) -> None:

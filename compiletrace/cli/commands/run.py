@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from compiletrace._data.fixes import fixes_help
 from compiletrace._data.ready import AFTER_READY_MODES, parse_ready
@@ -16,6 +17,9 @@ from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK, KilledBy
 from compiletrace.cli.options import check_outputs
 from compiletrace.cli.outputs import write_job_outputs
 from compiletrace.cli.parsing import HELP_WIDTH, PROG, add_common_options
+
+if TYPE_CHECKING:
+    from compiletrace._app.job import ProfileJob
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -164,12 +168,26 @@ def run(args: argparse.Namespace) -> int:
         ]
         if not all(written):
             print(f"{PROG}: the processes' run files are kept in {outcome.keep_run_files()}", file=sys.stderr)
+        if job.compiling():
+            _print_findings(job, args.json if args.json and written[0] else None)
     if outcome.signal is not None:  # the launcher dies of it too (see console_main)
         return KilledBy(outcome.exit_status, outcome.signal)
     if outcome.exit_status == EXIT_OK and gate_tripped:
         print(f"{PROG}: --after-ready error: exit status {EXIT_FAILED}", file=sys.stderr)
         return EXIT_FAILED
     return outcome.exit_status
+
+
+def _print_findings(job: ProfileJob, saved_to: str | None) -> None:
+    """How many findings the doctor has, and how to read them; never fails the command."""
+    from compiletrace.reports import job_findings_line
+
+    try:
+        findings = job.diagnose()
+    except Exception as exc:  # the doctor's trouble is not the command's
+        print(f"{PROG}: the doctor could not read the job ({printable(first_line(exc))})", file=sys.stderr)
+        return
+    print(job_findings_line(findings, saved_to), file=sys.stderr)
 
 
 def _written(write: Callable[[], None], done: str = "") -> bool:

@@ -7,10 +7,14 @@ from applying. The comparison is :mod:`compiletrace._app.why`'s."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from compiletrace.cli.exit_codes import EXIT_OK
 from compiletrace.cli.options import add_trace_components, check_outputs
 from compiletrace.cli.parsing import add_common_options
+
+if TYPE_CHECKING:
+    from compiletrace._data.why import WhyReport
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
 def explain_files(
     base: str, current: str, components: list[str], command: str = "compiletrace why"
-) -> object:
+) -> WhyReport:
     """Read BASE and CURRENT (each a run, a job or torch's trace) and explain CURRENT's misses."""
     from compiletrace._app.why import ACCEPTED, why
     from compiletrace._load import load
