@@ -27,6 +27,7 @@ import datetime
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from compiletrace._io.errors import OutputError, UsageError
 
 if TYPE_CHECKING:
     from compiletrace._app.profile import ProfileRun
+    from compiletrace._data.records import GraphRecord
     from compiletrace._data.registry import Registry
 
 __all__ = ["MAGIC_NAME", "NOTHING_COMPILED", "RESULT_NAME", "CellOptions", "cell_run", "register_magic"]
@@ -117,11 +119,15 @@ def _parser() -> Any:
     return parser
 
 
-def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
+def cell_run(
+    registry: Registry, start_unix_ns: int, label: str, cell_of: Callable[[str], int | None] | None = None
+) -> ProfileRun:
     """The run of one cell: what its passive recording put in ``registry``, and what
     ``compiletrace.compile`` recorded into the process registry since ``start_unix_ns``
     (those compiles keep their own registry, not passive recording's), in the order the
     compiles finished. No warm-up ran and a cell is no start-up: the run has no timeline.
+    ``cell_of`` tells the notebook cell a file is the code of (the kernel's temporary file
+    is named ``In [3]``, as the notebook shows it).
 
     >>> import time
     >>> from compiletrace._data.registry import Registry
@@ -149,7 +155,7 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
     )
     reg = Registry()
     for record in sorted((*own, *others), key=lambda r: r.end_unix_ns):
-        reg.add(record)
+        reg.add(record if cell_of is None else _in_cells(record, cell_of))
     records = reg.records()
     by_component = reg.by_component()
     warmup = WarmupResult(
@@ -170,6 +176,20 @@ def cell_run(registry: Registry, start_unix_ns: int, label: str) -> ProfileRun:
         cache_keys=tc.run_cache_keys(records),
     )
     return ProfileRun(records, warmup, meta, None)
+
+
+def _in_cells(record: GraphRecord, cell_of: Callable[[str], int | None]) -> GraphRecord:
+    """``record`` with the files that are notebook cells named as the notebook names them."""
+    from dataclasses import replace
+
+    from compiletrace._data.records import notebook_cell
+
+    def named(filename: str) -> str:
+        number = cell_of(filename) if filename else None
+        return filename if number is None else notebook_cell(number)
+
+    breaks = tuple(b._replace(filename=named(b.filename)) for b in record.graph_breaks)
+    return replace(record, code_filename=named(record.code_filename), graph_breaks=breaks)
 
 
 class _CellMagic:
@@ -197,13 +217,27 @@ class _CellMagic:
             # Shown and kept before the cell's own error reaches the shell, which shows it; a
             # failure in showing it never takes the cell's error's place.
             try:
-                self._finish(cell_run(recording.registry, start_unix_ns, label), options, failed=True)
+                self._finish(
+                    cell_run(recording.registry, start_unix_ns, label, self._cell_of), options, failed=True
+                )
             except Exception as exc:
                 print(f"compiletrace: the cell's report could not be shown: {exc!r}", file=sys.stderr)
             raise
         recording.stop()
-        self._finish(cell_run(recording.registry, start_unix_ns, label), options, failed=False)
+        self._finish(cell_run(recording.registry, start_unix_ns, label, self._cell_of), options, failed=False)
         return value
+
+    def _cell_of(self, filename: str) -> int | None:
+        """The number of the cell ``filename`` is the shell's file for, if it is one (the
+        shell names its cells' files itself: ``In[3]`` in its tracebacks)."""
+        try:
+            found = self.shell.compile.format_code_name(filename)
+        except Exception:  # an older shell: the file keeps its own name
+            return None
+        if not found or not isinstance(found[1], str):
+            return None
+        number = found[1].removeprefix("In[").removesuffix("]")
+        return int(number) if number.isdecimal() else None
 
     def _cell_number(self) -> int:
         """The number of the cell running now (``In[n]``)."""

@@ -99,6 +99,29 @@ def root_code_name(code_name: str) -> str:
         code_name = match[1]
 
 
+def notebook_cell(number: int) -> str:
+    """The name a notebook cell's code goes by in records, as the notebook numbers it.
+
+    >>> notebook_cell(3)
+    'In [3]'
+    """
+    return f"In [{number}]"
+
+
+def source_location(filename: str, line: int) -> str:
+    """Where code is, for people: ``file:line``, or a notebook cell's ``In [3], line 5``
+    ("" where the file is not known).
+
+    >>> source_location("model.py", 12), source_location(notebook_cell(3), 5)
+    ('model.py:12', 'In [3], line 5')
+    """
+    if not filename:
+        return ""
+    if filename.startswith("In [") and filename.endswith("]") and filename[4:-1].isdecimal():
+        return f"{filename}, line {line}"
+    return f"{filename}:{line}"
+
+
 class GraphBreak(NamedTuple):
     """Where and why Dynamo split a frame (torch's own graph-break record), or gave up on it.
 
@@ -116,7 +139,7 @@ class GraphBreak(NamedTuple):
 
     @property
     def location(self) -> str:
-        return f"{self.filename}:{self.lineno}" if self.filename else ""
+        return source_location(self.filename, self.lineno)
 
 
 class CacheLookup(NamedTuple):
@@ -202,7 +225,7 @@ class TraceNode(NamedTuple):
 
     @property
     def location(self) -> str:
-        return f"{self.filename}:{self.lineno}" if self.filename else ""
+        return source_location(self.filename, self.lineno)
 
     def to_json(self) -> list[Any]:
         """The compact form saved in run files: ``[name, file, line, total_ns, calls, [children]]``."""
@@ -480,7 +503,7 @@ class GraphRecord:
     @property
     def code_location(self) -> str:
         """``file:line`` of the compiled code ("" if unknown)."""
-        return f"{self.code_filename}:{self.code_firstlineno}" if self.code_filename else ""
+        return source_location(self.code_filename, self.code_firstlineno)
 
     @property
     def module_label(self) -> str:

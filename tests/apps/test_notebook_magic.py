@@ -275,3 +275,28 @@ def test_the_magic_in_a_jupyter_kernel(tmp_path: Path) -> None:
     assert "<dt>graphs</dt><dd>1</dd>" in report.data["text/html"]
     # The run is named by the cell it recorded, and the cell's names stay in the kernel.
     assert [o.text for o in nb.cells[2].outputs] == ["cell In[2] 1 (3,)\n"]
+
+
+BREAKING_CELL = """\
+%%compiletrace
+def halves(x):
+    y = x.sin()
+    print("halfway")
+    return y.cos()
+torch.compile(halves, backend="eager")(torch.ones(2))
+"""
+
+
+def test_a_cells_code_is_named_as_the_notebook_numbers_it(shell: Any) -> None:
+    result, captured = run(shell, BREAKING_CELL, store_history=True)
+    assert result.success, captured.stdout
+    run_ = shell.user_ns[RESULT_NAME]
+    cell = f"In [{result.execution_count}]"
+    first = run_.records()[0]
+    # The function is the cell's first line after the magic's; the print, its third.
+    assert first.code_location == f"{cell}, line 1"
+    (brk,) = first.graph_breaks
+    assert brk.location == f"{cell}, line 3"
+    finding = next(f for f in run_.diagnose() if f.kind == "graph_break")
+    assert finding.location == f"{cell}, line 3"
+    assert "ipykernel" not in run_.summary() and "<ipython-input" not in run_.summary()
