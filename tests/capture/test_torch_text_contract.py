@@ -355,9 +355,9 @@ WRITTEN_ON_GPU = {
     "REMOTE_CACHE_REGIONS": lambda: ["remote_fx_graph_cache"],
     "GUARD_REGIONS": lambda: ["precompile_build_guards", "precompile_load_guards"],
 }
-if torch.torch_version.TorchVersion(torch.__version__) < (2, 15):
-    # 2.15 explains the break: "logging.Logger methods are only supported if the logger ..."
-    NOT_WRITTEN_HERE[("BREAK_LOGGING", "logger")] = "before 2.15 a log call's break says 'logging.Logger'"
+if torch.torch_version.TorchVersion(torch.__version__) < (2, 14):
+    # 2.14 explains the break: "logging.Logger methods are only supported if the logger ..."
+    NOT_WRITTEN_HERE[("BREAK_LOGGING", "logger")] = "before 2.14 a log call's break says 'logging.Logger'"
 
 
 def _alternatives(pattern: str) -> list[str]:
