@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiletrace._data.bench import BenchResult
 from compiletrace._data.findings import Finding, findings_from_dict
@@ -28,11 +28,13 @@ from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import ProcessInfo
-from compiletrace._data.torch_trace import ComponentNamer, is_trace_head, read_torch_trace
 from compiletrace._io.envelope import read_json
 from compiletrace._io.errors import CompiletraceError, RunFileError, UsageError
 from compiletrace._io.inputs import InputFile, open_input
 from compiletrace._io.text import first_line, shorten
+
+if TYPE_CHECKING:
+    from compiletrace._data.torch_trace import ComponentNamer
 
 __all__ = ["FileData", "read", "read_data"]
 
@@ -67,7 +69,7 @@ def read(
         return _accepted(_trace_data(name, name, components), name, accept, command)
     # Opened once and read once: a pipe's first bytes tell its format and stay in its buffer.
     with open_input(name) as source:
-        if is_trace_head(source.head):
+        if _maybe_trace(source.head):
             return _accepted(_trace_data(source, name, components), name, accept, command)
         if components is not None:
             raise UsageError(
@@ -83,7 +85,20 @@ def read(
 _DAMAGE = (ValueError, TypeError, LookupError, AttributeError, ArithmeticError, RecursionError)
 
 
+def _maybe_trace(head: bytes) -> bool:
+    """Whether a file that starts with ``head`` is torch's trace. compiletrace's own files
+    are JSON documents: those are told apart without loading the trace reader (what
+    ``compiletrace run`` reads back is only ever its own)."""
+    if head.lstrip()[:1] == b"{":
+        return False
+    from compiletrace._data.torch_trace import is_trace_head
+
+    return is_trace_head(head)
+
+
 def _trace_data(source: str | InputFile, name: str, components: ComponentNamer | None) -> Run | Job:
+    from compiletrace._data.torch_trace import read_torch_trace
+
     try:
         found = read_torch_trace(source, components=components)
     except CompiletraceError:
