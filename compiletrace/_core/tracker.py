@@ -1191,7 +1191,14 @@ def get_tracker() -> Tracker:
         if TRACKER.value is None:
             new = Tracker(observers=process_observers(), factory_observer=True)
 
+            # Made inside an import of torch's (a job's bootstrap), the probes of what torch's
+            # modules give cannot import them yet: what is missing is said at the first compile.
+            warn_at_first_compile = [tc.torch_importing()]
+
             def on_start(trigger: str, compile_id: str) -> None:
+                if warn_at_first_compile[0]:
+                    warn_at_first_compile[0] = False
+                    tc.warn_missing_capabilities()
                 dynamo = trigger == tc.TRIGGER_DYNAMO
                 new.on_start(
                     trigger,
@@ -1201,7 +1208,8 @@ def get_tracker() -> Tracker:
                     context=None if dynamo else tc.current_compile_context(),
                 )
 
-            tc.warn_missing_capabilities()
+            if not warn_at_first_compile[0]:
+                tc.warn_missing_capabilities()
             tc.install_callbacks(on_start, new.on_end)
             tc.on_dynamo_reset(new.forget_compile_ids)
             new.bounds_from_regions = tc.install_region_hook(new.on_region)

@@ -103,7 +103,7 @@ def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int) -> list[str]:
         table.header,
         body,
         optional=("graph nodes", "saved wall s", "at stake s", "calibration"),
-        cramped=("call ms", "compile CPU s"),
+        cramped=("compile CPU s", "call ms"),
         keep_end=("finding",),
     )
     return [*lines, *wrap_prose(whys, indent="    "), *wrap_prose(table.notes)]

@@ -183,7 +183,9 @@ def test_a_scratch_root_another_user_holds_is_never_used(
 def test_the_bootstrap_is_the_packages_own_directory_when_no_one_else_can_change_it() -> None:
     directory = bootstrap_directory()
     assert unsafe_reason(directory, ["sitecustomize.py"]) is None
-    assert not directory.startswith(tempfile.gettempdir() + os.sep)  # never a temporary directory
+    # The installed package's own directory, wherever the checkout lies (under /tmp too):
+    # never a temporary copy.
+    assert directory == job_module.BOOTSTRAP_DIR
 
 
 def test_a_bootstrap_others_could_change_is_copied_to_a_private_cache_first(

@@ -86,6 +86,7 @@ from compiletrace._core.torch_compat.cache_keys import (
     collect_cache_lookups,
     install_cache_key_hooks,
     run_cache_keys,
+    torch_importing,
 )
 from compiletrace._core.torch_compat.caches import CacheCounts, cache_counts, inductor_cache_dir
 from compiletrace._core.torch_compat.callbacks import (
@@ -273,6 +274,7 @@ __all__ = [
     "set_trace_collector",
     "stance_fixes_available",
     "time_one_time_functions",
+    "torch_importing",
     "trace_artifacts_available",
     "trace_collector",
     "warn_missing_capabilities",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available, torch_importing
+from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
 from compiletrace._core.torch_compat.dynamic_sources import automatic_dynamic_state_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
@@ -263,18 +263,10 @@ def capabilities(*, hooks: bool = False) -> tuple[Capability, ...]:
     return tuple(Capability(name, _has(probe), lacking) for name, probe, lacking in table)
 
 
-# Capabilities a tracker made while torch imports (in a job's process) cannot probe yet: they
-# need modules of torch's that import torch whole. Their installer tells at the first
-# compile's cache lookup, once it can.
-_PROBED_AFTER_TORCH_IMPORTS = frozenset({"cache key parts"})
-
-
 def warn_missing_capabilities() -> list[Capability]:
     """Warn once per missing capability, naming what the records will lack; returns them."""
     missing = [c for c in capabilities() if not c.available]
     for cap in missing:
-        if cap.name in _PROBED_AFTER_TORCH_IMPORTS and torch_importing():
-            continue
         warn_once(
             f"this torch ({torch.__version__}) lacks {cap.name}: records will lack {cap.lacking}",
             key=f"capability:{cap.name}",
