@@ -438,7 +438,8 @@ def test_a_profile_run_is_verified_by_re_running_its_model_with_its_steady_state
     assert measured["fix"].startswith("mark-dynamic=")
     before, after = measured["steady_call_s"]
     assert before > 0 and after > 0  # both trials timed their steady state
-    assert "call ms" in printed and "the median of 20 calls after the warm-up" in printed
+    joined = " ".join(printed.split())  # the notes, as wrapped for the width, joined
+    assert "call ms" in printed and "the median of 20 calls after the warm-up" in joined
 
 
 def test_a_run_whose_options_profile_did_not_write_is_refused_before_anything_runs(
