@@ -91,7 +91,9 @@ def test_in_process_the_cache_keys_name_the_directory_vllm_chose(in_process: Ser
     assert facts.cache_dir_from == "TORCHINDUCTOR_CACHE_DIR"
     assert facts.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     lookups = [c for r in process.run.graph_records for c in r.cache_lookups]
-    assert any(c.tier == "fx_graph" and c.parts for c in lookups), lookups
+    # On vLLM 0.32's CPU engine the ahead-of-time path announces AOTAutograd's lookup alone
+    # (no FX graph lookup): each lookup it makes keeps its key's parts.
+    assert lookups and all(c.parts for c in lookups), lookups
 
 
 def test_multi_process_the_worker_that_compiles_is_found_and_named(multi_process: Served) -> None:
