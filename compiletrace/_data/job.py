@@ -26,9 +26,25 @@ from compiletrace._data.run_meta import ProcessInfo
 from compiletrace._io.envelope import Fields
 from compiletrace._io.files import write_json
 
-__all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo"]
+__all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo", "rank_of_role"]
 
 JOB_KIND = FileKind.JOB.value
+
+
+def rank_of_role(role: str) -> int | None:
+    """The global rank a process's role names (``rank 3``; in a job of several nodes,
+    ``node 1 rank 3``), or None for a process that is no rank.
+
+    >>> rank_of_role("rank 3"), rank_of_role("node gpu-7 rank 12"), rank_of_role("Process-1 of rank 0")
+    (3, 12, None)
+    """
+    if role.startswith("node "):
+        role = role[5:].partition(" ")[2]
+    number = role[5:]
+    # ASCII digits, and few: "rank ²" or a rank of 5,000 digits is no rank.
+    if role.startswith("rank ") and number.isascii() and number.isdecimal() and len(number) <= 10:
+        return int(number)
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,11 +84,9 @@ class Job:
         """The processes that are ranks of a torch.distributed job (torchrun's), by rank."""
         found = {}
         for process in self.processes:
-            role = process.info.role
-            number = role[5:]
-            # ASCII digits, and few: "rank ²" or a rank of 5,000 digits is no rank.
-            if role.startswith("rank ") and number.isascii() and number.isdecimal() and len(number) <= 10:
-                found[int(number)] = process
+            rank = rank_of_role(process.info.role)
+            if rank is not None:
+                found[rank] = process
         return dict(sorted(found.items()))
 
     def by_component(self) -> dict[str, float]:

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import compiletrace
 from compiletrace import cli
 from compiletrace._data.cache_hits import COMPILE_PHASES
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind, doctor_dict
 from compiletrace._data.fixes import Fix
 from compiletrace._data.gather import GatherResult
+from compiletrace._data.job import Job
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._doctor import (
@@ -25,14 +27,20 @@ from compiletrace._doctor import (
     diagnose_evidence,
     fix_of,
     gather_evidence,
+    job_evidence,
     rule_for,
 )
 from compiletrace._doctor.stake import claimable_ns
 
 RUNS = Path(__file__).parents[1] / "inputs" / "runs"
+NODES = Path(__file__).parents[1] / "inputs" / "nodes"  # jobs of two nodes, made by two_nodes.py
 
 
 def _evidence(rule: str) -> Evidence:
+    if (NODES / rule).is_dir():  # each node's job file: read as one job, the evidence comparing nodes
+        job = compiletrace.load(NODES / rule)
+        assert isinstance(job, Job)
+        return job_evidence(job)[-1]
     paths = [RUNS / f"{rule}.run.json", RUNS / f"{rule}.gather.json"]
     (path,) = [p for p in paths if p.exists()]
     loaded = read(path)
@@ -316,6 +324,35 @@ def test_rank_divergence() -> None:
     assert finding.evidence["ranks"] == [0] and list(finding.evidence["graphs"]) == absent
     assert finding.seconds == pytest.approx(abs(ranks[1].total_s - ranks[0].total_s))
     assert "make every rank compile the same graphs" in finding.fix
+
+
+def test_node_cache_miss_names_the_node_the_key_part_and_what_it_set() -> None:
+    evidence = _evidence("node_cache_miss")
+    cold = {p.info.pid for _, ps in evidence.nodes for p in ps if p.info.node == "0"}
+    (finding,) = _check("node_cache_miss")
+    # Node 0 (OMP_NUM_THREADS=1) missed the FX graph node 1 hit: the thread count, and what set it.
+    assert finding.title.startswith("node 0 missed the compile cache on 1 graph that node 1 hit: ")
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in finding.title
+    assert finding.evidence["nodes"] == ["0"] and finding.evidence["hit_on"] == "1"
+    (change,) = [c for c in finding.evidence["changes"] if c["name"] == "cpp_runtime_thread_count"]
+    assert (change["base"], change["current"], change["kind"]) == ("2", "1", "threads")
+    assert "pin OMP_NUM_THREADS" in finding.fix
+    # Its seconds: the missing rank's compile CPU-seconds less the hitting rank's.
+    cpu = {
+        p.info.pid: sum(r.cpu_or_wall_ns for r in p.run.graph_records) / 1e9
+        for _, ps in evidence.nodes
+        for p in ps
+    }
+    hit = [pid for pid in cpu if pid not in cold]
+    assert any(finding.seconds == pytest.approx(max(0.0, cpu[c] - cpu[h])) for c in cold for h in hit)
+
+
+def test_node_cache_miss_finds_nothing_between_nodes_that_hit_alike() -> None:
+    evidence = _evidence("node_cache_miss")
+    warm = [(node, ps) for node, ps in evidence.nodes if node == "1"]
+    twice = replace(evidence, nodes=(warm[0], ("2", warm[0][1])))
+    assert list(rule_for("node_cache_miss").check(twice)) == []
+    assert list(rule_for("node_cache_miss").check(replace(evidence, nodes=evidence.nodes[:1]))) == []
 
 
 def test_compile_after_ready() -> None:

@@ -1,0 +1,151 @@
+"""A job of several nodes read as one (``report``, ``doctor``, ``compare``, ``why`` and
+``compiletrace.load`` on several job files or a directory of them), on the job files two
+"nodes" of two ranks wrote on this machine (``tests/inputs/nodes/two_nodes.py``); and the
+whole scenario once, live, with its spans received over OTLP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace import cli
+from compiletrace._data.files import read
+from compiletrace._data.job import Job
+from compiletrace._data.nodes import cold, number_ranges, warm
+from compiletrace._io.errors import UsageError
+
+NODES = Path(__file__).parents[1] / "inputs" / "nodes" / "node_cache_miss"
+FILES = [NODES / "node0.json", NODES / "node1.json"]
+
+
+def _nodes() -> list[Job]:
+    jobs = [read(path) for path in FILES]
+    assert all(isinstance(job, Job) for job in jobs)
+    return jobs  # type: ignore[return-value]
+
+
+def test_each_process_recorded_its_node_and_host() -> None:
+    for node, job in enumerate(_nodes()):
+        ranks = job.ranks()
+        assert len(ranks) == 2 and all(p.info.node == str(node) and p.info.host for p in ranks.values())
+
+
+def test_several_job_files_load_as_one_job_named_by_node_and_global_rank() -> None:
+    job = compiletrace.load(FILES)
+    assert isinstance(job, compiletrace.ProfileJob)
+    by_rank = {rank: p.info.role for rank, p in job.ranks().items()}
+    nodes = _nodes()
+    expected = {rank: f"node {n} rank {rank}" for n, one in enumerate(nodes) for rank in one.ranks()}
+    assert by_rank == expected and sorted(by_rank) == [0, 1, 2, 3]
+    assert len(job.processes) == sum(len(one.processes) for one in nodes)
+    # A directory of them reads the same.
+    again = compiletrace.load(NODES)
+    assert isinstance(again, Job) and [p.info for p in again.processes] == [p.info for p in job.processes]
+
+
+def test_the_report_leads_with_the_critical_path_then_nodes_then_alike_ranks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["report", *map(str, FILES)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    job = compiletrace.load(FILES)
+    assert isinstance(job, Job)
+    ranks = job.ranks()
+    startup = {r: p.run.timeline.total_s if p.run.timeline else 0.0 for r, p in ranks.items()}
+    compile_s = {r: sum(g.total_s for g in p.run.graph_records) for r, p in ranks.items()}
+    whole = {r: max(startup[r], compile_s[r]) for r in ranks}
+    slowest = max(ranks, key=lambda r: (whole[r], compile_s[r], -r))
+    node = ranks[slowest].info.node
+    assert lines[0] == "compiletrace: a job of 2 nodes, 4 ranks (exit status 0)"
+    assert lines[1] == (
+        f"  critical path: node {node} rank {slowest}, start-up {whole[slowest]:.2f} s, "
+        f"compiling {compile_s[slowest]:.2f} s"
+    )
+    cpu = sum(g.cpu_or_wall_ns for p in ranks.values() for g in p.run.graph_records) / 1e9
+    assert lines[2].startswith(f"  every rank: {cpu:.2f} CPU-seconds of compiling, 4 graphs")
+    # A line per node, then the ranks alike (as many graphs, hits and misses) folded: node 0
+    # (another thread count) missed; its ranks compiled side by side, so a rank of it that
+    # looked in the cache after the other had compiled may have hit what that one wrote.
+    counts = {
+        r: (
+            len(p.run.graph_records),
+            sum(map(warm, p.run.graph_records)),
+            sum(map(cold, p.run.graph_records)),
+        )
+        for r, p in ranks.items()
+    }
+    for n in "01":
+        mine = [r for r, p in ranks.items() if p.info.node == n]
+        hits, misses = sum(counts[r][1] for r in mine), sum(counts[r][2] for r in mine)
+        worst = max(mine, key=lambda r: (whole[r], compile_s[r], -r))
+        assert f"  node {n}: 2 ranks, 2 graphs ({hits} hit, {misses} missed); slowest rank {worst} " in out
+    assert sum(c[2] for r, c in counts.items() if ranks[r].info.node == "0") >= 1
+    assert all(c == (1, 1, 0) for r, c in counts.items() if ranks[r].info.node == "1")
+    folded = {c: sorted(r for r in ranks if counts[r] == c) for c in counts.values()}
+    rows = [line for line in lines if line.startswith("  rank")]
+    assert len(rows) == len(folded)
+    for (graphs, hits, misses), alike in folded.items():
+        who = f"rank{'s' if len(alike) > 1 else ''} {number_ranges(alike)}"
+        outcome = f"{graphs} graph ({hits} hit, {misses} missed){' each' if len(alike) > 1 else ''}, "
+        assert any(row.startswith(f"  {who} (") and outcome in row for row in rows), (who, outcome, rows)
+    assert f"== pid {ranks[slowest].info.pid} (node {node} rank {slowest})" in out  # its tables alone
+    assert out.count("\n== ") == 1
+
+
+def test_the_doctor_names_the_node_that_missed_and_the_key_part(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor", *map(str, FILES)]) == 0
+    out = capsys.readouterr().out
+    assert "[node_cache_miss]" in out
+    assert "node 0 missed the compile cache on 1 graph that node 1 hit:" in out
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in " ".join(out.split())
+
+
+def test_compare_and_why_read_a_directory_of_nodes_as_one_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = tmp_path / "base"
+    shutil.copytree(NODES, base)
+    assert cli.main(["compare", str(base), str(NODES)]) == 0
+    assert cli.main(["why", str(base), str(NODES)]) == 0
+    out = capsys.readouterr().out
+    assert "node 1 rank 3" in out
+    assert "no graph missed the compile cache in CURRENT" not in out  # node 0's misses are there
+
+
+def test_one_rank_in_two_files_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match=r"rank 0 is in both .*node0.json and .*node0.json"):
+        compiletrace.load([FILES[0], FILES[0]])
+    assert cli.main(["report", str(FILES[0]), str(FILES[0])]) == 2
+    err = capsys.readouterr().err
+    assert "these are not the nodes of one job" in err
+
+
+def test_a_link_in_a_directory_of_nodes_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    shutil.copy(FILES[0], folder / "node0.json")
+    os.symlink(FILES[1], folder / "node1.json")
+    with pytest.raises(compiletrace.RunFileError, match="symbolic link"):
+        compiletrace.load(folder)
+
+
+def test_a_run_file_of_no_process_is_no_node(tmp_path: Path) -> None:
+    run = tmp_path / "run.json"
+    compiletrace.profile(backend="eager").save(run)
+    with pytest.raises(compiletrace.RunFileError, match="not a node's job"):
+        compiletrace.load([FILES[0], run])
+
+
+def test_a_node_name_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
+    data = json.loads(FILES[0].read_text())
+    data["processes"][0]["process"]["node"] = "0 rank 9"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(compiletrace.RunFileError, match=r"field 'processes\[0\]\.process\.node'"):
+        compiletrace.load(bad)
