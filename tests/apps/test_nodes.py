@@ -149,3 +149,45 @@ def test_a_node_name_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
     bad.write_text(json.dumps(data))
     with pytest.raises(compiletrace.RunFileError, match=r"field 'processes\[0\]\.process\.node'"):
         compiletrace.load(bad)
+
+
+@pytest.mark.slow
+def test_two_nodes_side_by_side_read_as_one_job_and_one_job_in_the_collector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole scenario once (inductor on four ranks is the cost): two nodes' ``compiletrace
+    run -- torchrun ...`` side by side on one filled cache, node 0 with OMP_NUM_THREADS=1."""
+    from tests.apps.test_run import _OtlpReceiver
+    from tests.inputs.nodes.two_nodes import RUN_ID, run_two_nodes
+
+    receiver = _OtlpReceiver()
+    try:
+        node0, node1 = run_two_nodes(tmp_path, otlp_endpoint=receiver.url)
+    finally:
+        receiver.close()
+    assert cli.main(["report", str(node0), str(node1)]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("compiletrace: a job of 2 nodes, 4 ranks (exit status 0)\n")
+    assert "  node 0: 2 ranks, " in report and "  node 1: 2 ranks, 2 graphs (2 hit, 0 missed)" in report
+    assert cli.main(["doctor", str(node0), str(node1)]) == 0
+    doctor = " ".join(capsys.readouterr().out.split())
+    assert (
+        "[node_cache_miss]" in doctor
+        and "node 0 missed the compile cache on 1 graph that node 1 hit" in doctor
+    )
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in doctor
+
+    # Every rank's compile reached the collector, each from its process, with one job id,
+    # its node and its global rank on the resource.
+    job = compiletrace.load([node0, node1])
+    assert isinstance(job, Job)
+    graph_spans = [(res, s) for res, s in receiver.spans() if s.name == "Compile graph"]
+    by_pid = {res["process.pid"].int_value: res for res, _ in graph_spans}
+    for rank, process in job.ranks().items():
+        res = by_pid[process.info.pid]
+        assert res["compiletrace.job.id"].string_value == RUN_ID
+        assert res["compiletrace.node.rank"].int_value == int(process.info.node)
+        assert res["compiletrace.rank"].int_value == rank
+        assert res["host.name"].string_value == process.info.host
+        assert res["service.name"].string_value == "compiletrace"
+    assert len(graph_spans) == len(job.records())
