@@ -186,11 +186,14 @@ def node_name(node: str) -> str:
     return f"{NODE_PREFIX}{printable(node)}" if node else "node ?"
 
 
-def number_ranges(numbers: Sequence[int]) -> str:
-    """``[0, 1, 2, 3, 5]`` -> ``"0-3, 5"``.
+def number_ranges(numbers: Sequence[int], most: int | None = None) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``"0-3, 5"``; past ``most`` ranges, the first ``most`` and
+    "...".
 
     >>> number_ranges([0, 1, 2, 3, 5, 7, 8])
     '0-3, 5, 7-8'
+    >>> number_ranges([0, 2, 4, 6, 8], most=2)
+    '0, 2, ...'
     """
     spans: list[list[int]] = []
     for n in sorted(numbers):
@@ -198,4 +201,5 @@ def number_ranges(numbers: Sequence[int]) -> str:
             spans[-1][1] = n
         else:
             spans.append([n, n])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans[:most])
+    return shown if most is None or len(spans) <= most else f"{shown}, ..."

@@ -85,7 +85,8 @@ class InputFile:
         """Everything, at most ``limit`` bytes; more is refused naming the file and the limit."""
         if self.size is not None and self.size > limit:
             raise self.too_large(limit)
-        data = self.stream.read(limit + 1)
+        # A regular file's size, not the limit: read(n) allocates n bytes before it reads.
+        data = self.stream.read((limit if self.size is None else self.size) + 1)
         if len(data) > limit:
             raise self.too_large(limit)
         return data

@@ -183,7 +183,11 @@ def nodes_summary_lines(job: Job) -> list[str]:
         on = node_name(next(iter(where))) if len(where) == 1 else f"{len(where)} nodes"
         low, high = min(r.compile_s for r in group), max(r.compile_s for r in group)
         seconds = f"{low:.2f} s" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f} s"
-        who = f"rank{'s' if len(group) != 1 else ''} {number_ranges([r.rank for r in group])}"
+        # A few ranges at most: a row per kind of rank, whatever the job's size.
+        ranges = number_ranges([r.rank for r in group], most=4)
+        who = f"rank{'s' if len(group) != 1 else ''} {ranges}"
+        if ranges.endswith("..."):
+            who = f"{len(group)} ranks, {ranges}"
         each = " each" if len(group) != 1 else ""
         lines.append(f"  {who} ({on}): {_outcomes(graphs, hits, misses)}{each}, {seconds}")
     others = [p for p in job.compiling() if p not in job.ranks().values()]

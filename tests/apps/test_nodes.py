@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,45 @@ def test_two_nodes_side_by_side_read_as_one_job_and_one_job_in_the_collector(
         assert res["host.name"].string_value == process.info.host
         assert res["service.name"].string_value == "compiletrace"
     assert len(graph_spans) == len(job.records())
+
+
+def test_reading_a_nodes_file_allocates_about_its_size_not_the_readers_limit() -> None:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        read(FILES[0])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The file is 111 KB; its parsed data a few times that. The limit (1 GiB) is never allocated.
+    assert peak < 20 * FILES[0].stat().st_size
+
+
+@pytest.mark.slow
+def test_the_report_of_64_nodes_of_8_ranks_fits_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        from bench_nodes import build
+    finally:
+        sys.path.pop(0)
+    build(tmp_path, 64, 8)
+    monkeypatch.setenv("COLUMNS", "80")
+    job = compiletrace.load(tmp_path)
+    assert isinstance(job, compiletrace.ProfileJob) and len(job.ranks()) == 512
+    text = job.summary()
+    assert max(map(len, text.splitlines())) <= 80
+    summary = text.split("\n\n== ")[0].splitlines()
+    assert summary[0] == "compiletrace: a job of 64 nodes, 512 ranks (exit status 0)"
+    assert sum(line.startswith("  node ") for line in summary) == 64
+    # The ranks alike fold into one row per kind: warm and cold, a few ranges each.
+    rows = [line for line in summary if line.startswith(("  ranks", "  480 ranks", "  32 ranks"))]
+    assert [row.split(" (")[0] for row in rows] == [
+        "  480 ranks, 0, 2, 4, 6, ...",
+        "  32 ranks, 1, 3, 5, 7, ...",
+    ]
+    assert "(64 nodes): 1 graph (1 hit, 0 missed) each" in rows[0]
