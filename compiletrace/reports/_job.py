@@ -221,16 +221,20 @@ def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
 
 def job_chrome_trace_dict(job: Job) -> dict[str, Any]:
     """One Trace Event Format document for the job: each process's own trace (its start-up
-    and compiles), with the process's pid as the trace's process, on one time axis from
-    the job's first start."""
+    and compiles), with the process's pid as the trace's process (its position in the job,
+    from 1, where two nodes' processes share a pid), on one time axis from the job's first
+    start."""
     traces = [(p, chrome_trace_dict(p.run)) for p in job.processes]
     origins = [t["otherData"]["origin_unix_ns"] for _, t in traces]
     origin = min(origins, default=0)
+    # Nodes of one job may reuse each other's pids: then each process is a track by position.
+    pids = [p.info.pid for p in job.processes]
+    tracks = pids if len(set(pids)) == len(pids) else list(range(1, len(pids) + 1))
     events: list[dict[str, Any]] = []
-    for (process, trace), own_origin in zip(traces, origins, strict=True):
+    for (process, trace), own_origin, track in zip(traces, origins, tracks, strict=True):
         shift_us = (own_origin - origin) / 1000
         for event in trace["traceEvents"]:
-            moved = dict(event, pid=process.info.pid)
+            moved = dict(event, pid=track)
             if moved.get("name") == "process_name":
                 moved["args"] = {"name": f"{printable(process.info.role)} (pid {process.info.pid})"}
             if "ts" in moved:

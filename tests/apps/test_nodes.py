@@ -234,3 +234,20 @@ def test_the_report_of_64_nodes_of_8_ranks_fits_80_columns(
         "  32 ranks, 1, 3, 5, 7, ...",
     ]
     assert "(64 nodes): 1 graph (1 hit, 0 missed) each" in rows[0]
+
+
+def test_two_nodes_processes_of_one_pid_are_two_tracks_of_the_chrome_trace(tmp_path: Path) -> None:
+    data = json.loads(FILES[1].read_text())
+    first = json.loads(FILES[0].read_text())["processes"][0]["process"]["pid"]
+    data["processes"][0]["process"]["pid"] = data["processes"][0]["run"]["meta"]["pid"] = first
+    same = tmp_path / "node1.json"
+    same.write_text(json.dumps(data))
+    job = compiletrace.load([FILES[0], same])
+    assert isinstance(job, compiletrace.ProfileJob)
+    names = {
+        e["pid"]: e["args"]["name"]
+        for e in job.chrome_trace()["traceEvents"]
+        if e.get("name") == "process_name"
+    }
+    assert sorted(names) == [1, 2, 3, 4]
+    assert sorted(names.values()) == sorted(f"{p.info.role} (pid {p.info.pid})" for p in job.processes)
