@@ -89,8 +89,8 @@ MAX_JOB_FILES = 1 << 14  # a directory of a job's files: 2,048 nodes of 8 ranks
 def job_files(path: str | os.PathLike[str]) -> list[str] | None:
     """The compiletrace files in a directory gathered from the nodes of one job: its ``.json``
     files (job files, or a ``--job-dir``'s run files; start markers left out), by name. None
-    where ``path`` is no directory, or one of torch's trace (its ``.log`` files): that is read
-    as torch's trace. Links are not followed: a ``.json`` one is refused
+    where ``path`` is no directory, or one of torch's trace (its ``.log`` files, ``.gz``
+    or ``.zip``): that is read as torch's trace. Links are not followed: a ``.json`` one is refused
     (:class:`~compiletrace.RunFileError`), as is a directory of more than :data:`MAX_JOB_FILES`.
 
     >>> import tempfile
@@ -113,7 +113,8 @@ def job_files(path: str | os.PathLike[str]) -> list[str] | None:
                 )
             if not entry.is_file(follow_symlinks=False):
                 continue
-            traces = traces or entry.name.endswith(".log")
+            # torch's trace: its logs, compressed or not, or an archive of them.
+            traces = traces or ".log" in entry.name or entry.name.endswith((".gz", ".zip"))
             if entry.name.endswith(".json") and not entry.name.endswith(".started.json"):
                 found.append(os.path.join(name, entry.name))
             if len(found) > MAX_JOB_FILES:
@@ -131,12 +132,16 @@ def read_jobs(named: Sequence[tuple[str, bool]], command: str) -> Job:
     for name, found in named:
         data = read(name, accept={FileKind.JOB, FileKind.RUN}, command=command, links=not found)
         if isinstance(data, Run):
-            if data.meta.process is None:
+            info, trace = data.meta.process, data.meta.trace
+            if info is None and trace is not None:  # torch's trace of one process: a node of one rank
+                role = f"rank {trace.rank}" if trace.rank is not None else f"pid {trace.pid}"
+                info = ProcessInfo(trace.pid, 0, role, ())
+            if info is None:
                 raise RunFileError(
                     f"{name} is one process's profile run, not a node's job; give the job files "
                     "'compiletrace run --json' wrote on each node"
                 )
-            data = Job(command=(), exit_status=0, processes=(JobProcess(data.meta.process, data),))
+            data = Job(command=(), exit_status=0, processes=(JobProcess(info, data),))
         assert isinstance(data, Job)
         jobs.append((name, data))
     return merge_jobs(jobs)

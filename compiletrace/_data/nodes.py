@@ -22,11 +22,13 @@ global ranks, so the ranks of one job are unique across its nodes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from compiletrace._data.job import Job, JobProcess, rank_of_role
 from compiletrace._data.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._data.run_meta import is_node_name
 from compiletrace._io.errors import UsageError
 from compiletrace._io.text import printable
 
@@ -54,8 +56,9 @@ def node_of_process(process: JobProcess) -> str:
 
 def merge_jobs(jobs: Sequence[tuple[str, Job]]) -> Job:
     """Several nodes' jobs (each with the name it was read from) as one job. When they span
-    more than one node, each process's role names its node (``node 1 rank 3``). A job file of
-    a compiletrace that recorded no node counts as a node of its own (``file2``).
+    more than one node, each process's role names its node (``node 1 rank 3``). A file that
+    recorded no node (torch's trace of a node's ranks, a job of an older compiletrace) is a
+    node of its own, named by the file (``node3/``: ``3``).
 
     Raises :class:`~compiletrace.UsageError` when two processes claim one global rank: such
     files are not the nodes of one job (the same file twice, or two separate jobs)."""
@@ -64,7 +67,7 @@ def merge_jobs(jobs: Sequence[tuple[str, Job]]) -> Job:
     named: list[tuple[str, str, JobProcess]] = []  # (node, source, process)
     for index, (source, job) in enumerate(jobs):
         for process in job.processes:
-            named.append((node_of_process(process) or f"file{index + 1}", source, process))
+            named.append((node_of_process(process) or _node_of_source(source, index), source, process))
     several = len({node for node, _, _ in named}) > 1
     seen: dict[int, str] = {}
     processes = []
@@ -91,6 +94,18 @@ def merge_jobs(jobs: Sequence[tuple[str, Job]]) -> Job:
         cwd=first.cwd,
         ready=first.ready,
     )
+
+
+def _node_of_source(source: str, index: int) -> str:
+    """The node of a file that recorded none (torch's trace, a job of an older compiletrace):
+    its name (``node3.json``, ``node3/``: ``3``), else its place among the files (``file2``).
+
+    >>> _node_of_source("/traces/node3/", 0), _node_of_source("gpu-7.json", 1), _node_of_source("a b", 1)
+    ('3', 'gpu-7', 'file2')
+    """
+    stem = os.path.basename(os.path.normpath(source)).split(".")[0]
+    stem = stem[4:] if stem.startswith("node") and len(stem) > 4 else stem
+    return stem if stem and is_node_name(stem) else f"file{index + 1}"
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ __all__ = [
     "ProcessInfo",
     "RunMeta",
     "TraceInfo",
+    "is_node_name",
     "node_of",
 ]
 
@@ -164,7 +165,7 @@ class ProcessInfo:
         f = Fields(data, source, where)
         node, host = (f.string(key, "", limit=MAX_NODE_CHARS) for key in ("node", "host"))
         for key, value in (("node", node), ("host", host)):
-            if value and not _is_node_name(value):
+            if value and not is_node_name(value):
                 raise f.fail(key, "a node or host name (letters, digits, '.', '-', '_')", value)
         return cls(
             pid=f.integer("pid", minimum=0),
@@ -191,7 +192,8 @@ MAX_NODE_CHARS = 255  # a host name's limit (RFC 1123)
 _NODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
 
 
-def _is_node_name(text: str) -> bool:
+def is_node_name(text: str) -> bool:
+    """Whether ``text`` may name a node or a host: letters, digits, '.', '-', '_', at most 255."""
     return len(text) <= MAX_NODE_CHARS and all(c in _NODE_CHARS for c in text)
 
 
@@ -206,7 +208,7 @@ def node_of(env: Mapping[str, str]) -> tuple[str, str]:
     True
     """
     host = socket.gethostname()
-    host = host if _is_node_name(host) else ""
+    host = host if is_node_name(host) else ""
     for variable in ("GROUP_RANK", "SLURM_NODEID"):
         value = env.get(variable, "")
         if value.isascii() and value.isdecimal() and len(value) <= 10:

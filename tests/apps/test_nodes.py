@@ -251,3 +251,20 @@ def test_two_nodes_processes_of_one_pid_are_two_tracks_of_the_chrome_trace(tmp_p
     }
     assert sorted(names) == [1, 2, 3, 4]
     assert sorted(names.values()) == sorted(f"{p.info.role} (pid {p.info.pid})" for p in job.processes)
+
+
+def test_torchs_traces_of_two_nodes_read_as_one_job_each_node_named_by_its_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = Path(__file__).parents[1] / "inputs" / "traces" / "ranks"
+    for node, log in enumerate(sorted(traces.glob("*.log"))):  # rank 0's log, then rank 1's
+        (tmp_path / f"node{node}").mkdir()
+        shutil.copy(log, tmp_path / f"node{node}" / log.name)
+    job = compiletrace.load([tmp_path / "node0", tmp_path / "node1"])
+    assert isinstance(job, compiletrace.ProfileJob)
+    assert {rank: p.info.role for rank, p in job.ranks().items()} == {0: "node 0 rank 0", 1: "node 1 rank 1"}
+    assert cli.main(["report", str(tmp_path / "node0"), str(tmp_path / "node1")]) == 0
+    assert capsys.readouterr().out.startswith("compiletrace: a job of 2 nodes, 2 ranks (exit status 0)\n")
+    # One directory of both logs is torch's trace of one job, as it was.
+    both = compiletrace.load(traces)
+    assert isinstance(both, Job) and {p.info.role for p in both.processes} == {"rank 0", "rank 1"}
