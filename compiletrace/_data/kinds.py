@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 4, frozenset({1, 2, 3, 4}))
+('compiletrace.run', 5, frozenset({1, 2, 3, 4, 5}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope

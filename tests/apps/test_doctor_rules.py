@@ -347,6 +347,15 @@ def test_node_cache_miss_names_the_node_the_key_part_and_what_it_set() -> None:
     assert any(finding.seconds == pytest.approx(max(0.0, cpu[c] - cpu[h])) for c in cold for h in hit)
 
 
+def test_nodes_that_missed_for_one_reason_are_one_finding() -> None:
+    evidence = _evidence("node_cache_miss")
+    cold, warm = (dict(evidence.nodes)[n] for n in "01")
+    many = replace(evidence, nodes=(("0", cold), ("1", warm), ("2", cold), ("3", warm), ("5", cold)))
+    (finding,) = rule_for("node_cache_miss").check(many)
+    assert finding.title.startswith("nodes 0, 2, 5 missed the compile cache on 1 graph that node 1 hit: ")
+    assert finding.evidence["nodes"] == ["0", "2", "5"]
+
+
 def test_node_cache_miss_finds_nothing_between_nodes_that_hit_alike() -> None:
     evidence = _evidence("node_cache_miss")
     warm = [(node, ps) for node, ps in evidence.nodes if node == "1"]

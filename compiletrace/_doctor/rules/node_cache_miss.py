@@ -3,10 +3,10 @@ cache where another node's same graphs hit it, named with the part of the cache 
 differs between the two nodes (``compiletrace why``'s comparison, node against node: another
 torch or Triton build, ``OMP_NUM_THREADS``, an inductor setting, another cache directory).
 
-Each node is read through its slowest rank that missed, against the rank of another node
-that hit the most graphs; nodes that missed for one reason are one finding, whose seconds
-are what the slowest of them added to the job: that rank's compile CPU-seconds less the
-hitting rank's."""
+Each node is read through its slowest rank that missed, against the rank that hit the most
+graphs on the node whose graphs hit most often; nodes that missed for one reason are one
+finding, whose seconds are what the slowest of them added to the job: that rank's compile
+CPU-seconds less the hitting rank's."""
 
 from __future__ import annotations
 
@@ -56,6 +56,12 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     nodes = evidence.nodes
     if len(nodes) < 2:
         return
+    # The warmest node's share of graphs that hit: a rank that hit what a rank of its own
+    # (cold) node had just written is no witness of a warm cache.
+    share = {
+        node: sum(map(_hits, processes)) / max(1, sum(len(p.run.graph_records) for p in processes))
+        for node, processes in nodes
+    }
     hitting = [(node, p) for node, processes in nodes for p in processes if _hits(p)]
     found: dict[str, list[tuple[str, str, Reason, list[GraphMiss], float]]] = {}
     for node, processes in nodes:
@@ -64,7 +70,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         if not missing or not others:
             continue
         process = max(missing, key=_compile_s)
-        other = max(others, key=lambda item: (_hits(item[1]), -_compile_s(item[1])))
+        other = max(others, key=lambda item: (share[item[0]], _hits(item[1]), -_compile_s(item[1])))
         reason, graphs = _missed_where_hit(node, process, other)
         if not graphs:
             continue
@@ -79,10 +85,12 @@ def _finding(summary: str, alike: Sequence[tuple[str, str, Reason, list[GraphMis
     node, other, reason, graphs, added = worst
     names = [n for n, *_ in alike]
     numbered = all(n.isdecimal() for n in names)
+    # A few names at most: the evidence lists them all.
     who = (
-        f"node{'s' if len(names) > 1 else ''} {number_ranges([int(n) for n in names])}"
+        f"node{'s' if len(names) > 1 else ''} {number_ranges([int(n) for n in names], most=4)}"
         if numbered
-        else ", ".join(node_name(n) for n in names)
+        else ", ".join(node_name(n) for n in names[:4])
+        + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     )
     component = Counter(g.component for g in graphs).most_common(1)[0][0]
     causes = [c for c in reason.changes if not c.consequence]
