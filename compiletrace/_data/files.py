@@ -18,10 +18,12 @@ compiletrace._io.errors.RunFileError: ... is the doctor's findings (...); report
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from compiletrace._data.bench import BenchResult
+from compiletrace._data.cache_keys import KeyPart
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.gather import GatherResult
 from compiletrace._data.job import Job, JobProcess
@@ -129,6 +131,7 @@ def read_jobs(named: Sequence[tuple[str, bool]], command: str) -> Job:
     :func:`compiletrace._data.nodes.merge_jobs`). ``named``: each file, and whether it was
     found in a directory (then read only if it is a regular file, never a link's target)."""
     jobs: list[tuple[str, Job]] = []
+    shared: dict[str, Mapping[str, KeyPart]] = {}
     for name, found in named:
         data = read(name, accept={FileKind.JOB, FileKind.RUN}, command=command, links=not found)
         if isinstance(data, Run):
@@ -143,8 +146,26 @@ def read_jobs(named: Sequence[tuple[str, bool]], command: str) -> Job:
                 )
             data = Job(command=(), exit_status=0, processes=(JobProcess(info, data),))
         assert isinstance(data, Job)
-        jobs.append((name, data))
+        jobs.append((name, _sharing_key_sets(data, shared)))
     return merge_jobs(jobs)
+
+
+def _sharing_key_sets(job: Job, shared: dict[str, Mapping[str, KeyPart]]) -> Job:
+    """``job`` with each process's cache-key config sets that equal one already read (most of
+    a process's run: every rank of a job has the same) replaced by that one, so that a job of
+    hundreds of ranks holds each set once. Equal by content, not by name alone: a file names
+    its sets itself."""
+    processes = []
+    for process in job.processes:
+        run, keys = process.run, process.run.meta.cache_keys
+        if keys is not None and keys.config_sets:
+            sets = {}
+            for sid, parts in keys.config_sets.items():
+                seen = shared.setdefault(sid, parts)
+                sets[sid] = seen if seen == parts else parts
+            run = replace(run, meta=replace(run.meta, cache_keys=replace(keys, config_sets=sets)))
+        processes.append(JobProcess(process.info, run))
+    return replace(job, processes=tuple(processes))
 
 
 def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str, bool]]:

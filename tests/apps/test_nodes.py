@@ -268,3 +268,18 @@ def test_torchs_traces_of_two_nodes_read_as_one_job_each_node_named_by_its_direc
     # One directory of both logs is torch's trace of one job, as it was.
     both = compiletrace.load(traces)
     assert isinstance(both, Job) and {p.info.role for p in both.processes} == {"rank 0", "rank 1"}
+
+
+def test_the_ranks_equal_cache_key_sets_are_held_once_and_only_equal_ones(tmp_path: Path) -> None:
+    data = json.loads(FILES[1].read_text())
+    sets = data["processes"][1]["run"]["meta"]["cache_keys"]["config_sets"]
+    sid = next(iter(sets))
+    name, digest, value = sets[sid][0]  # a set saved whole: [name, hash, value] per part
+    sets[sid][0] = [name, "0" * len(digest), value]  # one id, other content
+    crafted = tmp_path / "node1.json"
+    crafted.write_text(json.dumps(data))
+    job = compiletrace.load([FILES[0], crafted])
+    assert isinstance(job, Job)
+    held = [p.run.meta.cache_keys.config_sets for p in job.ranks().values()]  # type: ignore[union-attr]
+    assert all(h[sid] is held[0][sid] for h in held[:3])  # ranks 0-2: equal sets, one object
+    assert held[3][sid] is not held[0][sid] and held[3][sid] != held[0][sid]  # rank 3 keeps its own
