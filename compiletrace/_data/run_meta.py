@@ -207,7 +207,10 @@ def node_of(env: Mapping[str, str]) -> tuple[str, str]:
     >>> node_of({})[0] == node_of({})[1]
     True
     """
-    host = socket.gethostname()
+    try:
+        host = socket.gethostname()
+    except OSError:  # never a reason for a recording process to fail
+        host = ""
     host = host if is_node_name(host) else ""
     for variable in ("GROUP_RANK", "SLURM_NODEID"):
         value = env.get(variable, "")

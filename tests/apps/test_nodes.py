@@ -283,3 +283,8 @@ def test_the_ranks_equal_cache_key_sets_are_held_once_and_only_equal_ones(tmp_pa
     held = [p.run.meta.cache_keys.config_sets for p in job.ranks().values()]  # type: ignore[union-attr]
     assert all(h[sid] is held[0][sid] for h in held[:3])  # ranks 0-2: equal sets, one object
     assert held[3][sid] is not held[0][sid] and held[3][sid] != held[0][sid]  # rank 3 keeps its own
+
+
+def test_verify_re_runs_one_nodes_command_not_several(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor", "--verify", "--trust", *map(str, FILES)]) == 2
+    assert "--verify re-runs one command on this machine: give one node's job" in capsys.readouterr().err
