@@ -6,10 +6,10 @@ entries of the same graph that were there.
 
 Entries are pickles. They are read with compiletrace's restricted unpickler, every global
 an inert stand-in (nothing named in the file is imported or called), as regular files only
-(no link followed), within the limits below.
-
->>> stored_entries("/no/such/cache")
-[]
+(no link followed), within the limits below: the bytes read, and what unpickling them may
+build (``MAX_PICKLE_OPS`` opcodes each). An entry past a limit, damaged or refused is
+*unreadable*, and said to be, with why: a shared team cache directory is a realistic source
+of a crafted one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,15 @@ from compiletrace._io.artifacts import ANY_GLOBAL, RestrictedUnpickler, standin_
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import open_input
 
-__all__ = ["MAX_ENTRIES", "StoredEntry", "autotune_choices", "stored_entries"]
+__all__ = [
+    "MAX_ENTRIES",
+    "StoreReading",
+    "StoredEntry",
+    "Unreadable",
+    "autotune_choices",
+    "read_store",
+    "stored_entries",
+]
 
 MAX_ENTRIES = 256  # entry files read from one directory, the newest first
 MAX_ENTRY_BYTES = 64 << 20  # a larger file is no entry of a graph compiletrace would compare
@@ -43,6 +51,22 @@ class StoredEntry:
     lines: tuple[str, ...]
     time_taken_ns: int  # the writer's compile time: what a hit on it saves (0 unknown)
     path: str  # the file it was read from (an AOTAutograd entry's, for its FX graphs)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An entry file that could not be read, and why (one line)."""
+
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
+class StoreReading:
+    """What :func:`read_store` found: the entries, and the files it could not read."""
+
+    entries: list[StoredEntry]
+    unreadable: list[Unreadable]
 
 
 MAX_LISTED = 50_000  # directory entries looked at under one cache directory
@@ -85,11 +109,16 @@ def _lines(value: Any) -> tuple[str, ...] | None:
 
 def _entries_in(path: str, data: bytes) -> list[StoredEntry]:
     """The FX-graph keys and lines one entry file holds (an FX-graph entry, its own; an
-    AOTAutograd entry, its forward's and backward's)."""
+    AOTAutograd entry, its forward's and backward's). Raises :class:`RunFileError` saying
+    why it cannot be read (damaged, refused, or past what it may build)."""
     try:
         root = RestrictedUnpickler(data, ANY_GLOBAL, path).load()
-    except Exception:  # damaged, refused, or not a pickle: nothing to compare with
-        return []
+    except RunFileError:
+        raise
+    except MemoryError:
+        raise RunFileError(f"{path} needs more memory to unpickle than this machine gave it") from None
+    except Exception as exc:  # damaged, or not a pickle
+        raise RunFileError(f"{path} is not a readable pickle ({type(exc).__name__})") from None
     found: dict[str, StoredEntry] = {}
     for obj in walk(root):
         fields = obj if isinstance(obj, dict) else standin_fields(obj)
@@ -108,30 +137,51 @@ def _entries_in(path: str, data: bytes) -> list[StoredEntry]:
     return list(found.values())
 
 
-def stored_entries(cache_dir: str) -> list[StoredEntry]:
+def read_store(cache_dir: str) -> StoreReading:
     """The FX-graph entries under ``cache_dir`` (``fxgraph/*/KEY/*`` and those
     ``aotautograd/KEY/*`` names), the newest :data:`MAX_ENTRIES` files, at most
-    :data:`MAX_TOTAL_BYTES` read in all; an entry that cannot be read is passed over."""
+    :data:`MAX_TOTAL_BYTES` read in all, and the files among them that could not be read.
+
+    >>> read_store("/no/such/cache")
+    StoreReading(entries=[], unreadable=[])
+    """
     files = [
         *_regular_files(os.path.join(cache_dir, "fxgraph"), 2),
         *_regular_files(os.path.join(cache_dir, "aotautograd"), 1),
     ]
     files.sort(key=lambda f: -f[1].st_mtime_ns)
     out: dict[str, StoredEntry] = {}
+    unreadable: list[Unreadable] = []
     total = 0
     for path, info in files[:MAX_ENTRIES]:
         if info.st_size > MAX_ENTRY_BYTES or total + info.st_size > MAX_TOTAL_BYTES:
+            unreadable.append(Unreadable(path, f"larger than compiletrace reads ({info.st_size:,} bytes)"))
             continue
         total += info.st_size
         try:  # opened again as no link, in case it was swapped for one since it was listed
             with open_input(path, pipes=False, links=False) as source:
                 data = source.read_all(MAX_ENTRY_BYTES)
-        except (RunFileError, OSError):
+            entries = _entries_in(path, data)
+        except RunFileError as exc:
+            unreadable.append(Unreadable(path, str(exc)))
             continue
-        for entry in _entries_in(path, data):
+        except OSError as exc:
+            unreadable.append(Unreadable(path, f"cannot be read: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
             if entry.key not in out or (not out[entry.key].time_taken_ns and entry.time_taken_ns):
                 out[entry.key] = entry
-    return list(out.values())
+    return StoreReading(list(out.values()), unreadable)
+
+
+def stored_entries(cache_dir: str) -> list[StoredEntry]:
+    """The entries :func:`read_store` could read (an entry that cannot be read is passed
+    over).
+
+    >>> stored_entries("/no/such/cache")
+    []
+    """
+    return read_store(cache_dir).entries
 
 
 MAX_CHOICES = 512  # autotune results a run keeps (one per Triton kernel that autotuned)

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import pickle
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,75 @@ def test_an_entry_that_is_a_link_is_absent(tmp_path: Path) -> None:
     (tmp_path / "cache" / "aotautograd" / "akey").mkdir()
     (tmp_path / "cache" / "aotautograd" / "akey" / "entry").write_bytes(b"x")
     assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "there before"
+
+
+# A one-byte opcode that builds a new empty set each (216 bytes): 4 MiB of it built about 1 GB.
+EMPTY_SETS = b"\x80\x04" + b"\x8f" * (4 << 20)
+
+
+def test_an_entry_stops_at_what_it_may_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What unpickling an entry builds is bounded, not only the bytes read: a crafted entry is
+    read as far as its budget of opcodes and said unreadable, with why; the memory it took
+    stays within that budget's worth."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io import artifacts
+
+    cache = tmp_path / "cache"
+    bomb = cache / "fxgraph" / "zz" / "fzzkey" / "entry"
+    bomb.parent.mkdir(parents=True)
+    bomb.write_bytes(EMPTY_SETS)
+    monkeypatch.setattr(artifacts, "MAX_PICKLE_OPS", 20_000)
+    tracemalloc.start()
+    try:
+        reading = read_store(str(cache))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reading.entries == []
+    (bad,) = reading.unreadable
+    assert bad.path == str(bomb)
+    assert bad.why == (
+        f"{bomb} would build more than 20,000 objects when unpickled (a cache entry of torch's builds "
+        "far fewer); compiletrace stopped reading it there"
+    )
+    # 20,000 empty sets are about 4.3 MB; the whole 4 MiB built (4.2 million sets) about 900 MB.
+    assert peak < 16 << 20, peak
+
+
+def test_the_budget_spans_the_pickles_nested_in_one() -> None:
+    """A pickle inside a bytes value of another is read on the same budget: nesting does not
+    multiply what one file may build."""
+    from compiletrace._io.artifacts import PickleBudget, PickleTooLarge, read_pickle
+
+    inner = pickle.dumps([set() for _ in range(300)], protocol=4)
+    outer = pickle.dumps([inner, inner[:1] + inner[1:]], protocol=4)  # two distinct bytes objects
+    read_pickle(outer, set(), "x", budget=PickleBudget(2_000))  # both fit in 2,000
+    with pytest.raises(PickleTooLarge, match=r"x \(a pickle inside it\) would build more than 700 objects"):
+        read_pickle(outer, set(), "x", budget=PickleBudget(700))  # each alone fits in 700
+
+
+def test_an_entry_of_torchs_reads_well_within_the_budget(tmp_path: Path) -> None:
+    """The budget leaves room for torch's own entries: a transformer block's FX graph entry,
+    with its kernels' source, built here as torch's entries are (a graph module's state,
+    its debug lines, its source code), runs a few thousand opcodes."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io.artifacts import MAX_PICKLE_OPS, PickleBudget, RestrictedUnpickler
+
+    lines = [f"[{H}] gm: code {i}" for i in range(640)]
+    state = {
+        "_fx_graph_cache_debug_lines": lines,
+        "_fx_graph_cache_key": "fabkey",
+        "_time_taken_ns": 9,
+        "source_code": "def call(args):\n" + "    pass\n" * 20_000,
+        "constants": {f"c{i}": (i, float(i), [i] * 4) for i in range(2_000)},
+    }
+    data = pickle.dumps(state, protocol=4)
+    budget = PickleBudget()
+    RestrictedUnpickler(data, set(), "entry", budget=budget).load()
+    used = budget.limit - budget.left
+    assert 10_000 < used < MAX_PICKLE_OPS // 20, used
+    entry = tmp_path / "cache" / "fxgraph" / "ab" / "fabkey" / "e1"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(data)
+    reading = read_store(str(tmp_path / "cache"))
+    assert [e.key for e in reading.entries] == ["fabkey"] and reading.unreadable == []
