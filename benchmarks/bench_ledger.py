@@ -10,7 +10,7 @@ be slow) is its worst case.
    process, ``--repeats`` times, the two interleaved: the child's CPU seconds (user +
    system, from ``wait4``) and its wall seconds. Medians, with the range.
 3. The ledger alone, in this process (``run_ledger`` on the loaded run): CPU seconds,
-   median of ``--repeats``.
+   median of ``--repeats`` (not with ``--src``: this process runs these sources).
 
 ``--src DIR`` runs the children on the sources in DIR (another checkout's root, put first
 on ``PYTHONPATH``): the same command on the code before a change.
@@ -65,10 +65,11 @@ def overlapping_run(n: int) -> ProfileRun:
     return ProfileRun(tuple(records), WarmupResult(False, 1.0, CompilationTimes()), {"model": "m"})
 
 
-def child_seconds(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of one run of ``command``."""
+def child_seconds(command: list[str], env: dict[str, str], cwd: str) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one run of ``command``, in ``cwd``: ``python -m`` puts
+    its directory first on the path, so it must hold no sources of its own."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -79,6 +80,8 @@ def child_seconds(command: list[str], env: dict[str, str]) -> tuple[float, float
 
 
 def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
@@ -100,7 +103,7 @@ def main() -> None:
             path = Path(where) / f"run-{n}.json"
             run.save(path)
             alone = []
-            for _ in range(args.repeats):
+            for _ in range(0 if args.src else args.repeats):  # this process runs these sources alone
                 before = time.process_time()
                 run_ledger(run)
                 alone.append(time.process_time() - before)
@@ -108,8 +111,8 @@ def main() -> None:
             plain: list[tuple[float, float]] = []
             ledger: list[tuple[float, float]] = []
             for _ in range(args.repeats):  # interleaved: a change in the machine's load hits both
-                plain.append(child_seconds(base, env))
-                ledger.append(child_seconds([*base, "--ledger"], env))
+                plain.append(child_seconds(base, env, where))
+                ledger.append(child_seconds([*base, "--ledger"], env, where))
             ratio = statistics.median(c for c, _ in ledger) / statistics.median(c for c, _ in plain)
             cpu = (spread([c for c, _ in plain]), spread([c for c, _ in ledger]))
             wall = (statistics.median(w for _, w in plain), statistics.median(w for _, w in ledger))
