@@ -14,6 +14,7 @@ an inert stand-in (nothing named in the file is imported or called), as regular 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -55,6 +56,9 @@ class StoredEntry:
 
 
 MAX_LISTED = 50_000  # directory entries looked at under one cache directory
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _regular_files(
@@ -64,35 +68,34 @@ def _regular_files(
     followed (``inside``: not even ``directory`` itself, a directory torch makes inside the
     cache directory), at most :data:`MAX_LISTED` entries looked at in all."""
     budget = [MAX_LISTED] if budget is None else budget
+    try:  # listed through this one descriptor: a link put in its place later changes nothing
+        fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC | (_O_NOFOLLOW if inside else 0))
+    except OSError:
+        return
+    listed: list[tuple[str, os.stat_result]] = []
     try:
-        if inside and not stat.S_ISDIR(os.lstat(directory).st_mode):  # a link there leads outside
-            return
-        with os.scandir(directory) as found:
-            entries = []
+        with os.scandir(fd) as found:
             for entry in found:
                 if budget[0] <= 0:
                     break
                 budget[0] -= 1
-                entries.append(entry)
+                if entry.name.startswith("."):
+                    continue
+                with contextlib.suppress(OSError):
+                    listed.append((entry.name, entry.stat(follow_symlinks=False)))
     except OSError:
         return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
+    finally:
+        os.close(fd)
+    for name, info in listed:
+        path = os.path.join(directory, name)
         if depth == 0 and stat.S_ISREG(info.st_mode):
-            yield entry.path, info
+            yield path, info
         elif depth > 0 and stat.S_ISDIR(info.st_mode):
-            yield from _regular_files(entry.path, depth - 1, budget)
+            yield from _regular_files(path, depth - 1, budget, inside=True)
 
 
 MAX_ENTRY_FILES = 1024  # files looked at in one key's entry directory (torch writes one a guard set)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def entry_parts(tier: str, key: str) -> tuple[str, ...] | None:
