@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.ready import JobAfterReady, job_after_ready
+from compiletrace._data.ready import JobAfterReady, job_after_ready, parse_ready
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import ProcessInfo
 from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json
 
 __all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo", "rank_of_role"]
@@ -139,13 +140,22 @@ class Job:
                 JobProcess(info, Run.from_dict(item.obj("run").data, f"{source} ({info.label})"))
             )
         missing = tuple(ProcessInfo.from_dict(m.data, source, m.where) for m in f.items("missing"))
+        ready = f.string("ready") if version >= 2 else ""
+        if ready:
+            # doctor --verify runs the job again with this mark in every process's environment.
+            try:
+                parse_ready(ready)
+            except UsageError:
+                raise f.fail(
+                    "ready", "a ready mark as 'run --ready' takes it (MODULE:FUNCTION or phase:NAME)", ready
+                ) from None
         return cls(
             command=tuple(f.strings("command")),
             exit_status=f.integer("exit_status"),
             processes=tuple(processes),
             missing=missing,
             cwd=f.string("cwd"),
-            ready=f.string("ready") if version >= 2 else "",
+            ready=ready,
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -84,7 +84,7 @@ def parse_key(key: str) -> tuple[int, int | None] | None:
     """The pid and start ticks (None: unknown) a :func:`process_key` names, or None when
     ``key`` is not one."""
     parts = key.split("-")
-    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 20 for p in parts[:2]):
+    if len(parts) != 3 or not all(p.isascii() and p.isdecimal() and len(p) <= 20 for p in parts[:2]):
         return None
     if len(parts[2]) != 8 or any(c not in "0123456789abcdef" for c in parts[2]):
         return None

@@ -39,6 +39,8 @@ __all__ = [
     "BREAK_PRINT",
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
+    "CACHE_KEY_DIGEST",
+    "CACHE_KEY_LETTERS",
     "CACHE_REGIONS",
     "COMPILE_AUTOTUNE_REGIONS",
     "CUDAGRAPH_REGIONS",
@@ -162,6 +164,14 @@ CUDAGRAPH_REGIONS = ("cudagraphify.get_container", "CUDAGraphNode.record")
 # carrying the key. Prefix -> the cache tier, as records name it.
 CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
 CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
+
+# A compile cache's key as torch makes it (inductor's FX_GRAPH_CACHE_KEY_STRATEGY, the
+# AOTAutograd cache's AOTAUTOGRAD_CACHE_PREFIX): the tier's letter, then a SHA-256 in
+# lowercase base32, cut to 51 characters. Matched whole; the length is left open so that a
+# torch that cuts elsewhere still reads, since the alphabet alone keeps a key from naming a
+# path (no separator, no dot).
+CACHE_KEY_LETTERS = {"fx_graph": "f", "aot_autograd": "a"}
+CACHE_KEY_DIGEST = re.compile(r"[a-z2-7]{16,64}")
 
 # -- the parts of a compile cache's key --------------------------------------------------------
 

@@ -33,6 +33,7 @@ import torch
 import compiletrace
 from compiletrace._core import torch_compat as tc
 from compiletrace._data import torch_text
+from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.records import GraphRecord
 from compiletrace._doctor.guards import guard_text
 
@@ -452,6 +453,8 @@ NAMES = (
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 # The parts of a cache key: checked on the keys an inductor compile writes (below).
 CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES", "GRAPH_KEY_ATTRIBUTES")
+# A cache key's shape, and where its entry lies: checked on the keys of the same compiles.
+CACHE_KEYS = ("CACHE_KEY_LETTERS", "CACHE_KEY_DIGEST")
 
 
 def test_the_contract_covers_every_constant_of_the_module() -> None:
@@ -462,6 +465,7 @@ def test_the_contract_covers_every_constant_of_the_module() -> None:
         *NAMES,
         *CACHE_EVENTS,
         *CACHE_KEY_PARTS,
+        *CACHE_KEYS,
         *WRITTEN_ON_GPU,
     }
     assert covered == set(torch_text.__all__)
@@ -526,7 +530,7 @@ from compiletrace._core import torch_compat as tc
 tc.install_region_hook()
 tc.install_cache_lookup_hook()
 tc.install_cache_key_hooks()
-names, lookups, unread = set(), [], []
+names, lookups, unread, keys = set(), [], [], []
 for _ in range(2):
     torch._dynamo.reset()
     with tc.collect_timed_regions() as regions, tc.collect_cache_lookups() as seen:
@@ -534,8 +538,9 @@ for _ in range(2):
         step(torch.ones(8, requires_grad=True)).backward()
     names |= {name for name, _, _ in regions}
     lookups += [(c.tier, c.outcome) for c in seen.records()]
+    keys += [(c.tier, c.key) for c in seen.records() if c.key]
     unread += [c.key for c in seen.records() if not c.parts and not c.note.startswith("not computed")]
-json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.stdout)
+json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread, "keys": keys}, sys.stdout)
 """
     trace = tmp_path / "trace"
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "TORCH_TRACE": str(trace)}
@@ -558,6 +563,12 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.
     assert {"hit", "miss"} <= torch_text.CACHE_EVENT_OUTCOMES
     _check_key_lines(_key_lines(trace))
     assert found["unread"] == [], "lookups whose key's parts compiletrace could not read"
+    # Every key is in the alphabet the check admits, and its entry lies where entry_parts says.
+    assert {tier for tier, _ in found["keys"]} == set(torch_text.CACHE_KEY_LETTERS)
+    for tier, key in found["keys"]:
+        parts = entry_parts(tier, key)
+        assert parts is not None, (tier, key)
+        assert entry_file_times(str(tmp_path / "cache"), parts), (tier, key)
 
 
 def _key_lines(trace: Any) -> list[str]:

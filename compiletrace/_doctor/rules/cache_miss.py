@@ -14,7 +14,7 @@ from typing import Any
 
 from compiletrace._data.cache_hits import compile_ns
 from compiletrace._data.cache_keys import split_key_lines
-from compiletrace._data.cache_store import StoredEntry, stored_entries
+from compiletrace._data.cache_store import StoredEntry, Unreadable, read_store
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.records import NS_PER_S, CacheOutcome, GraphRecord
 from compiletrace._data.why import PartChange, Reason, Side, explain, group_line, key_changes, parts_reason
@@ -77,6 +77,12 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             )
         if bypassed:
             fix += f"; inductor bypassed its cache ({bypassed[0].detail or 'no reason given'})"
+        if stored.unreadable:
+            bad = stored.unreadable[0]
+            fix += (
+                f"; {len(stored.unreadable)} unreadable entr{'y' if len(stored.unreadable) == 1 else 'ies'} "
+                f"in the cache directory, passed over ({bad.why}): remove what you did not put there"
+            )
         found: dict[str, Any] = {
             "graphs": [
                 {
@@ -105,6 +111,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             ]
         elif stored.looked_in and not cold:
             found["looked_in"] = stored.looked_in
+        if stored.unreadable:
+            found["unreadable"] = [{"path": u.path, "why": u.why} for u in stored.unreadable[:MAX_EXAMPLES]]
         yield Finding(
             KIND,
             component,
@@ -128,6 +136,7 @@ class _StoredEntries:
             facts.cache_dirs or ((facts.cache_dir,) if facts.cache_dir else ()) if facts else ()
         )
         self.looked_in: list[str] = []
+        self.unreadable: list[Unreadable] = []  # entry files that could not be read, and why
         self._entries: list[StoredEntry] | None = None
 
     def entries(self) -> list[StoredEntry]:
@@ -135,7 +144,9 @@ class _StoredEntries:
             self._entries = []
             for directory in self.dirs:
                 self.looked_in.append(directory)
-                self._entries += stored_entries(directory)
+                reading = read_store(directory)
+                self._entries += reading.entries
+                self.unreadable += reading.unreadable
         return self._entries
 
     def explain(self, r: GraphRecord) -> tuple[StoredEntry, Reason] | None:
