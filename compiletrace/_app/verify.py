@@ -50,7 +50,7 @@ from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.records import NS_PER_S
+from compiletrace._data.records import NS_PER_S, GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.verify import TrialFigures, VerifyRow
@@ -59,9 +59,11 @@ from compiletrace._doctor import (
     BROKE,
     COMPILES,
     DID_NOT_HELP,
+    GATE_HELD,
     MANUAL,
     PARTLY,
     SLOWER,
+    UNCOMPILED,
     VERIFIED,
     SecondsEffect,
     automatic_fix,
@@ -69,9 +71,11 @@ from compiletrace._doctor import (
     judge,
     rule_for,
     seconds_effect,
+    uncompiled_why,
+    why_not_verified,
     with_seconds,
 )
-from compiletrace._doctor.shared import OTHER_FIXES
+from compiletrace._doctor.shared import GATE_FIX, OTHER_FIXES
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
@@ -85,10 +89,12 @@ __all__ = [
     "BROKE",
     "COMPILES",
     "DID_NOT_HELP",
+    "GATE_HELD",
     "MANUAL",
     "PARTLY",
     "ROUNDS",
     "SLOWER",
+    "UNCOMPILED",
     "VERIFIED",
     "Trial",
     "Verdict",
@@ -160,6 +166,11 @@ class Trial:
     def findings(self) -> list[Finding]:
         return self.job.diagnose()
 
+    @property
+    def records(self) -> Sequence[GraphRecord]:
+        """Every frame compile of the run, in every process."""
+        return self.job.records()
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -178,6 +189,7 @@ class Verdict:
     alternative: bool = False  # a fix the finding names beside its own (measured when asked)
     # Whether its seconds decide: not for a fix that makes code compile (it costs them by design).
     seconds_judged: bool = True
+    why: str = ""  # why the verdict is not "verified", in a line ("" for verified)
 
     @property
     def at_stake_s(self) -> float:
@@ -281,7 +293,8 @@ def verify_command(
     for finding in findings:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
         if not own:
-            verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base)))
+            why = why_not_verified(MANUAL, MANUAL, finding, base[0], None, None)
+            verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base), why=why))
             continue
         for fix in _fixes_of(finding, alternatives):
             verdicts.append(_verdict(finding, fix, base, runs[fix], alternative=fix not in own))
@@ -333,17 +346,29 @@ def _verdict(
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     rule = rule_for(finding.kind)
     judged = rule.seconds_judged(finding)
+    counts = judge(finding, before, after)
+    # What the fix did to the compiled program, in any round: code left uncompiled.
+    uncompiled = next(
+        (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
+    )
     if rule.reads_exit_status:
-        verdict = judge(finding, before, after)  # a gate ends the program on purpose: its judge reads how
+        verdict = counts  # a gate ends the program on purpose: its judge reads how
+        judged = judged and verdict != GATE_HELD  # a gate saves no seconds
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
+    elif uncompiled is not None:
+        verdict, judged = UNCOMPILED, False  # a saving made by not compiling is none
     elif not judged:
-        counts = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
-        verdict = COMPILES if counts == VERIFIED else counts
+        verdict = COMPILES if counts == VERIFIED else counts  # making code compile adds seconds by design
     else:
-        verdict = with_seconds(judge(finding, before, after), cpu)
+        verdict = with_seconds(counts, cpu)
+    why = (
+        uncompiled
+        if verdict == UNCOMPILED and uncompiled
+        else why_not_verified(verdict, counts, finding, before, after, cpu)
+    )
     return Verdict(
-        finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged
+        finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged, why
     )
 
 
@@ -464,6 +489,8 @@ def _median(values: Iterable[float]) -> float:
 
 def _measured(v: Verdict) -> dict[str, object]:
     measured: dict[str, object] = {"fix": v.fix, "verdict": v.verdict}
+    if v.why:
+        measured["why"] = v.why
     if v.after is None:
         return measured
     measured.update(
@@ -539,6 +566,8 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
                 calibration=v.calibration,
                 rounds=len(v.fix_runs) or 1,
                 alternative=v.alternative,
+                why=v.why,
+                gate=v.fix is not None and v.finding.evidence.get(GATE_FIX) == v.fix,
             )
         )
     return rows

@@ -25,7 +25,7 @@ from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import guards_by_kind
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, VERIFIED, Measured, still_there
+from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, VERIFIED, Measured, still_there
 
 KIND = FindingKind.COMPILE_AFTER_READY
 
@@ -102,10 +102,10 @@ def check(evidence: Evidence) -> Iterator[Finding]:
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
     """``eager-after-ready``: verified when the finding is gone, fewer frames compiled and
     the program ended alike (the calls that would have compiled ran eagerly, unseen).
-    ``fail-after-ready``: verified when the program stopped at a compile torch refused (a
-    gate: its run ends otherwise, as it should)."""
+    ``fail-after-ready``: "gate held" when the program stopped at a compile torch refused (a
+    gate, not a fix: its run ends otherwise, as it should, and saves no seconds)."""
     if after.fix == Fix.FAIL_AFTER_READY.value:
-        return VERIFIED if after.refused_after_ready else DID_NOT_HELP
+        return GATE_HELD if after.refused_after_ready else DID_NOT_HELP
     if after.exit_status != before.exit_status:
         return BROKE
     if still_there(finding, after) is None and after.frame_compiles < before.frame_compiles:
