@@ -37,6 +37,7 @@ __all__ = [
     "BREAK_LOGGING",
     "BREAK_PAGE",
     "BREAK_PRINT",
+    "CACHE_BYPASS_SETTINGS",
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
     "CACHE_REGIONS",
@@ -81,6 +82,7 @@ __all__ = [
     "TRACING_REGIONS",
     "UNSUPPORTED",
     "VALUE_COMPARISON",
+    "bypass_setting",
 ]
 
 # -- the code Dynamo makes after a graph break ----------------------------------------------
@@ -162,6 +164,31 @@ CUDAGRAPH_REGIONS = ("cudagraphify.get_container", "CUDAGraphNode.record")
 # carrying the key. Prefix -> the cache tier, as records name it.
 CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
 CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
+# Settings of torch's that make its caches bypass a graph on every start, whatever they hold,
+# by the reason torch gives (a cache lookup's detail): (the reason's pattern, what the setting
+# is, the environment variable torch reads it from, the setting in code).
+CACHE_BYPASS_SETTINGS = (
+    (
+        re.compile(r"Cannot cache a graph with freezing enabled|Skipping graph with frozen constants"),
+        "inductor's freezing (the weights become constants of the graph, which no cache keys)",
+        "TORCHINDUCTOR_FREEZING",
+        "torch._inductor.config.freezing",
+    ),
+)
+
+
+def bypass_setting(reason: str) -> tuple[str, str, str] | None:
+    """The setting a cache bypass's reason names (what it is, its environment variable, its
+    name in code), or None for a bypass of another cause.
+
+    >>> bypass_setting("Cannot cache a graph with freezing enabled")[1]
+    'TORCHINDUCTOR_FREEZING'
+    """
+    for pattern, what, variable, in_code in CACHE_BYPASS_SETTINGS:
+        if pattern.search(reason):
+            return what, variable, in_code
+    return None
+
 
 # -- the parts of a compile cache's key --------------------------------------------------------
 

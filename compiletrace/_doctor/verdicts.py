@@ -234,12 +234,13 @@ def by_counts(finding: Finding, before: Measured, after: Measured) -> str:
 
 def regional_by_counts(finding: Finding, before: Measured, after: Measured) -> str:
     """Regional compilation's count judge, which compiles the block's frame in place of the
-    model's: fewer graph nodes (the block's code traced once instead of once per block), in
-    no more frames than the baseline's plus one per block (the finding's ``instances``):
-    where each block specialises on its own cache layer or index, each compiles its own
-    graph, as regional compilation does by design. Blocks left uncompiled past torch's
-    recompile limit are :func:`uncompiled_why`'s. A finding whose fix is another:
-    :func:`by_counts`."""
+    model's, so the frame count is no judge of it: for a block found repeated inside one
+    graph (the finding's ``instances``), the block gone from the graph in no more frames
+    than the baseline's plus one per block (where each block specialises on its own cache
+    layer or index, each compiles its own graph, as regional compilation does by design);
+    else fewer graph nodes in no more frames (the block's code traced once instead of once
+    per block). Blocks left uncompiled past torch's recompile limit are
+    :func:`uncompiled_why`'s. A finding whose fix is another: :func:`by_counts`."""
     fix = fix_of(finding)
     if fix is None or fix[0] is not Fix.REGIONAL_COMPILE:
         return by_counts(finding, before, after)
@@ -247,14 +248,15 @@ def regional_by_counts(finding: Finding, before: Measured, after: Measured) -> s
         return DID_NOT_HELP
     if after.recompile_limit_hit and not before.recompile_limit_hit:
         return DID_NOT_HELP  # the fix left code running eagerly that compiled before
-    instances = finding.evidence.get("instances")
-    blocks = instances if isinstance(instances, int) and instances > 0 else 1
     if after.frame_compiles < before.frame_compiles:
         return VERIFIED
-    fewer_nodes = after.graph_nodes < before.graph_nodes
-    return (
-        VERIFIED if fewer_nodes and after.frame_compiles <= before.frame_compiles + blocks else DID_NOT_HELP
-    )
+    instances = finding.evidence.get("instances")
+    if isinstance(instances, int) and instances > 0:
+        # The block found repeated inside one graph: gone, with at most a frame per block (each
+        # block specialised on its own cache layer traces its own copy, as many nodes as before).
+        return VERIFIED if after.frame_compiles <= before.frame_compiles + instances else DID_NOT_HELP
+    fewer_nodes = after.graph_nodes < before.graph_nodes and after.frame_compiles <= before.frame_compiles
+    return VERIFIED if fewer_nodes else DID_NOT_HELP
 
 
 def _blocks_compiled(block: str, after: Measured) -> set[str]:

@@ -625,7 +625,9 @@ def test_a_fix_that_leaves_blocks_uncompiled_runs_uncompiled_whatever_it_saved()
     assert (row.verdict, row.why) == (UNCOMPILED, v.why)
     # Under the table, the why in full.
     text = " ".join(" ".join(verify_lines([v])).split())
-    assert "repeated_block (lm): with the fix, code that compiled as it is runs uncompiled: wrapper at" in text
+    assert (
+        "repeated_block (lm): with the fix, code that compiled as it is runs uncompiled: wrapper at" in text
+    )
     assert "4 of the 12 GPT2Block blocks run no compiled graph" in text
     assert verified_findings([v])[0].evidence["verify"]["why"] == v.why
 
