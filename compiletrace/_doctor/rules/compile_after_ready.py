@@ -10,7 +10,13 @@ not use ``warm_up``, lazy backwards and the work on graphs' first calls.
 
 Its fix that applies with no edit is torch's stance at the ready mark: ``eager-after-ready``
 (a call that would compile runs eagerly: no spike, an uncompiled call) and, as a gate,
-``fail-after-ready`` (the call raises at the compile). ``doctor --verify`` measures both.
+``fail-after-ready`` (the call raises at the compile). ``doctor --verify`` measures both;
+the gate's verdict is "gate held", apart from the fixes.
+
+What it puts at stake, it claims before every other rule: each compile after ready, whole
+(a lazy backward: the record's backward part; a recompile: its frame part), except a
+recompile whose failed guard a setting removes from outside (a size marked dynamic): that
+compile is the ``recompiles`` finding's, whose fix removes it.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from compiletrace._data.ready import LAZY_BACKWARD, NEW_FRAME, RECOMPILE, AfterR
 from compiletrace._data.records import AUTOTUNE, CUDAGRAPH, GraphRecord
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
-from compiletrace._doctor.guards import guards_by_kind
+from compiletrace._doctor.guards import guard_auto_fix, guards_by_kind
 from compiletrace._doctor.rule import Rule
+from compiletrace._doctor.stake import Claim
 from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, VERIFIED, Measured, still_there
 
 KIND = FindingKind.COMPILE_AFTER_READY
@@ -113,4 +120,33 @@ def judge(finding: Finding, before: Measured, after: Measured) -> str:
     return DID_NOT_HELP
 
 
-RULE = Rule(KIND, check, (Fix.EAGER_AFTER_READY, Fix.FAIL_AFTER_READY), judge, reads_exit_status=True)
+def claims(finding: Finding, evidence: Evidence) -> list[Claim] | None:
+    """Each compile after ready the finding names, the part of its record that compiled after
+    ready (a lazy backward's, a frame's), but a recompile a setting removes (its guard has a
+    fix from outside: the ``recompiles`` finding's fix removes the compile itself). A finding
+    of no record (a CUDA-graph recording, an autotune) keeps its seconds."""
+    kind = finding.evidence.get("kind")
+    if kind not in (NEW_FRAME, RECOMPILE, LAZY_BACKWARD):
+        return None
+    ids = finding.evidence.get("compile_ids")
+    wanted = {str(i) for i in ids} if isinstance(ids, list) else set()
+    found = []
+    for r in evidence.records:
+        if r.compile_id not in wanted or r.total_ns <= 0:
+            continue
+        if kind == RECOMPILE and guard_auto_fix(r.recompile_reason) is not None:
+            continue
+        part = r.backward_ns if kind == LAZY_BACKWARD else r.frame_ns
+        found.append(Claim(r, min(part / r.total_ns, 1.0)))
+    return found
+
+
+RULE = Rule(
+    KIND,
+    check,
+    (Fix.EAGER_AFTER_READY, Fix.FAIL_AFTER_READY),
+    judge,
+    claims,
+    reads_exit_status=True,
+    claims_first=True,
+)
