@@ -507,7 +507,8 @@ def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
     )
     # The gate's verdict rests on the run's record of the compile torch refused: the trial
     # re-ran the job with its ready mark, and the stance was set there.
-    assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", VERIFIED, [0, 1])
+    assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", GATE_HELD, [0, 1])
+    assert "calibration" not in gate and "a gate, not a fix" in gate["why"]
     assert "running with --apply fail-after-ready" in printed.err
 
 
