@@ -58,6 +58,7 @@ __all__ = [
     "GUARD_REGIONS",
     "GUARD_SHAPE",
     "GUARD_SOURCE_COMMENT",
+    "GUARD_SUBSCRIPT",
     "GUARD_SYMBOLIC",
     "GUARD_VALUE",
     "GUARD_WRAPPED_FUNCTION",
@@ -302,6 +303,10 @@ GUARD_VALUE = re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains"
 # A static size guard: the tensor, the dimension, and (where torch gives them) the size the
 # entry was compiled for and the size seen: "tensor 'x' size mismatch at index 0. expected
 # 2, actual 3".
+# A subscript in a guard's source ("args[1].layers[7].is_initialized"): group 1 the attribute
+# indexed, group 2 the index. Blocks compiled one by one that each fail on another index of
+# one attribute specialise on their own (their cache layer, their position).
+GUARD_SUBSCRIPT = re.compile(r"\.(\w+)\[(\d+)\]")
 SIZE_MISMATCH = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
 # A value guard: what was guarded, and the constant it had to equal ("self.step == 2").
 VALUE_COMPARISON = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")

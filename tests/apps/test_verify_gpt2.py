@@ -38,6 +38,13 @@ def test_gpt2_blocks_on_the_default_cache_each_compile_when_compiled_regionally(
     compiled = {r.module_path for r in after.records if r.module_class == "GPT2Block" and r.graph_node_count}
     assert compiled == {f"transformer.h.{i}" for i in range(blocks)}
     assert judge(verdict.finding, verdict.before, after) == VERIFIED
+    # The doctor on the run with its own fix: the blocks share one frame and each specialises
+    # on its own cache layer; it says what they need (it said "compile below the shared wrapper").
+    (shared,) = [f for f in after.findings if f.kind == FindingKind.SHARED_FRAME]
+    assert shared.title.startswith(f"{blocks} GPT2Block blocks compiled one by one share")
+    assert "each specialises on its own layer of the cache (args[1].layers[0].is_initialized" in shared.title
+    assert "each GPT2Block needs an entry of its own" in shared.fix and "use_cache=False" in shared.fix
+    assert "compile below the shared wrapper" not in shared.fix
     assert verdict.verdict != UNCOMPILED
     # One round: the seconds are not judged, so the counts' word stands, and the table says so.
     assert verdict.verdict == VERIFIED and "One round: the seconds are not judged." in " ".join(
