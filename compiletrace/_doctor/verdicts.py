@@ -351,7 +351,7 @@ def why_not_verified(
             else ""
         )
         return f"the finding is still there, smaller{left}"
-    if counts != VERIFIED:
+    if counts not in (VERIFIED, PARTLY):
         if still is not None:
             return "the finding is still there with the fix"
         if after.recompile_limit_hit and not before.recompile_limit_hit:

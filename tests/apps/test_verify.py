@@ -701,3 +701,21 @@ def test_a_gate_that_held_is_shown_apart_from_the_fixes() -> None:
     assert [row[1] for row in table.rows] == ["eager-after-ready", "fail-after-ready (gate)"]
     assert table.rows[1][-4:-1] == ["-", "-", "-"] or table.rows[1][-2] == "-"
     assert any("gate held" in note for note in table.notes)
+
+
+def test_a_calibration_above_one_is_explained_under_the_table() -> None:
+    """A fix that saved more than its finding put at stake (another finding claimed the
+    compiles it shares first) says why its calibration is above 1."""
+    before = _trial(4, recompiles=2, cpu_s=4.0)
+    (finding,) = before.findings
+    staked = replace(finding, evidence={**finding.evidence, "at_stake": {"seconds": 0.5}})
+    base = [before, _trial(4, recompiles=2, cpu_s=4.1), _trial(4, recompiles=2, cpu_s=4.2)]
+    fixed = [_trial(2, cpu_s=s) for s in (2.0, 2.1, 2.1)]
+    v = _verdict(staked, "mark-dynamic=L['x']:0", base, fixed, alternative=False)
+    assert v.verdict == VERIFIED and v.calibration == pytest.approx(4.0)
+    (note,) = [n for n in verify_table([v]).notes if n.startswith("A calibration above 1")]
+    assert "recompiles (lm)" in note and "another finding put at stake too" in note
+    under = [
+        v for v in (replace(v, cpu=seconds_effect([4.0, 4.1], [3.9, 3.95])),) if v.calibration is not None
+    ]
+    assert not [n for n in verify_table(under).notes if n.startswith("A calibration above 1")]
