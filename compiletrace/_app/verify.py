@@ -10,9 +10,14 @@ default), interleaved: base, fix 1, fix 2, ..., base, fix 1, ..., so that each r
 share the machine's load of the moment. Each finding then gets a verdict from two readings
 (``compiletrace._doctor.verdicts``):
 
-- the counts, by the judge of the finding's rule: the finding gone and fewer frames compiled
-  (for a function past torch's recompile limit: none left running eagerly; for regional
-  compilation: fewer graph nodes in no more frames) is ``verified``; still there, smaller,
+- what the fix did to the compiled program, first: code that compiled as it is and runs
+  uncompiled with the fix (past torch's recompile limit, a frame torch gave up on, blocks of
+  a regional compile left without a graph), in any round, is ``runs uncompiled``, whatever
+  it saved;
+- the counts, by the judge of the finding's rule (each fix kind its own): the finding gone
+  and fewer frames compiled (for a function past torch's recompile limit: none left running
+  eagerly; for regional compilation, which raises the frame count by design: at most a frame
+  per block, or fewer graph nodes in no more frames) is ``verified``; still there, smaller,
   with fewer frames, ``helped in part``; else ``did not help``;
 - the seconds: per round, the compile CPU seconds of the run as it is minus those with the
   fix (CPU: what a busy machine barely moves); their median is the saving, half their range
@@ -21,7 +26,10 @@ share the machine's load of the moment. Each finding then gets a verdict from tw
   seconds ``made it slower``, whatever it did to the counts.
 
 ``broke the program``: a run with the fix ended otherwise than the baseline's;
-``cannot be applied automatically``: the fix needs an edit (the finding says which). Beside
+``cannot be applied automatically``: the fix needs an edit (the finding says which); ``gate
+held``: a gate (``fail-after-ready``) stopped the program at a compile after ready, as it
+should (no fix: no seconds judged; its row comes after the fixes). Every verdict but
+``verified`` says why (``Verdict.why``, under the table). Beside
 each verdict: the seconds the finding put at stake, the saving (median and spread, CPU and
 wall), and the calibration, saved over at stake, which says how far the doctor's estimate
 can be trusted. With ``alternatives``, the other fixes a finding names (dynamic shapes beside
