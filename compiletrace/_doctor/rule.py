@@ -47,7 +47,7 @@ class Rule:
     # on purpose (else a run that ends otherwise with the fix "broke the program").
     reads_exit_status: bool = False
     # Its claims come before every other rule's (stake.py's ledger is first come, first
-    # served): a compile after ready is the latency a request paid, and where this rule's fix
-    # is the one that removes it from the request (a lazy backward a training step needs), no
-    # other finding's fix (one grad mode) may take its seconds first.
+    # served): a compile after ready is the latency a request paid, which this rule's fix (that
+    # compile in the warm-up) removes from the request; no other finding's fix (one grad mode,
+    # which a training step cannot use) may take its seconds first.
     claims_first: bool = False

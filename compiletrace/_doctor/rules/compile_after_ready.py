@@ -13,10 +13,11 @@ Its fix that applies with no edit is torch's stance at the ready mark: ``eager-a
 ``fail-after-ready`` (the call raises at the compile). ``doctor --verify`` measures both;
 the gate's verdict is "gate held", apart from the fixes.
 
-What it puts at stake, it claims before every other rule: each compile after ready, whole
-(a lazy backward: the record's backward part; a recompile: its frame part), except a
-recompile whose failed guard a setting removes from outside (a size marked dynamic): that
-compile is the ``recompiles`` finding's, whose fix removes it.
+What it puts at stake, it claims before every other rule: each compile after ready (a lazy
+backward: the record's backward part; a recompile or a new frame: its frame part), the
+latency a request paid, which its fix (that compile in the warm-up) removes from the
+request; the ``recompiles`` finding keeps the rest (a static graph that marking a size
+dynamic would never compile).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from compiletrace._data.ready import LAZY_BACKWARD, NEW_FRAME, RECOMPILE, AfterR
 from compiletrace._data.records import AUTOTUNE, CUDAGRAPH, GraphRecord
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
-from compiletrace._doctor.guards import guard_auto_fix, guards_by_kind
+from compiletrace._doctor.guards import guards_by_kind
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.stake import Claim
 from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, VERIFIED, Measured, still_there
@@ -122,9 +123,8 @@ def judge(finding: Finding, before: Measured, after: Measured) -> str:
 
 def claims(finding: Finding, evidence: Evidence) -> list[Claim] | None:
     """Each compile after ready the finding names, the part of its record that compiled after
-    ready (a lazy backward's, a frame's), but a recompile a setting removes (its guard has a
-    fix from outside: the ``recompiles`` finding's fix removes the compile itself). A finding
-    of no record (a CUDA-graph recording, an autotune) keeps its seconds."""
+    ready (a lazy backward's, a frame's). A finding of no record (a CUDA-graph recording, an
+    autotune) keeps its seconds."""
     kind = finding.evidence.get("kind")
     if kind not in (NEW_FRAME, RECOMPILE, LAZY_BACKWARD):
         return None
@@ -133,8 +133,6 @@ def claims(finding: Finding, evidence: Evidence) -> list[Claim] | None:
     found = []
     for r in evidence.records:
         if r.compile_id not in wanted or r.total_ns <= 0:
-            continue
-        if kind == RECOMPILE and guard_auto_fix(r.recompile_reason) is not None:
             continue
         part = r.backward_ns if kind == LAZY_BACKWARD else r.frame_ns
         found.append(Claim(r, min(part / r.total_ns, 1.0)))
