@@ -361,7 +361,7 @@ def _verdict(
     )
     if rule.reads_exit_status:
         verdict = counts  # a gate ends the program on purpose: its judge reads how
-        judged = judged and verdict != GATE_HELD  # a gate saves no seconds
+        judged = judged and verdict not in (GATE_HELD, UNCOMPILED)  # seconds saved by no compile are none
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
     elif uncompiled is not None:
@@ -557,6 +557,7 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
     rows = []
     for v in verdicts:
         after = v.after
+        gate = v.fix is not None and v.finding.evidence.get(GATE_FIX) == v.fix
         slower = None
         if after is not None and slowed_beyond_noise(v.before, after):
             slower = slowdown(v.before, after)
@@ -569,13 +570,14 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
                 v.verdict,
                 slower,
                 at_stake_s=v.at_stake_s,
-                saved_cpu=None if v.cpu is None else (v.cpu.saving, v.cpu.spread),
-                saved_wall=None if v.wall is None else (v.wall.saving, v.wall.spread),
+                # A gate saves no seconds: what its stopped run did not compile is no saving.
+                saved_cpu=None if v.cpu is None or gate else (v.cpu.saving, v.cpu.spread),
+                saved_wall=None if v.wall is None or gate else (v.wall.saving, v.wall.spread),
                 calibration=v.calibration,
                 rounds=len(v.fix_runs) or 1,
                 alternative=v.alternative,
                 why=v.why,
-                gate=v.fix is not None and v.finding.evidence.get(GATE_FIX) == v.fix,
+                gate=gate,
             )
         )
     return rows

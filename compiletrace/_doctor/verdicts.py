@@ -327,6 +327,11 @@ def why_not_verified(
         return ""
     if verdict == MANUAL or after is None:
         return "the fix is an edit to the program (the finding says which): nothing was run"
+    if verdict == UNCOMPILED:
+        return (
+            "with the fix, the calls that would have compiled run uncompiled, eagerly: the request "
+            "pays no compile and runs no compiled graph; warm that call up to keep it compiled"
+        )
     if verdict == GATE_HELD:
         return (
             "the program stopped at the compile after ready, as the gate should: a gate, not a fix "

@@ -489,7 +489,8 @@ def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A request of a size the warm-up did not cover: eager-after-ready removes the
-    recompile (that call runs eagerly); fail-after-ready stops the program at it."""
+    recompile, and that call runs eagerly ("runs uncompiled", never verified);
+    fail-after-ready stops the program at it ("gate held")."""
     monkeypatch.chdir(Path(SERVE).parent)  # where the program's module imports from
     job = tmp_path / "job.json"
     argv = ["run", "--ready", "tiny_server:warm_up", "--json", str(job), "--", sys.executable, SERVE, "shape"]
@@ -501,7 +502,7 @@ def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
     fix, gate = late.evidence["verify"], late.evidence["verify_gate"]
     assert (fix["fix"], fix["verdict"], fix["frame_compiles"], fix["exit_status"]) == (
         "eager-after-ready",
-        VERIFIED,
+        UNCOMPILED,
         [2, 1],
         [0, 0],
     )
@@ -699,8 +700,13 @@ def test_a_gate_that_held_is_shown_apart_from_the_fixes() -> None:
     assert [r.gate for r in rows] == [True, False]
     table = verify_table([gate, fix])
     assert [row[1] for row in table.rows] == ["eager-after-ready", "fail-after-ready (gate)"]
-    assert table.rows[1][-4:-1] == ["-", "-", "-"] or table.rows[1][-2] == "-"
+    saved = table.header.index("saved CPU s")
+    assert table.rows[1][saved : saved + 3] == ["-", "-", "-"]  # saved CPU, saved wall, calibration
+    assert table.rows[1][-1].startswith("gate held: the program stopped at the compile after ready")
     assert any("gate held" in note for note in table.notes)
+    # The fix that lets the late call run eagerly does so uncompiled: never verified.
+    assert (fix.verdict, fix.calibration) == (UNCOMPILED, None)
+    assert fix.why.startswith("with the fix, the calls that would have compiled run uncompiled")
 
 
 def test_a_calibration_above_one_is_explained_under_the_table() -> None:

@@ -9,9 +9,9 @@ rule's (their records say so); this rule adds the rest: the ready marks of progr
 not use ``warm_up``, lazy backwards and the work on graphs' first calls.
 
 Its fix that applies with no edit is torch's stance at the ready mark: ``eager-after-ready``
-(a call that would compile runs eagerly: no spike, an uncompiled call) and, as a gate,
-``fail-after-ready`` (the call raises at the compile). ``doctor --verify`` measures both;
-the gate's verdict is "gate held", apart from the fixes.
+(a call that would compile runs eagerly: no spike, an uncompiled call, so ``doctor
+--verify`` says "runs uncompiled" of it, never "verified") and, as a gate,
+``fail-after-ready`` (the call raises at the compile: "gate held", apart from the fixes).
 
 What it puts at stake, it claims before every other rule: each compile after ready (a lazy
 backward: the record's backward part; a recompile or a new frame: its frame part), the
@@ -33,7 +33,7 @@ from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import guards_by_kind
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.stake import Claim
-from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, VERIFIED, Measured, still_there
+from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, UNCOMPILED, Measured, still_there
 
 KIND = FindingKind.COMPILE_AFTER_READY
 
@@ -108,16 +108,17 @@ def check(evidence: Evidence) -> Iterator[Finding]:
 
 
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
-    """``eager-after-ready``: verified when the finding is gone, fewer frames compiled and
-    the program ended alike (the calls that would have compiled ran eagerly, unseen).
-    ``fail-after-ready``: "gate held" when the program stopped at a compile torch refused (a
-    gate, not a fix: its run ends otherwise, as it should, and saves no seconds)."""
+    """``eager-after-ready``: "runs uncompiled" when the finding is gone, fewer frames
+    compiled and the program ended alike: the calls that would have compiled ran eagerly,
+    unseen (no spike, an uncompiled call: never "verified"). ``fail-after-ready``: "gate
+    held" when the program stopped at a compile torch refused (a gate, not a fix: its run
+    ends otherwise, as it should, and saves no seconds)."""
     if after.fix == Fix.FAIL_AFTER_READY.value:
         return GATE_HELD if after.refused_after_ready else DID_NOT_HELP
     if after.exit_status != before.exit_status:
         return BROKE
     if still_there(finding, after) is None and after.frame_compiles < before.frame_compiles:
-        return VERIFIED
+        return UNCOMPILED
     return DID_NOT_HELP
 
 
