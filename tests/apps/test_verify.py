@@ -485,7 +485,7 @@ SERVE = str(Path(__file__).parents[1] / "programs" / "serve_after_ready.py")
 
 
 @pytest.mark.slow
-def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
+def test_the_stances_at_ready_run_the_late_call_uncompiled_and_hold_a_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A request of a size the warm-up did not cover: eager-after-ready removes the
