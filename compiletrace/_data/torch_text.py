@@ -83,7 +83,6 @@ __all__ = [
     "TRACING_REGIONS",
     "UNSUPPORTED",
     "VALUE_COMPARISON",
-    "bypass_setting",
 ]
 
 # -- the code Dynamo makes after a graph break ----------------------------------------------
@@ -170,7 +169,8 @@ CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
 # is, the environment variable torch reads it from, the setting in code).
 CACHE_BYPASS_SETTINGS = (
     (
-        re.compile(r"Cannot cache a graph with freezing enabled|Skipping graph with frozen constants"),
+        re.compile(r"Cannot cache a graph with freezing enabled"),  # AOTAutograd's; inductor's FX cache
+        # gives another reason for a frozen graph (its constants), or none where it caches it
         "inductor's freezing (the weights become constants of the graph, which no cache keys)",
         "TORCHINDUCTOR_FREEZING",
         "torch._inductor.config.freezing",
