@@ -33,6 +33,8 @@ def test_gpt2_blocks_on_the_default_cache_each_compile_when_compiled_regionally(
         if v.finding.kind == FindingKind.REPEATED_BLOCK
     ]
     assert verdict.fix == "regional-compile=GPT2Block" and verdict.after is not None
+    # What the block needs is said before the fix is tried: each reads its own cache layer.
+    assert "each GPT2Block specialises on its own cache layer" in verdict.finding.fix
     after = verdict.after
     assert not after.recompile_limit_hit
     compiled = {r.module_path for r in after.records if r.module_class == "GPT2Block" and r.graph_node_count}
