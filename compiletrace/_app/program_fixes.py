@@ -284,12 +284,16 @@ def installed_for_test(names: Iterable[str]) -> Iterator[list[str]]:
     """:func:`install`, undone after (tests only: a process keeps its fixes)."""
     import torch
 
+    from compiletrace._core import torch_compat as tc
+
     real = torch.compile
+    limit = tc.raise_recompile_limit(0)  # regional-compile raises it: put it back
     done = install(names)
     try:
         yield done
     finally:
         torch.compile = real
+        tc.set_recompile_limit(limit)
         with STATE.lock:
             for name in done:
                 _APPLIED.value.remove(name)

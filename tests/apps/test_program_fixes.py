@@ -115,6 +115,23 @@ def test_regional_compile_compiles_the_block_once_and_leaves_the_model_around_it
     assert block_graph.module_class == "Block"
 
 
+def test_regional_compile_leaves_room_in_the_shared_frame_for_every_block() -> None:
+    """The blocks share one frame, so torch's recompile limit: a block that specialises on
+    its own cache layer needs an entry of its own. The fix raises the limit by the number of
+    blocks it compiled (four here), and a test's undo puts it back."""
+    before = torch._dynamo.config.recompile_limit
+    seen: list[int] = []
+
+    def compile_and_read(model: object, backend: object) -> object:
+        compiled = torch.compile(model, backend=backend)  # type: ignore[call-overload]
+        seen.append(torch._dynamo.config.recompile_limit)
+        return compiled
+
+    _compiled("regional-compile=Block", compile_and_read)
+    assert seen == [before + 4]
+    assert torch._dynamo.config.recompile_limit == before
+
+
 @pytest.mark.parametrize(
     "how",
     [

@@ -131,6 +131,7 @@ from compiletrace._core.torch_compat.fixes import (
     check_config_fix_names,
     config_fixes_available,
     raise_recompile_limit,
+    set_recompile_limit,
 )
 from compiletrace._core.torch_compat.frames import MAX_REASON_CHARS as MAX_REASON_CHARS
 from compiletrace._core.torch_compat.frames import (
@@ -273,6 +274,7 @@ __all__ = [
     "repeated_block",
     "restart_reasons",
     "run_cache_keys",
+    "set_recompile_limit",
     "set_trace_collector",
     "stance_fixes_available",
     "time_one_time_functions",

@@ -36,6 +36,7 @@ __all__ = [
     "check_config_fix_names",
     "config_fixes_available",
     "raise_recompile_limit",
+    "set_recompile_limit",
 ]
 
 
@@ -109,6 +110,12 @@ def raise_recompile_limit(at_least: int) -> int:
     current = entry.default if isinstance(entry.default, int) else 0
     entry.default = max(current, at_least)
     return int(entry.default)
+
+
+def set_recompile_limit(limit: int) -> None:
+    """Put torch's recompile limit back to ``limit`` (what :func:`raise_recompile_limit`
+    returned with 0 before a raise): for undoing a fix in a test."""
+    _entry("recompile_limit").default = limit
 
 
 def check_config_fix_names(names: Iterable[str]) -> None:
