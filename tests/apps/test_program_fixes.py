@@ -119,17 +119,21 @@ def test_regional_compile_leaves_room_in_the_shared_frame_for_every_block() -> N
     """The blocks share one frame, so torch's recompile limit: a block that specialises on
     its own cache layer needs an entry of its own. The fix raises the limit by the number of
     blocks it compiled (four here), and a test's undo puts it back."""
-    before = torch._dynamo.config.recompile_limit
+    from compiletrace._core import torch_compat as tc
+
+    # The limit every thread reads (the config entry's default; a test may have patched its
+    # own thread's value), read as the fix reads it.
+    before = tc.raise_recompile_limit(0)
     seen: list[int] = []
 
     def compile_and_read(model: object, backend: object) -> object:
         compiled = torch.compile(model, backend=backend)  # type: ignore[call-overload]
-        seen.append(torch._dynamo.config.recompile_limit)
+        seen.append(tc.raise_recompile_limit(0))
         return compiled
 
     _compiled("regional-compile=Block", compile_and_read)
     assert seen == [before + 4]
-    assert torch._dynamo.config.recompile_limit == before
+    assert tc.raise_recompile_limit(0) == before
 
 
 @pytest.mark.parametrize(
