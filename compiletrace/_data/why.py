@@ -34,6 +34,7 @@ from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CacheLookup, CacheOutcome, GraphRecord
 from compiletrace._data.run_meta import RunMeta
+from compiletrace._data.torch_text import bypass_setting
 from compiletrace._io.envelope import envelope
 
 __all__ = [
@@ -832,11 +833,20 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
             unknown.append(f"{TIER_NAMES[tier]}: CURRENT recorded no key")
             continue
         if c.outcome == CacheOutcome.BYPASS.value:
+            setting = bypass_setting(c.detail)
+            fix = (
+                "the graph holds something torch will not cache (the reason says what): remove it from the "
+                "compiled region, or accept the compile"
+            )
+            if setting is not None:  # a setting, not the graph: every start bypasses the cache
+                fix = (
+                    f"{setting[1]}=1 ({setting[2]}) makes torch bypass its cache on every start, "
+                    f"{setting[0]}: unset it to let the cache keep this graph, or accept the compile"
+                )
             return Reason(
                 "bypass",
                 f"{TIER_NAMES[tier]}: torch bypassed its cache ({c.detail or 'no reason given'})",
-                "the graph holds something torch will not cache (the reason says what): remove it from the "
-                "compiled region, or accept the compile",
+                fix,
                 signature=("bypass", tier, c.detail),
             )
         if b is None or not b.key:

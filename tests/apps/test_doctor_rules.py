@@ -390,3 +390,35 @@ def test_compile_after_ready() -> None:
     autotune = found["runtime_autotune"]
     assert autotune.seconds == pytest.approx(event.duration_ns / 1e9) and event.detail in autotune.title
     assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence
+
+
+def test_under_dynamic_false_no_recompile_is_said_to_be_compiled_dynamic() -> None:
+    """torch.compile(dynamic=False) on ten sizes: nine static graphs, then the recompile
+    limit. The fix (mark the size dynamic) is right, but the doctor no longer says torch
+    compiled the input dynamic on the recompile: it did not."""
+    import torch
+
+    import compiletrace
+    from compiletrace import Registry
+    from compiletrace._doctor import diagnose_records
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        return x.sin() + 1
+
+    torch._dynamo.reset()
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        compiled = torch.compile(step, backend="eager", dynamic=False)
+        for n in range(2, 12):
+            compiled(torch.randn(n))
+    records = reg.records()
+    assert len(records) == 9 and records[-1].recompile_limit_hit
+    assert not any(r.dynamic_sources for r in records)  # torch made nothing dynamic
+    found = {f.kind: f for f in diagnose_records(records)}
+    for kind in ("recompile_limit", "recompiles"):
+        assert "under dynamic=False torch compiled a static graph for each size" in found[kind].fix
+        assert (
+            "dynamic on the recompile" not in found[kind].fix
+            and "dynamic on this recompile" not in found[kind].fix
+        )
+    assert found["recompiles"].evidence["auto_fix"] == "mark-dynamic=L['x']:0"

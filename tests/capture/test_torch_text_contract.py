@@ -181,6 +181,17 @@ def _wrapped_cos(x: torch.Tensor) -> torch.Tensor:
     return x.cos()
 
 
+class _Layers:
+    """A cache of layers, each with a flag, as transformers' cache holds them."""
+
+    def __init__(self, ready: bool) -> None:
+        self.layers = [_Holder(ready), _Holder(ready)]
+
+
+def _layer_flag(x: torch.Tensor, cache: _Layers) -> torch.Tensor:
+    return x + 1 if cache.layers[0].value else x - 1  # guarded on the flag of one layer
+
+
 def _size_relation(x: torch.Tensor) -> torch.Tensor:
     a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
     b = x[..., ::8]
@@ -243,6 +254,7 @@ def written() -> Written:
     w.add(_calls(lambda x, o: x * 2 if o.value is None else x + 1, *held))  # o.value is None
     w.add(_calls(lambda x, fn: fn(x), (_ones(2), f1), (_ones(2), f2)))  # ___check_obj_id
     w.add(_calls(lambda x, o: x * o.v, (_ones(2), _A()), (_ones(2), _B())))  # ___check_type_id
+    w.add(_calls(_layer_flag, (_ones(2), _Layers(False)), (_ones(2), _Layers(True))))  # c.layers[0].ready
     torch._dynamo.reset()
     reg = compiletrace.Registry()
     by_keyword = compiletrace.compile(_kwargs_size, backend="eager", registry=reg, dynamic=False)
@@ -409,6 +421,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "GUARD_WRAPPED_FUNCTION": (lambda w: w.guards, "search"),
     "GUARD_POSITIONAL_COUNT": (lambda w: w.guards, "search"),
     "SIZE_MISMATCH": (lambda w: w.guards, "search"),
+    "GUARD_SUBSCRIPT": (lambda w: w.guards, "search"),
     "VALUE_COMPARISON": (lambda w: w.guards, "match"),
     "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
     "GUARDED_ARGUMENT": (lambda w: w.guarded_names, "match"),
@@ -457,6 +470,20 @@ CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES",
 CACHE_KEYS = ("CACHE_KEY_LETTERS", "CACHE_KEY_DIGEST")
 
 
+# Read from torch's trace of a real inductor compile the repository's own program made
+# (tests/inputs/traces/cache_bypass: frozen_inference.py, freezing on): each setting's reason.
+WRITTEN_IN_TRACES = ("CACHE_BYPASS_SETTINGS",)
+TRACES = Path(__file__).resolve().parents[1] / "inputs" / "traces"
+
+
+def test_each_cache_bypass_setting_matches_what_torch_wrote_in_a_trace() -> None:
+    (log,) = (TRACES / "cache_bypass").glob("*.log")
+    reasons = re.findall(r'"cache_bypass_reason": "([^"]*)"', log.read_text())
+    assert reasons
+    for pattern, _, variable, _ in torch_text.CACHE_BYPASS_SETTINGS:
+        assert _unmatched(variable, pattern, reasons) == []
+
+
 def test_the_contract_covers_every_constant_of_the_module() -> None:
     covered = {
         *PATTERNS,
@@ -467,6 +494,7 @@ def test_the_contract_covers_every_constant_of_the_module() -> None:
         *CACHE_KEY_PARTS,
         *CACHE_KEYS,
         *WRITTEN_ON_GPU,
+        *WRITTEN_IN_TRACES,
     }
     assert covered == set(torch_text.__all__)
     assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)

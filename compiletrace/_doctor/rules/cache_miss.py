@@ -4,7 +4,9 @@ per component, with their keys, and why where it can be told: against a baseline
 ``compiletrace why`` explains it), or, on one run, against the entries of the same graph
 its cache directory holds under another key (their writers' parts are stored in them). The
 advice fits what the run did (a cold cache, artifacts loaded that hold other keys, a part
-of the key that changed, keys that changed while others hit)."""
+of the key that changed, keys that changed while others hit). A graph a setting of torch's
+makes the caches bypass on every start (inductor's freezing) is a finding of its own,
+naming the setting and its environment variable: no cache, cold or warm, would help it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from compiletrace._data.cache_keys import split_key_lines
 from compiletrace._data.cache_store import StoredEntry, Unreadable, read_store
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._data.torch_text import bypass_setting
 from compiletrace._data.why import PartChange, Reason, Side, explain, group_line, key_changes, parts_reason
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
@@ -38,6 +41,9 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     consulted = [r for r in evidence.records if r.cache_outcome is not CacheOutcome.NONE]
     stored = _StoredEntries(evidence)
     for component, group in shared.group(consulted, lambda r: r.component).items():
+        by_setting = {id(r): setting for r in group if (setting := _setting_bypass(r)) is not None}
+        yield from _bypassed_by_settings(component, [r for r in group if id(r) in by_setting], by_setting)
+        group = [r for r in group if id(r) not in by_setting]
         missed = [r for r in group if r.cache_outcome in _MISSED]
         if not missed:
             continue
@@ -121,6 +127,47 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             fix,
             shared.model_location(missed[0]),
             found,
+        )
+
+
+def _setting_bypass(r: GraphRecord) -> tuple[str, str, str] | None:
+    """The setting that made torch's caches bypass this graph, if one did."""
+    return next(
+        (
+            found
+            for c in r.cache_lookups
+            if c.outcome == CacheOutcome.BYPASS.value and (found := bypass_setting(c.detail))
+        ),
+        None,
+    )
+
+
+def _bypassed_by_settings(
+    component: str, records: Sequence[GraphRecord], settings: dict[int, tuple[str, str, str]]
+) -> Iterator[Finding]:
+    """One finding per setting that bypassed the caches: its graphs compile afresh on every
+    start, whatever the cache holds."""
+    for (what, variable, in_code), group in shared.group(records, lambda r: settings[id(r)]).items():
+        seconds = sum(compile_ns(r) for r in group) / NS_PER_S
+        yield Finding(
+            KIND,
+            component,
+            seconds,
+            f"{len(group)} graph{'s' if len(group) != 1 else ''} bypass the compile cache on every start: "
+            f"{variable}=1 ({in_code}) is set, {what}",
+            f"every start compiles these graphs afresh ({seconds:.2f} s each start), a warm cache or not: "
+            f"unset {variable} (or set {in_code} = False) to let the cache keep them, where the frozen "
+            "graph's speed is worth less than that",
+            shared.model_location(group[0]),
+            {
+                "setting": variable,
+                "in_code": in_code,
+                "bypassed": [
+                    {"compile_id": r.compile_id, "reasons": [c.detail for c in r.cache_lookups if c.detail]}
+                    for r in group[:MAX_EXAMPLES]
+                ],
+                "compile_ids": shared.ids(group),
+            },
         )
 
 
