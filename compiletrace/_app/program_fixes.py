@@ -6,7 +6,8 @@ edit to the program (the others are torch settings: ``torch_compat.CONFIG_FIXES`
   model around the blocks as it is, in place: what diffusers' ``compile_repeated_blocks``
   does. Dynamo traces the block's code once and its one compiled graph serves every block.
   A model with no ``CLASS`` inside, and a ``CLASS`` block compiled itself, compile as they
-  would.
+  would. Each block's compiles are named as the model's (the component it had compiled
+  whole), so a verify's before and after read per component alike.
 - ``static-cache``: transformers' ``generate`` gets ``cache_implementation="static"`` when
   the call sets no cache of its own (no ``past_key_values``, ``cache_implementation`` or
   ``use_cache=False``, here or in its generation config): the cache's tensors keep one
@@ -37,6 +38,7 @@ from typing import Any
 
 from compiletrace._app.engine_phases import EntryPoint, Installed
 from compiletrace._app.engine_phases import install as install_wrappers
+from compiletrace._core.components import compiled_as_part_of
 from compiletrace._data.fixes import Fix, check_fixes
 from compiletrace._data.fixes import parse_fix as parse_fix_name
 from compiletrace._data.registry import Registry
@@ -191,6 +193,8 @@ def _install_regional(block_class: str) -> None:
             return real(*args, **kwargs)
         options = {k: v for k, v in kwargs.items() if k != "model"}
         for block in blocks:
+            # Its compiles are the model's component, as they were compiled whole.
+            compiled_as_part_of(block, module)
             block.compile(*args[1:], **options)  # torch.compile(block's call, ...): the real one
         return target  # the model runs as it is around its compiled blocks
 

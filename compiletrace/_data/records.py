@@ -440,6 +440,10 @@ class GraphRecord:
     # ("dynamic", "None"), ("fullgraph", "False"); () where not recorded. Optional in a file
     # (older files lack it, and an older reader leaves it), so no new version of the run file.
     settings: tuple[tuple[str, str], ...] = ()
+    # The module's method the compiled code is, or continues after a graph break ("forward",
+    # "get_image_features"); "" for a function that is no method of module_class. Optional in
+    # a file, as settings is.
+    module_method: str = ""
 
     @property
     def frame_ns(self) -> int:
@@ -542,6 +546,8 @@ class GraphRecord:
             data["settings"] = dict(self.settings)
         else:
             del data["settings"]  # not recorded: the file is as one written before settings were
+        if not self.module_method:
+            del data["module_method"]  # as settings: a file as one written before it
         return data
 
     @classmethod
@@ -614,6 +620,7 @@ class GraphRecord:
             frame_lines=_frame_lines(f) if version >= 3 else (),
             **(_added_in_4(f) if version >= 4 else {}),
             settings=_settings(f) if "settings" in f.data else (),
+            module_method=f.string("module_method") if "module_method" in f.data else "",
         )
 
 
@@ -623,8 +630,8 @@ def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file),
-# but for the optional ones (settings: a reader of any version leaves it).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings"}
+# but for the optional ones (settings, module_method: a reader of any version leaves them).
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings", "module_method"}
 _ADDED_IN = {
     3: frozenset({"frame_lines"}),
     4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),

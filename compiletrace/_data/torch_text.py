@@ -70,6 +70,7 @@ __all__ = [
     "ONE_TIME_REGIONS",
     "PROCESS_KEY_ATTRIBUTES",
     "REMOTE_CACHE_REGIONS",
+    "RESUME_AT",
     "RESUME_NAME",
     "RESUME_PREFIX",
     "RUNTIME_AUTOTUNE_REGIONS",
@@ -89,6 +90,7 @@ __all__ = [
 # resumes and the line: "torch_dynamo_resume_in_forward_at_12" (nested for a second break).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the function it resumes
+RESUME_AT = re.compile(rf"^{RESUME_PREFIX}\w+_at_(\d+)$")  # group 1: the line of the break it follows
 
 # -- the regions torch times (dynamo_timed, its chromium event logger) -----------------------
 
