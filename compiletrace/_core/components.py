@@ -333,8 +333,7 @@ def _enclosing(callers: Sequence[Any], target: Any, paths: dict[int, str]) -> tu
 
 def _method_name(cls: type, code: Any) -> str:
     """The name under which ``cls`` has the method whose code (behind its decorators) is
-    ``code``; the code's own name where none is found."""
-    name = str(getattr(code, "co_name", ""))
+    ``code``; "" where it has none (a function that takes the module as its first argument)."""
     for kind in cls.__mro__[:16]:
         for attr, fn in vars(kind).items():
             for _ in range(8):
@@ -343,7 +342,7 @@ def _method_name(cls: type, code: Any) -> str:
                 if getattr(fn, "__code__", None) is code:
                     return attr
                 fn = getattr(fn, "__wrapped__", None)
-    return name
+    return ""
 
 
 def _is_module(obj: Any) -> bool:

@@ -22,7 +22,7 @@ import pytest
 
 import compiletrace
 from compiletrace import GraphRecord, RunFileError, cli
-from compiletrace._data.records import RESUME_PREFIX
+from compiletrace._data.records import RESUME_PREFIX, root_code_name
 from compiletrace._doctor.shared import owners
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
@@ -481,35 +481,50 @@ def _under_call(trace: Path, filename: str, caller: str, lines: set[int]) -> dic
 
 
 @pytest.mark.slow
-def test_the_encoder_holds_what_torchs_own_stacks_put_under_the_vision_tower(tmp_path: Path) -> None:
-    """A tiny Qwen2-VL compiled whole, no edit: its vision tower breaks in library helpers
-    and attention functions it calls. Every compile torch's own trace puts under the tower's
-    module call is ``encoder``, and nothing else is (the seconds within 2%); no resume
-    function is named apart from the function it continues."""
+@pytest.mark.parametrize(
+    ("case", "model", "call", "helpers"),
+    [("qwen2-vl", "Qwen2VLModel", "self.visual(", 10), ("llava", "LlavaModel", "self.vision_tower(", 1)],
+    ids=["qwen2-vl", "llava"],
+)
+def test_the_encoder_holds_what_torchs_own_stacks_put_under_the_vision_tower(
+    tmp_path: Path, case: str, model: str, call: str, helpers: int
+) -> None:
+    """A vision-language model compiled whole, no edit (Qwen2-VL's tower breaks in library
+    helpers and attention functions it calls). Every compile torch's own trace puts under
+    the tower's module call is ``encoder``, and nothing else is (the seconds within 2%); no
+    resume function is named apart from the function it continues."""
     import inspect
 
     import transformers
 
     trace, live_json = tmp_path / "trace", tmp_path / "job.json"
-    _traced("hf_cases.py", trace, "qwen2-vl", cwd=tmp_path, live=live_json)
-    method = inspect.unwrap(transformers.Qwen2VLModel.get_image_features)
+    _traced("hf_cases.py", trace, case, cwd=tmp_path, live=live_json)
+    method = inspect.unwrap(getattr(transformers, model).get_image_features)
     source, first = inspect.getsourcelines(method)
-    calls = {first + i for i, text in enumerate(source) if "self.visual(" in text}
-    tower = _under_call(trace, "modeling_qwen2_vl.py", "get_image_features", calls)
+    calls = {first + i for i, text in enumerate(source) if call in text}
+    filename = Path(inspect.getsourcefile(method) or "").name
+    tower = _under_call(trace, filename, "get_image_features", calls)
     live = compiletrace.load(live_json)
     assert isinstance(live, compiletrace.ProfileJob)
     (process,) = live.compiling()
     records = process.run.graph_records
     encoder = {r.compile_id: r.frame_ns / 1e9 for r in records if r.component == "encoder"}
-    assert len(tower) >= 10  # the tower's helpers are frames of their own
+    assert len(tower) >= helpers  # Qwen2-VL: the tower's helpers are frames of their own
     assert set(encoder) == set(tower)
     assert abs(sum(encoder.values()) - sum(tower.values())) <= 0.02 * sum(tower.values())
-    # The rest of every function after a break is in that function's component and owner.
-    named = owners(records)
-    first_parts = {
-        o for o, r in zip(named, records, strict=True) if not r.code_name.startswith(RESUME_PREFIX)
-    }
-    rests = [(o, r) for o, r in zip(named, records, strict=True) if r.code_name.startswith(RESUME_PREFIX)]
-    assert len(rests) >= 10
-    apart = [r.code_name for o, r in rests if (o[0], o[2]) not in {(f[0], f[2]) for f in first_parts}]
+    # The rest of every function after a break is in that function's component and owner,
+    # where the function's first part is a frame of its own.
+    named = [(o, r) for o, r in zip(owners(records), records, strict=True)]
+    first_parts: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for o, r in named:
+        if not r.code_name.startswith(RESUME_PREFIX):
+            first_parts.setdefault((r.code_filename, r.code_name), set()).add((o[0], o[2]))
+    rests = [(o, r) for o, r in named if (r.code_filename, root_code_name(r.code_name)) in first_parts]
+    assert [r for _, r in rests if r.code_name.startswith(RESUME_PREFIX)]
+    apart = [
+        r.code_name
+        for o, r in rests
+        if r.code_name.startswith(RESUME_PREFIX)
+        and (o[0], o[2]) not in first_parts[(r.code_filename, root_code_name(r.code_name))]
+    ]
     assert not apart

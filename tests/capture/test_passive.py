@@ -500,3 +500,7 @@ def test_the_rest_of_any_method_after_a_break_keeps_its_module_and_method() -> N
     # One function, one owner: the same row and the same finding.
     found = set(owners([*method, *rest]))
     assert len(found) == 1 and next(iter(found))[2] == "VisionLanguage.image_features"
+    # A function that takes a module as its first argument is no method of it.
+    model = VisionLanguage()
+    assert target_of(model, (), code=_patches.__code__).method == ""
+    assert target_of(model, (), code=VisionLanguage.image_features.__code__).method == "image_features"
