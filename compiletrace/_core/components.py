@@ -141,6 +141,9 @@ class CompiledTarget:
     # the module the component is named after where it is not the module itself: the model a
     # regionally compiled block was taken from, or (a function) the nearest module call
     named_as: ModuleCall | None = None
+    # what a decorator's ``*args`` stand for: the positional parameters of the method it
+    # wraps, after those the decorator names itself (torch's guards say ``args[0]``)
+    arg_names: tuple[str, ...] = ()
 
 
 def target_of(
@@ -192,6 +195,7 @@ def target_of(
         path = _path_of(target, callers, paths)
         named_as = _part_of(target, paths)
     enclosing = _enclosing(callers, target, paths)
+    arg_names = _vararg_names(type(target), method, code) if _is_module(target) and method else ()
     if not _is_module(target) and enclosing:
         nearest = next(c for c in callers if _is_module(c) and c is not target)
         named_as = _part_of(nearest, paths) or enclosing[0]
@@ -210,6 +214,7 @@ def target_of(
         method=method,
         enclosing=enclosing,
         named_as=named_as,
+        arg_names=arg_names,
     )
 
 
@@ -343,6 +348,34 @@ def _method_name(cls: type, code: Any) -> str:
                     return attr
                 fn = getattr(fn, "__wrapped__", None)
     return ""
+
+
+_CO_VARARGS = 0x04  # a code flag: the function takes *args
+_MAX_ARG_NAMES = 64
+
+
+def _vararg_names(cls: type, method: str, code: Any) -> tuple[str, ...]:
+    """The names a decorator's ``*args`` stand for, when ``code`` is a decorator around
+    ``cls``'s ``method``: the method's own positional parameters after those the decorator
+    names itself (``wrapper(self, *args)`` around ``forward(self, pixel_values)``:
+    ``("pixel_values",)``); () otherwise."""
+    if code is None or not getattr(code, "co_flags", 0) & _CO_VARARGS:
+        return ()
+    try:
+        fn = getattr(cls, method, None)
+    except Exception:  # a class whose attributes compute themselves
+        return ()
+    chain = []
+    for _ in range(8):
+        if fn is None:
+            break
+        chain.append(fn)
+        fn = getattr(fn, "__wrapped__", None)
+    inner = getattr(chain[-1], "__code__", None) if chain else None
+    if inner is None or inner is code or not any(getattr(f, "__code__", None) is code for f in chain):
+        return ()
+    names = tuple(str(n) for n in inner.co_varnames[: inner.co_argcount])
+    return names[code.co_argcount :][:_MAX_ARG_NAMES]
 
 
 def _is_module(obj: Any) -> bool:

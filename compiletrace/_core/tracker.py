@@ -981,6 +981,7 @@ class Tracker:
             module_path=frame.module.path,
             module_forward=frame.module.forward_location,
             module_method=frame.module.method,
+            arg_names=frame.module.arg_names,
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
             frame_lines=self._frame_lines(frame, frame.start_ns, end_ns),

@@ -444,6 +444,10 @@ class GraphRecord:
     # "get_image_features"); "" for a function that is no method of module_class. Optional in
     # a file, as settings is.
     module_method: str = ""
+    # What a decorator's ``*args`` stand for, from the signature of the method it wraps:
+    # torch's guard on ``args[0]`` is the user's ``pixel_values``. Optional in a file, as
+    # settings is.
+    arg_names: tuple[str, ...] = ()
 
     @property
     def frame_ns(self) -> int:
@@ -548,6 +552,9 @@ class GraphRecord:
             del data["settings"]  # not recorded: the file is as one written before settings were
         if not self.module_method:
             del data["module_method"]  # as settings: a file as one written before it
+        data["arg_names"] = list(self.arg_names)
+        if not self.arg_names:
+            del data["arg_names"]
         return data
 
     @classmethod
@@ -621,7 +628,16 @@ class GraphRecord:
             **(_added_in_4(f) if version >= 4 else {}),
             settings=_settings(f) if "settings" in f.data else (),
             module_method=f.string("module_method") if "module_method" in f.data else "",
+            arg_names=_arg_names(f) if "arg_names" in f.data else (),
         )
+
+
+def _arg_names(f: Fields) -> tuple[str, ...]:
+    names = f.strings("arg_names", max_items=64, limit=200)
+    for name in names:
+        if not name.isidentifier():
+            raise f.fail("arg_names", "a list of parameter names", name)
+    return tuple(names)
 
 
 def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
@@ -630,8 +646,8 @@ def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file),
-# but for the optional ones (settings, module_method: a reader of any version leaves them).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings", "module_method"}
+# but for the optional ones (settings, module_method, arg_names: a reader of any version leaves them).
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings", "module_method", "arg_names"}
 _ADDED_IN = {
     3: frozenset({"frame_lines"}),
     4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),

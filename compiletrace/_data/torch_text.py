@@ -48,6 +48,7 @@ __all__ = [
     "FX_LOAD_REGIONS",
     "GRAPH_KEY_ATTRIBUTES",
     "GUARDED_ARGUMENT",
+    "GUARDED_POSITIONAL",
     "GUARD_BACKEND",
     "GUARD_DTYPE_DEVICE",
     "GUARD_ENTRY_PREFIX",
@@ -290,6 +291,8 @@ KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
 # How a guard names an argument: x, kwargs['input_ids'], and in older releases L['x'] and
 # L['kwargs']['mask']. Group 1: the argument's own name.
 GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
+# A positional argument a wrapper took as ``*args``: args[0], L['args'][0]. Group 1: its index.
+GUARDED_POSITIONAL = re.compile(r"^(?:L\[['\"]args['\"]\]|args)\[(\d{1,4})\]")
 
 # -- graph-break reasons ----------------------------------------------------------------------
 
