@@ -84,7 +84,12 @@ from compiletrace._data.records import (
     qualified_type_name,
 )
 from compiletrace._data.registry import Registry
-from compiletrace._data.torch_text import BREAK_ITEM, HEADER_REGION, RUNTIME_AUTOTUNE_REGIONS
+from compiletrace._data.torch_text import (
+    BACKWARD_COMPILER_REGION,
+    BREAK_ITEM,
+    HEADER_REGION,
+    RUNTIME_AUTOTUNE_REGIONS,
+)
 from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace._io.text import first_line
 
@@ -994,6 +999,7 @@ class Tracker:
             module_forward=frame.module.forward_location,
             module_method=frame.module.method,
             arg_names=frame.module.arg_names,
+            backward_in_forward=any(name == BACKWARD_COMPILER_REGION for name, _, _ in frame.regions),
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
             frame_lines=self._frame_lines(frame, frame.start_ns, end_ns),
@@ -1043,8 +1049,6 @@ class Tracker:
         regions, outer = collected
         if tc.current_frame_region_sink() is regions:
             tc.frame_region_sink(outer)
-        if outer is not None:
-            outer.extend(regions)  # a backward inside a frame compile: the frame's regions too
         return one_time_ns(regions, start_unix_ns, end_unix_ns) + self._first_header_ns(regions)
 
     def _first_header_ns(self, regions: list[TimedRegion]) -> int:

@@ -448,6 +448,10 @@ class GraphRecord:
     # torch's guard on ``args[0]`` is the user's ``pixel_values``. Optional in a file, as
     # settings is.
     arg_names: tuple[str, ...] = ()
+    # The backward was compiled ahead of time, inside this frame's backend call (AOTAutograd
+    # does so for dynamic shapes whose backward saves sizes): its seconds are in backend_ns,
+    # and no lazy backward follows. Optional in a file, as settings is.
+    backward_in_forward: bool = False
 
     @property
     def frame_ns(self) -> int:
@@ -555,6 +559,8 @@ class GraphRecord:
         data["arg_names"] = list(self.arg_names)
         if not self.arg_names:
             del data["arg_names"]
+        if not self.backward_in_forward:
+            del data["backward_in_forward"]
         return data
 
     @classmethod
@@ -629,6 +635,9 @@ class GraphRecord:
             settings=_settings(f) if "settings" in f.data else (),
             module_method=f.string("module_method") if "module_method" in f.data else "",
             arg_names=_arg_names(f) if "arg_names" in f.data else (),
+            backward_in_forward=f.boolean("backward_in_forward")
+            if "backward_in_forward" in f.data
+            else False,
         )
 
 
@@ -646,8 +655,9 @@ def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file),
-# but for the optional ones (settings, module_method, arg_names: a reader of any version leaves them).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings", "module_method", "arg_names"}
+# but for the optional ones (_OPTIONAL: a reader of any version leaves them).
+_OPTIONAL = frozenset({"settings", "module_method", "arg_names", "backward_in_forward"})
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - _OPTIONAL
 _ADDED_IN = {
     3: frozenset({"frame_lines"}),
     4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),

@@ -27,6 +27,7 @@ __all__ = [
     "AOT_AUTOGRAD_REGIONS",
     "AOT_REGION",
     "BACKEND_REGION",
+    "BACKWARD_COMPILER_REGION",
     "BACKWARD_REGION",
     "BREAK_CONTEXT_MANAGER",
     "BREAK_DATA_DEPENDENT",
@@ -146,6 +147,9 @@ KERNEL_LOAD_REGIONS = ("PyCodeCache.load_by_key_path", "TritonBundler.")
 # A process's first C++ compile is its precompiled header (codecache._precompile_header),
 # paid once per process whatever the cache holds: the first region of this name.
 HEADER_REGION = "compile_file"
+# inductor's backward compiler: inside a forward's backend call, the backward was compiled
+# ahead of time with its forward (no lazy backward follows)
+BACKWARD_COMPILER_REGION = "compile_fx.<locals>.bw_compiler"
 # Remote caches (fbcode's FX-graph cache, profile-guided dynamic shapes' state).
 REMOTE_CACHE_REGIONS = ("remote_fx_graph_cache", "pgo.")
 # Autotuning while compiling (max-autotune's template choices, fused-node benchmarks): a
