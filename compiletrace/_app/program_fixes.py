@@ -10,7 +10,8 @@ edit to the program (the others are torch settings: ``torch_compat.CONFIG_FIXES`
   ``layers[i].is_initialized``) needs an entry of its own, so the fix raises the limit to
   the block count plus torch's own allowance, or the blocks past the limit would run
   uncompiled. A model with no ``CLASS`` inside, and a ``CLASS`` block compiled itself,
-  compile as they would.
+  compile as they would. Each block's compiles are named as the model's (the component it
+  had compiled whole), so a verify's before and after read per component alike.
 - ``static-cache``: transformers' ``generate`` gets ``cache_implementation="static"`` when
   the call sets no cache of its own (no ``past_key_values``, ``cache_implementation`` or
   ``use_cache=False``, here or in its generation config): the cache's tensors keep one
@@ -41,6 +42,7 @@ from typing import Any
 
 from compiletrace._app.engine_phases import EntryPoint, Installed
 from compiletrace._app.engine_phases import install as install_wrappers
+from compiletrace._core.components import compiled_as_part_of
 from compiletrace._data.fixes import Fix, check_fixes
 from compiletrace._data.fixes import parse_fix as parse_fix_name
 from compiletrace._data.registry import Registry
@@ -195,6 +197,8 @@ def _install_regional(block_class: str) -> None:
             return real(*args, **kwargs)
         options = {k: v for k, v in kwargs.items() if k != "model"}
         for block in blocks:
+            # Its compiles are the model's component, as they were compiled whole.
+            compiled_as_part_of(block, module)
             block.compile(*args[1:], **options)  # torch.compile(block's call, ...): the real one
         _room_for(len(blocks))
         return target  # the model runs as it is around its compiled blocks

@@ -27,6 +27,7 @@ __all__ = [
     "AOT_AUTOGRAD_REGIONS",
     "AOT_REGION",
     "BACKEND_REGION",
+    "BACKWARD_COMPILER_REGION",
     "BACKWARD_REGION",
     "BREAK_CONTEXT_MANAGER",
     "BREAK_DATA_DEPENDENT",
@@ -51,6 +52,7 @@ __all__ = [
     "FX_LOAD_REGIONS",
     "GRAPH_KEY_ATTRIBUTES",
     "GUARDED_ARGUMENT",
+    "GUARDED_POSITIONAL",
     "GUARD_BACKEND",
     "GUARD_DTYPE_DEVICE",
     "GUARD_ENTRY_PREFIX",
@@ -74,6 +76,7 @@ __all__ = [
     "ONE_TIME_REGIONS",
     "PROCESS_KEY_ATTRIBUTES",
     "REMOTE_CACHE_REGIONS",
+    "RESUME_AT",
     "RESUME_NAME",
     "RESUME_PREFIX",
     "RUNTIME_AUTOTUNE_REGIONS",
@@ -93,6 +96,7 @@ __all__ = [
 # resumes and the line: "torch_dynamo_resume_in_forward_at_12" (nested for a second break).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the function it resumes
+RESUME_AT = re.compile(rf"^{RESUME_PREFIX}\w+_at_(\d+)$")  # group 1: the line of the break it follows
 
 # -- the regions torch times (dynamo_timed, its chromium event logger) -----------------------
 
@@ -147,6 +151,9 @@ KERNEL_LOAD_REGIONS = ("PyCodeCache.load_by_key_path", "TritonBundler.")
 # A process's first C++ compile is its precompiled header (codecache._precompile_header),
 # paid once per process whatever the cache holds: the first region of this name.
 HEADER_REGION = "compile_file"
+# inductor's backward compiler: inside a forward's backend call, the backward was compiled
+# ahead of time with its forward (no lazy backward follows)
+BACKWARD_COMPILER_REGION = "compile_fx.<locals>.bw_compiler"
 # Remote caches (fbcode's FX-graph cache, profile-guided dynamic shapes' state).
 REMOTE_CACHE_REGIONS = ("remote_fx_graph_cache", "pgo.")
 # Autotuning while compiling (max-autotune's template choices, fused-node benchmarks): a
@@ -330,6 +337,8 @@ KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
 # How a guard names an argument: x, kwargs['input_ids'], and in older releases L['x'] and
 # L['kwargs']['mask']. Group 1: the argument's own name.
 GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
+# A positional argument a wrapper took as ``*args``: args[0], L['args'][0]. Group 1: its index.
+GUARDED_POSITIONAL = re.compile(r"^(?:L\[['\"]args['\"]\]|args)\[(\d{1,4})\]")
 
 # -- graph-break reasons ----------------------------------------------------------------------
 

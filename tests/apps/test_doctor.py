@@ -3,6 +3,7 @@ seconds, fix), and the fix it names applied to show what was at stake falls away
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import time
@@ -1074,3 +1075,42 @@ def test_an_engines_warm_up_phases_are_judged_by_the_compiles_inside_them() -> N
     timeline = build_timeline(phases, [inside], 0, 11 * S)
     (finding,) = [f for f in diagnose_run([inside], None, timeline) if f.kind == FindingKind.USELESS_WARMUP]
     assert finding.seconds == 3.0 and finding.evidence["phase"] == "dummy run"
+
+
+# -- the user's names in advice ---------------------------------------------------------------
+
+
+def _decorated(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A library's decorator around a forward: torch compiles it, guarding ``args[0]``."""
+
+    @functools.wraps(f)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return f(self, *args, **kwargs)
+
+    return wrapper
+
+
+class DecoratedTower(nn.Module):
+    @_decorated
+    def forward(self, pixel_values: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        return pixel_values.sin() * scale
+
+
+def test_mark_dynamic_advice_names_the_users_parameter_behind_a_decorator() -> None:
+    torch._dynamo.reset()
+    with compiletrace.observe(registry=Registry()) as observed:
+        tower = torch.compile(DecoratedTower(), backend="eager")
+        for rows in (4, 8):
+            tower(torch.ones(rows, 3))
+    records = observed.registry.records()
+    recompile = records[-1]
+    assert "'args[0]'" in (recompile.recompile_reason or "")  # torch names the wrapper's *args
+    assert recompile.arg_names == ("pixel_values", "scale")  # kept in the record...
+    again = GraphRecord.from_dict(json.loads(json.dumps(recompile.to_dict())))
+    assert again.arg_names == recompile.arg_names  # ... and in its file
+    (finding,) = [f for f in diagnose_records(records) if f.kind == FindingKind.RECOMPILES]
+    assert "maybe_mark_dynamic(pixel_values, 0)" in finding.fix and "(args, 0)" not in finding.fix
+    assert "--apply \"mark-dynamic=L['args'][0]:0\"" in finding.fix  # torch's own name, for torch
+    # A name from a file is checked.
+    with pytest.raises(RunFileError, match="arg_names"):
+        GraphRecord.from_dict({**recompile.to_dict(), "arg_names": ["pixel_values); import os"]})

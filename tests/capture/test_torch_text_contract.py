@@ -51,6 +51,7 @@ class Written:
     regions: set[str] = field(default_factory=set)  # timed-region names
     stance: list[str] = field(default_factory=list)  # what a stance that refuses a compile raises
     module_classes: list[str] = field(default_factory=list)  # the classes of DDP's frames
+    sources: list[str] = field(default_factory=list)  # the inputs torch's automatic dynamic names
 
     def add(self, records: Iterable[GraphRecord]) -> None:
         for r in records:
@@ -58,6 +59,7 @@ class Written:
                 self.reasons.append(r.recompile_reason)
             self.breaks.extend(b.reason for b in r.graph_breaks)
             self.code_names.append(r.code_name)
+            self.sources.extend(entry.rpartition(":")[0] for entry in r.dynamic_sources)
             if r.error_type:
                 self.error_types.append(r.error_type)
 
@@ -109,6 +111,10 @@ class _B:
 
 def _kwargs_size(**kwargs: torch.Tensor) -> torch.Tensor:
     return kwargs["x"].sin()
+
+
+def _varargs_size(*args: torch.Tensor) -> torch.Tensor:
+    return args[0].sin()
 
 
 def _kwargs_count(x: torch.Tensor, **kwargs: int) -> torch.Tensor:
@@ -260,6 +266,9 @@ def written() -> Written:
     by_keyword = compiletrace.compile(_kwargs_size, backend="eager", registry=reg, dynamic=False)
     by_keyword(x=_ones(2))
     by_keyword(x=_ones(3))  # tensor 'kwargs['x']' size mismatch
+    by_position = compiletrace.compile(_varargs_size, backend="eager", registry=reg)
+    by_position(_ones(2))
+    by_position(_ones(3))  # tensor 'args[0]' size mismatch; automatic dynamic: L['args'][0]
     counted = compiletrace.compile(_kwargs_count, backend="eager", registry=reg)
     counted(_ones(2), a=1)
     counted(_ones(2), a=1, b=2)  # len(kwargs) == 1
@@ -425,6 +434,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "VALUE_COMPARISON": (lambda w: w.guards, "match"),
     "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
     "GUARDED_ARGUMENT": (lambda w: w.guarded_names, "match"),
+    "GUARDED_POSITIONAL": (lambda w: [*w.guarded_names, *w.sources], "match"),
     "STACK_VALUE": (lambda w: (name for name, _ in w.compared), "match"),
     "STRING_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
     "NUMBER_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
@@ -438,6 +448,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "BREAK_CONTEXT_MANAGER": (lambda w: w.breaks, "search"),
     "DDP_BREAK": (lambda w: w.breaks, "search"),
     "RESUME_NAME": (lambda w: w.code_names, "match"),
+    "RESUME_AT": (lambda w: w.code_names, "match"),
 }
 PREFIXES = (
     "AOT_AUTOGRAD_REGIONS",
@@ -460,6 +471,7 @@ NAMES = (
     "AOT_REGION",
     "BACKEND_REGION",
     "HEADER_REGION",
+    "BACKWARD_COMPILER_REGION",
     "STANCE_REFUSED",
     "DDP_CLASS",
 )
@@ -579,6 +591,7 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread, "keys
     found = json.loads(done.stdout)
     regions = set(found["regions"])
     assert torch_text.HEADER_REGION in regions
+    assert torch_text.BACKWARD_COMPILER_REGION in regions  # the lazy backward's compiler
     for name in PREFIXES:
         missing = _prefixes_unmatched(getattr(torch_text, name), regions)
         assert [p for p in missing if (name, p) not in NOT_WRITTEN_HERE] == [], name

@@ -43,8 +43,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             shared.seconds(spent),
             f"{owner[2]}{shared.at(spent)} hit torch's recompile limit "
             f"({limit if limit is not None else '?'}) and now runs eagerly, uncompiled",
-            f"{guard_fix(kind, last.recompile_reason, static=compiled_static(spent))}; or, if every "
-            "variant is needed, raise "
+            f"{guard_fix(kind, last.recompile_reason, last.arg_names, static=compiled_static(spent))}; "
+            "or, if every variant is needed, raise "
             "torch._dynamo.config.recompile_limit",
             shared.located(owner),
             {
