@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,16 +71,28 @@ class Side:
     name: str
     records: tuple[GraphRecord, ...]
     keys: RunCacheKeys | None = None
+    # A job's processes, each its role ("rank 1", "main") and its graphs, where it has more
+    # than one: each is matched with BASE on its own (explain).
+    processes: tuple[tuple[str, tuple[GraphRecord, ...]], ...] = ()
 
     @classmethod
-    def of_runs(cls, name: str, runs: Iterable[tuple[Sequence[GraphRecord], RunMeta]]) -> Side:
+    def of_runs(
+        cls,
+        name: str,
+        runs: Iterable[tuple[Sequence[GraphRecord], RunMeta]],
+        roles: Sequence[str] = (),
+    ) -> Side:
         """A side of several processes (a job): their graphs, one after another, and their
         keys merged (config sets are named by their content; the first process's facts,
-        every process's cache directories)."""
+        every process's cache directories); with ``roles`` (one per run), each process's
+        graphs kept apart too."""
         records: list[GraphRecord] = []
         sets: dict[str, Mapping[str, KeyPart]] = {}
         facts: CacheFacts | None = None
         dirs: list[str] = []
+        runs = list(runs)
+        several = len(roles) == len(runs) > 1
+        processes = tuple(zip(roles, (tuple(r) for r, _ in runs), strict=True)) if several else ()
         for run_records, meta in runs:
             records.extend(run_records)
             keys = meta.cache_keys
@@ -90,9 +102,9 @@ class Side:
             facts = facts or keys.facts
             dirs += [d for d in keys.facts.cache_dirs or (keys.facts.cache_dir,) if d and d not in dirs]
         if facts is None:
-            return cls(name, tuple(records))
+            return cls(name, tuple(records), processes=processes)
         merged = CacheFacts(**{**facts.__dict__, "cache_dirs": tuple(dirs)})
-        return cls(name, tuple(records), RunCacheKeys(sets, merged))
+        return cls(name, tuple(records), RunCacheKeys(sets, merged), processes)
 
     @property
     def facts(self) -> CacheFacts | None:
@@ -387,7 +399,7 @@ class WhyReport:
 # -- matching graphs ------------------------------------------------------------------------------
 
 
-def _label(r: GraphRecord) -> str:
+def _graph_label(r: GraphRecord) -> str:
     where = f"{os.path.basename(r.code_filename)}:{r.code_firstlineno}" if r.code_filename else ""
     return f"{r.compile_id} {r.code_name}" + (f" ({where})" if where else "")
 
@@ -441,6 +453,31 @@ def match_graphs(
     pairs = [(base[bi], current[ci], rule) for ci, (bi, rule) in sorted(matched.items())]
     new = [cur for ci, cur in enumerate(current) if ci not in matched]
     return pairs, new, [base[bi] for bi in free]
+
+
+def _match_sides(
+    base: Side, current: Side
+) -> tuple[list[tuple[GraphRecord, GraphRecord, str]], list[GraphRecord], list[GraphRecord], dict[int, str]]:
+    """:func:`match_graphs` of two sides, a job's processes each on its own: a process of
+    CURRENT with a namesake in BASE ("rank 1") is matched with it, any other with all of
+    BASE's graphs, which several processes may share (one process filled the cache that
+    every rank of a job used). Also each graph's label prefix by ``id``, where a side has
+    several processes ("rank 1: ")."""
+    if not current.processes:
+        pairs, new, gone = match_graphs(base.records, current.records)
+        prefixes = {id(r): f"{role}: " for role, records in base.processes for r in records}
+        return pairs, new, gone, prefixes
+    by_role = dict(base.processes)
+    pairs, new, used = [], [], set()
+    for role, records in current.processes:
+        found, unmatched, _ = match_graphs(by_role.get(role) or base.records, records)
+        pairs += found
+        new += unmatched
+        used |= {id(b) for b, _, _ in found}
+    prefixes = {
+        id(r): f"{role}: " for side in (base, current) for role, records in side.processes for r in records
+    }
+    return pairs, new, [b for b in base.records if id(b) not in used], prefixes
 
 
 # -- comparing two keys ------------------------------------------------------------------------
@@ -900,7 +937,7 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
     )
 
 
-def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, BuildChange | None]:
+def _builds(base: GraphRecord, cur: GraphRecord, label: str) -> tuple[BuildChange | None, BuildChange | None]:
     """(same key, other build), (other key, same build) of one graph's FX-graph entries."""
 
     def built(r: GraphRecord) -> CacheLookup | None:
@@ -910,7 +947,7 @@ def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, Bu
     b, c = built(base), built(cur)
     if b is None or c is None:
         return None, None
-    change = BuildChange(_label(cur), b.key, c.key, b.code_hash, c.code_hash)
+    change = BuildChange(label, b.key, c.key, b.code_hash, c.code_hash)
     if b.key == c.key and b.code_hash != c.code_hash:
         return change, None
     if b.key != c.key and b.code_hash == c.code_hash:
@@ -919,7 +956,10 @@ def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, Bu
 
 
 def _autotuned_otherwise(
-    base: Side, current: Side, pairs: Sequence[tuple[GraphRecord, GraphRecord, str]]
+    base: Side,
+    current: Side,
+    pairs: Sequence[tuple[GraphRecord, GraphRecord, str]],
+    label: Callable[[GraphRecord], str],
 ) -> list[BuildChange]:
     """Same keys, different kernels: the graphs whose FX graph keys are equal in both runs,
     when autotuning chose otherwise for kernels both runs tuned (their .best_config)."""
@@ -935,7 +975,7 @@ def _autotuned_otherwise(
         kc = [x.key for x in rc.cache_lookups if x.tier == "fx_graph" and x.key]
         if kb and kc and kb[-1] == kc[-1]:
             what = f"autotuning chose otherwise for {len(differ)} kernel(s): {', '.join(differ[:3])}"
-            out.append(BuildChange(_label(rc), kb[-1], kc[-1], "", "", what))
+            out.append(BuildChange(label(rc), kb[-1], kc[-1], "", "", what))
     return out
 
 
@@ -943,13 +983,18 @@ def _autotuned_otherwise(
 
 
 def explain(base: Side, current: Side) -> WhyReport:
-    """Every graph CURRENT missed, explained against BASE (see the module's docstring)."""
-    pairs, new, gone = match_graphs(base.records, current.records)
+    """Every graph CURRENT missed, explained against BASE (see the module's docstring);
+    a job's processes are matched each on its own (:func:`_match_sides`)."""
+    pairs, new, gone, prefixes = _match_sides(base, current)
+
+    def label(r: GraphRecord) -> str:
+        return prefixes.get(id(r), "") + _graph_label(r)
+
     misses: list[GraphMiss] = []
     same_key: list[BuildChange] = []
     same_build: list[BuildChange] = []
     for b, c, how in pairs:
-        one, other = _builds(b, c)
+        one, other = _builds(b, c, label(c))
         if one is not None:
             same_key.append(one)
         if other is not None:
@@ -959,7 +1004,7 @@ def explain(base: Side, current: Side) -> WhyReport:
         reason = _explain_pair(b, c, base, current)
         tiers = tuple((TIER_NAMES[t], _outcome(b, t), _outcome(c, t)) for t in _missed_tiers(c))
         misses.append(
-            GraphMiss(_label(c), _label(b), how, tiers, _seconds(b, c), reason, c.component, c.code_location)
+            GraphMiss(label(c), label(b), how, tiers, _seconds(b, c), reason, c.component, c.code_location)
         )
     groups: dict[tuple[Any, ...], list[GraphMiss]] = {}
     for miss in misses:
@@ -968,7 +1013,7 @@ def explain(base: Side, current: Side) -> WhyReport:
         (WhyGroup(graphs[0].reason, tuple(graphs)) for graphs in groups.values()), key=lambda g: -g.seconds
     )
     notes = []
-    same_key += _autotuned_otherwise(base, current, pairs)
+    same_key += _autotuned_otherwise(base, current, pairs, label)
     for side, run in (("BASE", base), ("CURRENT", current)):
         if run.keys is None:
             notes.append(
@@ -981,8 +1026,8 @@ def explain(base: Side, current: Side) -> WhyReport:
         len(current.records),
         hits,
         tuple(ordered),
-        tuple(_label(r) for r in new if _missed_tiers(r)),
-        tuple(_label(r) for r in gone),
+        tuple(label(r) for r in new if _missed_tiers(r)),
+        tuple(label(r) for r in gone),
         tuple(same_key),
         tuple(same_build),
         tuple(process_changes(base.facts, current.facts)),

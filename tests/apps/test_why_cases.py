@@ -10,6 +10,7 @@ FX graph key's parts).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,25 @@ def test_equal_keys_the_miss_came_from_elsewhere(where: Path, base: Recorded, na
         (group,) = report["groups"]
         assert group["reason"]["kind"] == kind and group["reason"]["changes"] == []
         _check_seconds(report, current, side)
+
+
+def test_every_rank_of_a_job_is_explained_against_the_process_that_filled_the_cache(
+    where: Path, base: Recorded, base_threads: int
+) -> None:
+    # One process filled the cache; a two-rank torchrun job used it (torchrun sets
+    # OMP_NUM_THREADS=1, which the key holds). Each rank is matched with BASE on its own.
+    if base_threads < 2:
+        pytest.skip("one CPU thread: torchrun's OMP_NUM_THREADS=1 changes nothing in the key")
+    cache = where / "ranks.cache"
+    for rank in (0, 1):
+        shutil.copytree(base.cache, f"{cache}.rank{rank}")
+    current = record(where, "ranks", cache, {"CASE_CACHE_PER_RANK": "1"}, ranks=2)
+    for side in SIDES:
+        report = _why(base, current, side, where / f"ranks.{side}.why.json")
+        assert (report["missed"], report["compiled"], report["new_graphs"]) == (2, 2, []), report
+        assert causes(report) == [("cpp_runtime_thread_count", str(base_threads), "1")]
+        (group,) = report["groups"]
+        # The job knows its ranks; torch's trace of a program that made no process group, its logs.
+        roles = ["rank 0", "rank 1"] if side == "job" else ["process 1", "process 2"]
+        assert sorted(g["current"].partition(":")[0] for g in group["graphs"]) == roles
+        assert all(g["base"] == g["current"].partition(": ")[2] for g in group["graphs"])  # BASE's one graph
