@@ -6,7 +6,7 @@ does the comparing; the views are ``compiletrace.reports``).
 >>> from compiletrace._data.run import WarmupResult
 >>> empty = Run((), WarmupResult(True, 0.0, CompilationTimes()))
 >>> why(("a.json", empty), ("b.json", empty)).headline()
-'no graph missed the compile cache in CURRENT (0 compiled)'
+'no graph missed the compile cache in CURRENT (it compiled none)'
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Plain data, free of torch: :func:`explain` takes two :class:`Side` s and gives a
 HTML, and the doctor's ``cache_miss`` rule quotes.
 
 >>> explain(Side("a.json", ()), Side("b.json", ())).headline()
-'no graph missed the compile cache in CURRENT (0 compiled)'
+'no graph missed the compile cache in CURRENT (it compiled none)'
 """
 
 from __future__ import annotations
@@ -243,6 +243,12 @@ def fix_for_part(change: PartChange) -> str:
         )
     if kind == "graph":
         return "the graph's code changed (the model's code, or what Dynamo traced): no cached entry can apply"
+    if kind in ("mode", "dynamic"):
+        base, current = (repr(v) if kind == "mode" else v for v in (change.base, change.current))
+        return (
+            f"torch.compile's {kind}= changed: compile with {kind}={base} {_BOTH} (or fill the cache "
+            f"with {kind}={current})"
+        )
     if kind == "options":
         return "torch.compile's options changed (mode, dynamic, options=): compile with the same ones"
     if kind == "state":
@@ -313,6 +319,22 @@ class WhyGroup:
     def seconds(self) -> float:
         return sum(g.seconds for g in self.graphs)
 
+    @property
+    def alike(self) -> bool:
+        """Whether every graph's reason reads the same (graphs whose inputs changed are one
+        group, each with its own values)."""
+        return len({g.reason.summary for g in self.graphs}) == 1
+
+    @property
+    def summary(self) -> str:
+        """The reason in a line: its changes with their values where every graph's are the
+        same, else what kind of change it was (each graph's values are its own)."""
+        if self.alike:
+            return self.reason.summary
+        if self.reason.signature == ("parts", ("inputs",)):
+            return "their inputs changed (dtype, shape or dynamic dimensions)"
+        return "each its own values"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "reason": self.reason.to_json(),
@@ -364,7 +386,12 @@ class WhyReport:
     def headline(self) -> str:
         """One line: how many of CURRENT's graphs missed, and what the misses cost."""
         if not self.missed:
-            return f"no graph missed the compile cache in CURRENT ({self.compiled} compiled)"
+            if not self.compiled:
+                return "no graph missed the compile cache in CURRENT (it compiled none)"
+            graphs = "graph" if self.compiled == 1 else "graphs"
+            rest = self.compiled - self.hits  # no cache consulted (a backend without one)
+            hits = f"{self.hits} hit" + (f", {rest} looked up no cache" if rest else "")
+            return f"no graph missed the compile cache in CURRENT ({self.compiled} {graphs}: {hits})"
         graphs = "graph" if self.compiled == 1 else "graphs"
         new = f", {len(self.new_graphs)} new" if self.new_graphs else ""
         return (
@@ -556,6 +583,40 @@ def _with_release(changes: list[PartChange]) -> list[PartChange]:
     if any(c.kind == "version" for c in changes):
         return [c if c.kind == "version" else _replace(c, consequence=True) for c in changes]
     return changes
+
+
+# What torch.compile's modes set (torch._inductor.list_mode_options, torch 2.11-2.15): a
+# changed mode changes these parts of the key, which the mode explains.
+_MODE_SETS = frozenset(
+    {
+        "inductor_config[max_autotune]",
+        "inductor_config[coordinate_descent_tuning]",
+        "inductor_config[triton.cudagraphs]",
+        "fx_kwargs[cudagraphs]",
+    }
+)
+_COMPILE_ARGUMENTS = ("mode", "dynamic")  # of GraphRecord.settings, which a key reflects
+
+
+def _with_compile_arguments(
+    changes: list[PartChange], base: GraphRecord, cur: GraphRecord
+) -> list[PartChange]:
+    """``changes`` led by the torch.compile arguments that differ between the two graphs'
+    compiles (their ``mode`` and ``dynamic``, where both runs recorded them), and the parts
+    those set marked as changed with them: a mode sets inductor settings the user never
+    touched, ``dynamic=True`` turns the inputs symbolic."""
+    b, c = dict(base.settings), dict(cur.settings)
+    moved = [a for a in _COMPILE_ARGUMENTS if a in b and a in c and b[a] != c[a]]
+    if not moved or not changes:
+        return changes
+
+    def explained(change: PartChange) -> bool:
+        if "mode" in moved and (change.name in _MODE_SETS or change.kind == "options"):
+            return True
+        return "dynamic" in moved and change.kind in ("inputs", "options", "graph")
+
+    led = [PartChange(f"torch.compile {a}", b[a], c[a], a) for a in moved]
+    return led + [_replace(x, consequence=True) if explained(x) else x for x in changes]
 
 
 def _replace(change: PartChange, **fields: Any) -> PartChange:
@@ -913,7 +974,8 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
             if expanded:
                 changes = _with_release([x for x in changes if x.name != "autograd_config"] + expanded)
         per_tier.append((tier, changes))
-    changes = sorted(_with_release(_merge_tiers(per_tier)), key=lambda c: c.consequence)
+    changes = _with_compile_arguments(_with_release(_merge_tiers(per_tier)), base, cur)
+    changes = sorted(changes, key=lambda c: c.consequence)
     if not changes and not same_key and not unknown and per_tier:
         unknown.append("the keys differ in no part either run recorded")
     if changes:
@@ -1036,10 +1098,12 @@ def explain(base: Side, current: Side) -> WhyReport:
 
 
 def group_line(group: WhyGroup, missed: int) -> str:
-    """One group as a line: "all 14 graphs: inductor_config[max_autotune] False -> True (41.2 s)"."""
+    """One group as a line: "all 14 graphs: inductor_config[max_autotune] False -> True (41.2 s)";
+    graphs whose inputs changed each in their own way are named by kind, each graph's values
+    under it ("all 3 graphs: their inputs changed (dtype, shape or dynamic dimensions)")."""
     n = len(group.graphs)
     if n == missed:
         who = "the graph" if n == 1 else f"all {n} graphs"
     else:
         who = f"{n} graph{'s' if n != 1 else ''}"
-    return f"{who}: {group.reason.summary} ({group.seconds:.2f} s)"
+    return f"{who}: {group.summary} ({group.seconds:.2f} s)"

@@ -4,7 +4,7 @@
 >>> from compiletrace._data.why import WhyReport
 >>> print(why_text(WhyReport("a.json", "b.json", 3, 3)))
 why: BASE a.json -> CURRENT b.json
-no graph missed the compile cache in CURRENT (3 compiled)
+no graph missed the compile cache in CURRENT (3 graphs: 3 hit)
 """
 
 from __future__ import annotations
@@ -52,11 +52,16 @@ def why_text(report: WhyReport) -> str:
         for g in group.graphs[:MAX_GRAPHS_SHOWN]:
             matched = "" if g.matched_by == "identity" else f", matched by {g.matched_by}"
             lines.append(_line(f"   {g.current}: {_tiers(g.tiers)} ({g.seconds:.2f} s{matched})"))
+            if not group.alike:  # each graph's own values, not the first one's for all
+                lines.append(_line(f"      {g.reason.summary}"))
         if len(group.graphs) > MAX_GRAPHS_SHOWN:
             lines.append(f"   (+{len(group.graphs) - MAX_GRAPHS_SHOWN} more graphs)")
         causes = [c for c in reason.changes if not c.consequence]
         after = [c for c in reason.changes if c.consequence]
-        if len(reason.changes) > 1 or after or (reason.changes and reason.kind != "parts"):
+        # A group whose graphs changed each in their own way shows each graph's line above
+        # (every change of each is in --json), not the first graph's changes for all.
+        shown = len(reason.changes) > 1 or after or (reason.changes and reason.kind != "parts")
+        if group.alike and shown:
             lines += [_line(f"   changed: {_change(c)}") for c in causes]
             lines += [_line(f"   changed with it: {_change(c)}") for c in after[:MAX_SHOWN_CHANGES]]
             if len(after) > MAX_SHOWN_CHANGES:
@@ -93,12 +98,13 @@ def why_html(report: WhyReport, *, title: str = "compiletrace why") -> str:
     if report.groups:
         rows = []
         for group in report.groups:
-            graphs = "; ".join(g.current for g in group.graphs[:MAX_GRAPHS_SHOWN])
+            shown = group.graphs[:MAX_GRAPHS_SHOWN]
+            graphs = "; ".join(g.current + ("" if group.alike else f": {g.reason.summary}") for g in shown)
             if len(group.graphs) > MAX_GRAPHS_SHOWN:
                 graphs += f" (+{len(group.graphs) - MAX_GRAPHS_SHOWN} more)"
             rows.append(
                 [
-                    group.reason.summary,
+                    group.summary,
                     str(len(group.graphs)),
                     f"{group.seconds:.2f}",
                     graphs,
