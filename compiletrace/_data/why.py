@@ -657,7 +657,7 @@ def _summary(causes: Sequence[PartChange]) -> str:
 
 
 def _env_value(facts: CacheFacts | None, name: str) -> str:
-    if facts is None:
+    if facts is None or not facts.env_known:
         return "?"
     return repr(facts.env[name]) if name in facts.env else "unset"
 
@@ -724,6 +724,8 @@ def process_changes(base: CacheFacts | None, current: CacheFacts | None) -> list
         b, c = getattr(base, name), getattr(current, name)
         if b and c and b != c:
             out.append(PartChange(name, str(b), str(c), kind))
+    if not (base.env_known and current.env_known):
+        return out  # one run keeps no environment (torch's trace): unknown, not unset
     for env in sorted(set(base.env) | set(current.env)):
         b, c = base.env.get(env), current.env.get(env)
         if b != c and env not in _NOT_KEYED:

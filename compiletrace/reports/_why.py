@@ -12,16 +12,17 @@ from __future__ import annotations
 from compiletrace._data.why import BuildChange, PartChange, WhyReport, group_line
 from compiletrace._io.text import printable, shorten
 from compiletrace.reports._html import _esc, _page, _table
+from compiletrace.reports._table import wrap_prose
 
 __all__ = ["why_html", "why_text"]
 
 MAX_GRAPHS_SHOWN = 5  # graphs listed under a group
 MAX_SHOWN_CHANGES = 8  # parts that changed with a cause, listed under it
-LINE_WIDTH = 200
+MAX_LINE = 2000  # a value from a file is cut here: a bound, never the screen's width
 
 
 def _line(text: str) -> str:
-    return shorten(printable(text), LINE_WIDTH)
+    return shorten(printable(text), MAX_LINE)
 
 
 def _tiers(tiers: tuple[tuple[str, str, str], ...]) -> str:
@@ -41,10 +42,11 @@ def _build(b: BuildChange, same_key: bool) -> str:
     return f"{b.graph}: keys {b.key_base[:12]}... -> {b.key_current[:12]}..., code {b.code_current} in both"
 
 
-def why_text(report: WhyReport) -> str:
+def why_text(report: WhyReport, width: int | None = None) -> str:
     """The report as text: the headline, each reason with its graphs, what changed and the
     fix, then the graphs only one run has, builds that differ, and the processes' facts
-    that differ."""
+    that differ; each line wrapped at ``width`` (default: ``COLUMNS``, the terminal's, or
+    100 for a pipe), whole (a fix is never cut)."""
     lines = [_line(f"why: BASE {report.base} -> CURRENT {report.current}"), _line(report.headline())]
     for i, group in enumerate(report.groups, 1):
         reason = group.reason
@@ -85,7 +87,7 @@ def why_text(report: WhyReport) -> str:
         lines += [_line(f"   {c.line()}") for c in report.process_changes]
     if report.notes:
         lines += [""] + [_line(f"note: {n}") for n in report.notes]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose(lines, width, indent="   "))
 
 
 def why_html(report: WhyReport, *, title: str = "compiletrace why") -> str:
