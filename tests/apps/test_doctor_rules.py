@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import compiletrace
 from compiletrace import cli
 from compiletrace._data.cache_hits import COMPILE_PHASES
 from compiletrace._data.files import read
@@ -344,3 +345,14 @@ def test_compile_after_ready() -> None:
     autotune = found["runtime_autotune"]
     assert autotune.seconds == pytest.approx(event.duration_ns / 1e9) and event.detail in autotune.title
     assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence
+
+
+@pytest.mark.parametrize("path", sorted(RUNS.glob("*.run.json")), ids=lambda p: p.name.split(".")[0])
+def test_no_finding_puts_more_at_stake_than_the_problem_cost(path: Path) -> None:
+    # Each committed run (made by the repository's programs): a fix saves at most what the
+    # problem cost, in one unit (compile_after_warmup's recompile claimed 0.12 s of a 0.08 s cost).
+    for finding in compiletrace.load(path).diagnose():
+        stake = finding.evidence.get("at_stake")
+        if stake is not None:
+            assert stake["seconds"] <= stake["cost_s"], (finding.kind, stake)
+            assert finding.seconds <= stake["cost_s"] + 1e-4
