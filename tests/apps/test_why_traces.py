@@ -167,3 +167,15 @@ def test_a_trace_keeps_no_environment_so_none_is_told_unset(
     moved.write_text(json.dumps(job))
     report = _why(BASE_JOB, moved, tmp_path / "m.json")
     assert [(c["name"], c["current"]) for c in report["process_changes"]] == [("env HOME", "/elsewhere")]
+
+
+def test_doctor_baseline_on_traces_prints_no_empty_changes_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # Equal keys (the FX entries evicted): the reason is elsewhere, and no part changed.
+    current = str(TRACES / "h_evicted.log.gz")
+    cli.main(["doctor", current, "--baseline", str(BASE)])
+    out = capsys.readouterr().out
+    assert "the FX graph entry it names was gone" in " ".join(out.split())
+    assert all(line.strip() != "changes:" for line in out.splitlines()), out
+    # A part that changed is still listed.
+    cli.main(["doctor", str(TRACES / "f_ci.log.gz"), "--baseline", str(BASE)])
+    assert "changes: autograd_config[error_on_custom_op_aliasing]: False -> True" in capsys.readouterr().out
