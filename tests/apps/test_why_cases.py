@@ -285,10 +285,11 @@ def test_every_rank_of_a_job_is_explained_against_the_process_that_filled_the_ca
 
 
 def test_graphs_whose_inputs_changed_each_their_own_way_keep_their_own_values(
-    where: Path, capsys: pytest.CaptureFixture[str]
+    where: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Three graphs (a convolution's image, two Linear layers' rows) at batch 2, then 3: one
     # group (their inputs changed), each graph with its own values, none with another's.
+    monkeypatch.setenv("COLUMNS", "400")  # each line whole: the lines are what is read here
     program = Path(__file__).resolve().parent.parent / "programs" / "cache_graphs.py"
     base = record(where, "graphs_base", where / "graphs_base.cache", program=program)
     shutil.copytree(base.cache, where / "graphs.cache")
