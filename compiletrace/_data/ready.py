@@ -81,7 +81,7 @@ KIND_LABELS = {
 }
 
 _NAME = r"[A-Za-z_]\w*"
-_DOTTED = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")
+_DOTTED = re.compile(rf"{_NAME}(?:\.{_NAME})*")  # matched whole: no final line break
 MAX_LISTED = 100  # events a job file lists (all are counted)
 
 
@@ -121,7 +121,7 @@ def parse_ready(text: str) -> ReadySpec:
         if not tail.strip():
             raise UsageError("--ready phase:NAME needs the phase's name, e.g. 'phase:Warmup (CPU)'")
         return ReadySpec(PHASE, name=tail)
-    if not sep or not _DOTTED.match(head) or not _DOTTED.match(tail):
+    if not sep or not _DOTTED.fullmatch(head) or not _DOTTED.fullmatch(tail):
         raise UsageError(
             f"--ready {printable(shorten(text, 80))!r}: give MODULE:FUNCTION (ready when that function "
             "first returns, e.g. myserver:warm_up) or phase:NAME (when that phase ends)"

@@ -50,6 +50,7 @@ __all__ = [
     "SizeChangeKind",
     "by_commonest_kind",
     "classify_guard",
+    "compiled_static",
     "guard_auto_fix",
     "guard_fix",
     "guard_source",
@@ -222,9 +223,16 @@ def classify_guard(reason: str | None) -> GuardKind:
     return GuardKind.OTHER
 
 
-def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
+def compiled_static(records: Sequence[GraphRecord]) -> bool:
+    """Whether torch compiled these records' sizes static (``torch.compile(dynamic=False)``):
+    it never makes a size dynamic on its own, so each new size is a static graph of its own."""
+    return any(dict(r.settings).get("dynamic") == "False" for r in records)
+
+
+def guard_fix(kind: GuardKind, reason: str | None = None, *, static: bool = False) -> str:
     """The concrete change for a failed guard of ``kind`` (naming the tensor, dimension or
-    value from torch's reason where it gives them)."""
+    value from torch's reason where it gives them); ``static``: the code was compiled with
+    ``dynamic=False`` (:func:`compiled_static`), so no recompile was compiled dynamic."""
     text = guard_text(reason)
     if kind is GuardKind.CACHE_STATE:
         return _cache_state_fix(text)
@@ -255,8 +263,14 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 f"torch._dynamo.maybe_mark_dynamic({name}, {dim})) so every length shares one graph, "
                 "or pad inputs to a few lengths"
             )
+        what = (
+            f"under dynamic=False torch compiled a static graph for each size of {name} in dimension "
+            f"{dim}, never one dynamic"
+            if static
+            else f"torch compiled {name} dynamic in dimension {dim} on this recompile"
+        )
         return (
-            f"torch compiled {name} dynamic in dimension {dim} on this recompile: mark that dimension "
+            f"{what}: mark that dimension "
             "dynamic before the first call and the static graph before it is never compiled "
             f"(run --apply mark-dynamic, or torch._dynamo.maybe_mark_dynamic({name}, {dim})); "
             "dynamic=True also makes every other dimension and every float of every module dynamic, "

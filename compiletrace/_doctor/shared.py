@@ -120,7 +120,7 @@ def owners(records: Sequence[GraphRecord]) -> list[Owner]:
 def module_forward(r: GraphRecord) -> tuple[str, int] | None:
     """(file, line) of the forward of the module the record's code belongs to, if known."""
     filename, _, line = r.module_forward.rpartition(":")
-    if not r.module_class or not filename or not line.isdigit():
+    if not r.module_class or not filename or not (line.isascii() and line.isdecimal()):  # int('²') fails
         return None
     return filename, int(line)
 

@@ -668,6 +668,49 @@ def test_a_cold_cache_miss_names_its_keys_and_a_warm_cache_ends_it(
     assert FindingKind.CACHE_MISS.value not in _kinds(compiletrace.diagnose(warm))
 
 
+class _Frozen(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).relu()
+
+
+@pytest.mark.inductor
+def test_freezing_is_a_finding_of_its_own_on_every_start_not_a_cold_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TORCHINDUCTOR_FREEZING=1: torch bypasses its caches on every start, warm or not. The
+    doctor names the variable and the seconds each start pays, and never says "a cold cache:
+    fill it once" (it said so on the second start too); why's fix names it as well."""
+    from compiletrace._data.why import Side, explain
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setattr(torch._inductor.config, "freezing", True)
+    starts = []
+    for _ in range(2):  # a first start and a second on the same cache directory
+        torch._dynamo.reset()
+        reg = Registry()
+        model = compiletrace.compile(_Frozen().eval(), is_encoder=True, registry=reg)
+        with torch.no_grad():
+            model(torch.randn(4, 8))
+        starts.append(reg)
+        findings = [f for f in compiletrace.diagnose(reg) if f.kind == FindingKind.CACHE_MISS]
+        (frozen,) = findings
+        assert "TORCHINDUCTOR_FREEZING=1" in frozen.title and "on every start" in frozen.title
+        assert "cold" not in frozen.title and "fill it once" not in frozen.fix
+        assert (
+            "unset TORCHINDUCTOR_FREEZING" in frozen.fix
+            and frozen.evidence["setting"] == "TORCHINDUCTOR_FREEZING"
+        )
+        (rec,) = reg.records()
+        assert _cost(frozen) == pytest.approx(compile_ns(rec) / S, abs=1e-4)
+    report = explain(Side("first", tuple(starts[0].records())), Side("second", tuple(starts[1].records())))
+    (group,) = report.groups
+    assert "TORCHINDUCTOR_FREEZING=1" in group.reason.fix and "compiled region" not in group.reason.fix
+
+
 def test_partial_misses_and_expensive_hits_from_saved_records() -> None:
     lookups = (CacheLookup("fx_graph", "miss", "fkey1"), CacheLookup("aot_autograd", "miss", "akey1"))
     records = [

@@ -115,6 +115,27 @@ def test_regional_compile_compiles_the_block_once_and_leaves_the_model_around_it
     assert block_graph.module_class == "Block"
 
 
+def test_regional_compile_leaves_room_in_the_shared_frame_for_every_block() -> None:
+    """The blocks share one frame, so torch's recompile limit: a block that specialises on
+    its own cache layer needs an entry of its own. The fix raises the limit by the number of
+    blocks it compiled (four here), and a test's undo puts it back."""
+    from compiletrace._core import torch_compat as tc
+
+    # The limit every thread reads (the config entry's default; a test may have patched its
+    # own thread's value), read as the fix reads it.
+    before = tc.raise_recompile_limit(0)
+    seen: list[int] = []
+
+    def compile_and_read(model: object, backend: object) -> object:
+        compiled = torch.compile(model, backend=backend)  # type: ignore[call-overload]
+        seen.append(tc.raise_recompile_limit(0))
+        return compiled
+
+    _compiled("regional-compile=Block", compile_and_read)
+    assert seen == [before + 4]
+    assert tc.raise_recompile_limit(0) == before
+
+
 @pytest.mark.parametrize(
     "how",
     [

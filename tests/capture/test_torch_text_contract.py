@@ -33,6 +33,7 @@ import torch
 import compiletrace
 from compiletrace._core import torch_compat as tc
 from compiletrace._data import torch_text
+from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.records import GraphRecord
 from compiletrace._doctor.guards import guard_text
 
@@ -180,6 +181,17 @@ def _wrapped_cos(x: torch.Tensor) -> torch.Tensor:
     return x.cos()
 
 
+class _Layers:
+    """A cache of layers, each with a flag, as transformers' cache holds them."""
+
+    def __init__(self, ready: bool) -> None:
+        self.layers = [_Holder(ready), _Holder(ready)]
+
+
+def _layer_flag(x: torch.Tensor, cache: _Layers) -> torch.Tensor:
+    return x + 1 if cache.layers[0].value else x - 1  # guarded on the flag of one layer
+
+
 def _size_relation(x: torch.Tensor) -> torch.Tensor:
     a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
     b = x[..., ::8]
@@ -242,6 +254,7 @@ def written() -> Written:
     w.add(_calls(lambda x, o: x * 2 if o.value is None else x + 1, *held))  # o.value is None
     w.add(_calls(lambda x, fn: fn(x), (_ones(2), f1), (_ones(2), f2)))  # ___check_obj_id
     w.add(_calls(lambda x, o: x * o.v, (_ones(2), _A()), (_ones(2), _B())))  # ___check_type_id
+    w.add(_calls(_layer_flag, (_ones(2), _Layers(False)), (_ones(2), _Layers(True))))  # c.layers[0].ready
     torch._dynamo.reset()
     reg = compiletrace.Registry()
     by_keyword = compiletrace.compile(_kwargs_size, backend="eager", registry=reg, dynamic=False)
@@ -408,6 +421,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "GUARD_WRAPPED_FUNCTION": (lambda w: w.guards, "search"),
     "GUARD_POSITIONAL_COUNT": (lambda w: w.guards, "search"),
     "SIZE_MISMATCH": (lambda w: w.guards, "search"),
+    "GUARD_SUBSCRIPT": (lambda w: w.guards, "search"),
     "VALUE_COMPARISON": (lambda w: w.guards, "match"),
     "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
     "GUARDED_ARGUMENT": (lambda w: w.guarded_names, "match"),
@@ -452,6 +466,22 @@ NAMES = (
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 # The parts of a cache key: checked on the keys an inductor compile writes (below).
 CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES", "GRAPH_KEY_ATTRIBUTES")
+# A cache key's shape, and where its entry lies: checked on the keys of the same compiles.
+CACHE_KEYS = ("CACHE_KEY_LETTERS", "CACHE_KEY_DIGEST")
+
+
+# Read from torch's trace of a real inductor compile the repository's own program made
+# (tests/inputs/traces/cache_bypass: frozen_inference.py, freezing on): each setting's reason.
+WRITTEN_IN_TRACES = ("CACHE_BYPASS_SETTINGS",)
+TRACES = Path(__file__).resolve().parents[1] / "inputs" / "traces"
+
+
+def test_each_cache_bypass_setting_matches_what_torch_wrote_in_a_trace() -> None:
+    (log,) = (TRACES / "cache_bypass").glob("*.log")
+    reasons = re.findall(r'"cache_bypass_reason": "([^"]*)"', log.read_text())
+    assert reasons
+    for pattern, _, variable, _ in torch_text.CACHE_BYPASS_SETTINGS:
+        assert _unmatched(variable, pattern, reasons) == []
 
 
 def test_the_contract_covers_every_constant_of_the_module() -> None:
@@ -462,7 +492,9 @@ def test_the_contract_covers_every_constant_of_the_module() -> None:
         *NAMES,
         *CACHE_EVENTS,
         *CACHE_KEY_PARTS,
+        *CACHE_KEYS,
         *WRITTEN_ON_GPU,
+        *WRITTEN_IN_TRACES,
     }
     assert covered == set(torch_text.__all__)
     assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)
@@ -526,7 +558,7 @@ from compiletrace._core import torch_compat as tc
 tc.install_region_hook()
 tc.install_cache_lookup_hook()
 tc.install_cache_key_hooks()
-names, lookups, unread = set(), [], []
+names, lookups, unread, keys = set(), [], [], []
 for _ in range(2):
     torch._dynamo.reset()
     with tc.collect_timed_regions() as regions, tc.collect_cache_lookups() as seen:
@@ -534,8 +566,9 @@ for _ in range(2):
         step(torch.ones(8, requires_grad=True)).backward()
     names |= {name for name, _, _ in regions}
     lookups += [(c.tier, c.outcome) for c in seen.records()]
+    keys += [(c.tier, c.key) for c in seen.records() if c.key]
     unread += [c.key for c in seen.records() if not c.parts and not c.note.startswith("not computed")]
-json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.stdout)
+json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread, "keys": keys}, sys.stdout)
 """
     trace = tmp_path / "trace"
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "TORCH_TRACE": str(trace)}
@@ -558,6 +591,12 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.
     assert {"hit", "miss"} <= torch_text.CACHE_EVENT_OUTCOMES
     _check_key_lines(_key_lines(trace))
     assert found["unread"] == [], "lookups whose key's parts compiletrace could not read"
+    # Every key is in the alphabet the check admits, and its entry lies where entry_parts says.
+    assert {tier for tier, _ in found["keys"]} == set(torch_text.CACHE_KEY_LETTERS)
+    for tier, key in found["keys"]:
+        parts = entry_parts(tier, key)
+        assert parts is not None, (tier, key)
+        assert entry_file_times(str(tmp_path / "cache"), parts), (tier, key)
 
 
 def _key_lines(trace: Any) -> list[str]:

@@ -20,7 +20,9 @@ user's own torch.compile. Nothing in them knows of compiletrace.
   lengths (a new prompt, the decode step, a growing cache); ``llm-generate-padded``: the
   edit that pads each prompt to 16 tokens (left, masked);
 - ``speech``: a speech encoder (wav2vec 2.0) compiled whole, on clips of three lengths;
-- ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole.
+- ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole;
+- ``gpt2-6``, ``gpt2-12``: GPT-2 of 6 or 12 blocks compiled whole, called on transformers'
+  defaults (``use_cache=True``: each block reads its own layer of the cache), three times.
 """
 
 import sys
@@ -175,6 +177,18 @@ def layers() -> None:
             compiled(input_ids=ids(8), use_cache=False)
 
 
+def gpt2(blocks: int) -> None:
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=128, n_positions=64, n_embd=32, n_layer=blocks, n_head=2, bos_token_id=2,
+        eos_token_id=1, pad_token_id=0,
+    )  # fmt: skip
+    compiled = torch.compile(transformers.GPT2LMHeadModel(config).eval(), backend="aot_eager")
+    with torch.no_grad():
+        for _ in range(3):
+            compiled(input_ids=ids(8))
+
+
 def main(case: str) -> None:
     torch.manual_seed(0)
     if case == "t5-generate":
@@ -195,6 +209,8 @@ def main(case: str) -> None:
         speech()
     elif case == "layers":
         layers()
+    elif case in ("gpt2-6", "gpt2-12"):
+        gpt2(int(case.split("-")[1]))
     else:
         sys.exit(f"unknown case {case!r}")
     print("done", case)

@@ -30,6 +30,7 @@ from compiletrace._doctor.guards import (
     GuardKind,
     by_commonest_kind,
     classify_guard,
+    compiled_static,
     guard_auto_fix,
     guard_text,
     guards_by_kind,
@@ -78,7 +79,9 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         if entries:
             spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))
             rest = [r for r in group if guard_auto_fix(r.recompile_reason) is not Fix.MARK_DYNAMIC]
-            fix = _mark_dynamic_fix(entries, spelled) + (f"; {guards_by_kind(rest)[1]}" if rest else "")
+            fix = _mark_dynamic_fix(entries, spelled, compiled_static(spent)) + (
+                f"; {guards_by_kind(rest)[1]}" if rest else ""
+            )
         elif auto_fix is not None and auto_fix is not Fix.MARK_DYNAMIC:
             spelled = auto_fix.spelled()
         shapes = any(classify_guard(r.recompile_reason) is GuardKind.SHAPE for r in group)
@@ -115,11 +118,16 @@ def _in_code(entry: str) -> str:
     return f"torch._dynamo.maybe_mark_dynamic({named[1] if named else 'tensor'}, {dim})"
 
 
-def _mark_dynamic_fix(entries: list[str], spelled: str) -> str:
+def _mark_dynamic_fix(entries: list[str], spelled: str, static: bool = False) -> str:
     names = ", ".join(entries)
     in_code = ", ".join(dict.fromkeys(_in_code(e) for e in entries[:MAX_IN_CODE]))
+    what = (
+        f"under dynamic=False torch compiled a static graph for each size of {names}, never one dynamic"
+        if static
+        else f"torch compiled {names} dynamic on the recompile"
+    )
     return (
-        f"torch compiled {names} dynamic on the recompile: mark {'them' if len(entries) > 1 else 'it'} "
+        f"{what}: mark {'them' if len(entries) > 1 else 'it'} "
         "dynamic before the first call and the static graph before is never compiled, from outside "
         f'the program: compiletrace run --apply "{spelled}" (in code, before the first call: '
         f"{in_code}, or the same names in TORCH_COMPILE_DYNAMIC_SOURCES); dynamic=True would make "
