@@ -73,11 +73,19 @@ CASES: dict[str, Case] = {
 
 
 def record(
-    where: Path, name: str, cache: Path, env: Mapping[str, str] = {}, *, default_dir: bool = False
+    where: Path,
+    name: str,
+    cache: Path,
+    env: Mapping[str, str] = {},
+    *,
+    default_dir: bool = False,
+    ranks: int = 0,
+    program: Path = PROGRAM,
 ) -> Recorded:
     """Run the program once as ``name`` under ``compiletrace run``, TORCH_TRACE on, with
-    ``cache`` as TORCHINDUCTOR_CACHE_DIR (or, ``default_dir``, torch's default with TMPDIR
-    at ``cache``'s parent)."""
+        ``cache`` as TORCHINDUCTOR_CACHE_DIR (or, ``default_dir``, torch's default with TMPDIR
+        at ``cache``'s parent); with ``ranks``, as that many ranks of a torchrun job; ``program``
+    instead of the cases' own."""
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(_OWN)}
     run_env = {**base_env, **env, "TORCH_TRACE": str(where / f"{name}.trace")}
     if default_dir:
@@ -85,11 +93,13 @@ def record(
     else:
         run_env["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
     job = where / f"{name}.job.json"
+    torchrun = Path(sys.executable).with_name("torchrun")
+    launcher = [str(torchrun), "--standalone", "--nproc-per-node", str(ranks)] if ranks else [sys.executable]
     done = subprocess.run(
-        [sys.executable, "-m", "compiletrace", "run", "--json", str(job), "--", sys.executable, str(PROGRAM)],
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(job), "--", *launcher, str(program)],
         capture_output=True, text=True, timeout=TIMEOUT_S, cwd=where, env=run_env,
     )  # fmt: skip
-    assert done.returncode == 0 and done.stdout == "compiled\n", done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout == "compiled\n" * max(ranks, 1), done.stderr[-3000:]
     return Recorded(job, where / f"{name}.trace", cache)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
@@ -139,3 +140,18 @@ def test_the_check_finds_links_and_catches_broken_ones(tmp_path: Path) -> None:
         "other.md#top: no heading with anchor #top in other.md",
         "gone.md: no file " + str((tmp_path / "gone.md").resolve()),
     ]
+
+
+def test_the_readmes_first_install_is_one_that_works_from_a_checkout() -> None:
+    """compiletrace is on no package index: the README's first commands install it from the
+    checkout (an extra that pyproject.toml declares), and say it is not published."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    installs = [shlex.split(line.partition("#")[0]) for line in first.splitlines() if "pip install" in line]
+    assert installs, first
+    requirements = [word for words in installs for word in words[2:] if not word.startswith("-")]
+    ours = [r for r in requirements if "compiletrace" in r or r.startswith(".")]
+    assert ours == [".[sdk]"], requirements  # the checkout itself, never a name an index would resolve
+    assert any("-e" in words and ".[sdk]" in words for words in installs)
+    assert re.search(r"^sdk = \[", (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    assert "not published" in readme.split("```sh\n", 1)[0]

@@ -16,6 +16,12 @@ one process, so a profile run, a job and a trace of one process compare with eac
 
 Every change is shown; only those in the gated scopes are regressions (by default the total
 and each component: a run much faster overall does not fail because one phase moved).
+
+Seconds are judged on one clock (``clock``): by default the compile work's CPU seconds where
+both runs recorded them for every graph (two identical warm starts on a busy machine differ
+by half in wall seconds, by a few percent in CPU seconds), else wall seconds; ``clock="wall"``
+asks for wall seconds. The totals, components and graphs are on that clock; the backend
+phases and traced functions are wall seconds (no CPU split of them is recorded).
 Bench runs compare their averages, and every one is gated: the start-up phases' too
 (``avg_cold_phase_time[load weights]``, ...), so a change can be gated on "loading got 20%
 slower" with ``--threshold 20``. A phase only one run has is shown, never a regression.
@@ -32,23 +38,34 @@ from compiletrace._data.bench import BenchResult, phase_metric
 from compiletrace._data.comparison import (
     ABOUT,
     BENCH,
+    CLOCKS,
+    CPU,
     DEFAULT_GATES,
     GATES,
     METRIC,
     PROFILE,
     TOTAL,
+    WALL,
     Change,
     RunFile,
 )
 from compiletrace._data.files import expand_inputs, read, read_jobs
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, graph_keys, top_self_times
+from compiletrace._data.records import (
+    NS_PER_S,
+    GraphRecord,
+    component_totals,
+    graph_keys,
+    ordered_components,
+    top_self_times,
+)
 from compiletrace._data.run import RUN_SCHEMA_VERSION, Run
 from compiletrace._data.torch_trace import TRACE_SOURCE
 from compiletrace._io.errors import UsageError
 
 __all__ = [
+    "CLOCKS",
     "DEFAULT_GATES",
     "GATES",
     "Change",
@@ -59,6 +76,7 @@ __all__ = [
     "load_run_file",
     "parse_gates",
     "phase_metric",
+    "pick_clock",
 ]
 
 
@@ -163,10 +181,52 @@ def _grew(base: float, new: float, threshold_pct: float, min_seconds: float) -> 
     return delta > min_seconds and delta > base * threshold_pct / 100.0
 
 
-def _profile_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], float]:
-    figs: dict[tuple[str, str], float] = {(TOTAL, "compile time"): _total_s(records)}
-    for comp, ns in component_totals(records).items():
-        figs[("component", comp)] = ns / NS_PER_S
+# A graph's seconds on the clock judged: its CPU or its wall nanoseconds.
+Cost = Callable[[GraphRecord], int]
+
+
+def _wall_ns(r: GraphRecord) -> int:
+    return r.total_ns
+
+
+def _cpu_ns(r: GraphRecord) -> int:
+    return r.cpu_or_wall_ns  # only ever asked of records that all have CPU (pick_clock)
+
+
+def pick_clock(base: RunFile, new: RunFile, clock: str | None = None) -> tuple[str, str]:
+    """The clock two profile runs are judged by, and why, in words: ``clock`` when given
+    (:data:`CLOCKS`; ``"cpu"`` where a run lacks CPU seconds is a :class:`UsageError`), else
+    CPU seconds where both runs have them for every graph, else wall seconds.
+
+    >>> a = RunFile("a.json", "profile", 4)
+    >>> pick_clock(a, a, "wall")
+    ('wall', 'asked for')
+    """
+    if clock is not None and clock not in CLOCKS:
+        raise UsageError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    if clock == WALL:
+        return WALL, "asked for"
+    lacking = list(
+        dict.fromkeys(run.path for run in (base, new) if any(r.cpu_ns is None for r in run.records))
+    )
+    if not lacking:
+        return CPU, "both runs have them" if clock is None else "asked for"
+    named = f"{' and '.join(lacking)} {'have' if len(lacking) > 1 else 'has'}"
+    if clock == CPU:
+        raise UsageError(
+            f"--clock cpu: {named} no CPU seconds for every graph (a trace, or a run recorded before "
+            "they were); compare in wall seconds: --clock wall"
+        )
+    return WALL, f"{named} no CPU seconds"
+
+
+def _profile_figures(records: Sequence[GraphRecord], cost: Cost = _wall_ns) -> dict[tuple[str, str], float]:
+    figs: dict[tuple[str, str], float] = {(TOTAL, "compile time"): _total_s(records, cost)}
+    totals: dict[str, int] = {}
+    for r in records:
+        totals[r.component] = totals.get(r.component, 0) + cost(r)
+    for comp in ordered_components(totals):
+        figs[("component", comp)] = totals[comp] / NS_PER_S
     phase_ns: dict[str, int] = {"dynamo": 0, "backward": 0}
     for r in records:
         phase_ns["dynamo"] += r.dynamo_ns or 0
@@ -188,8 +248,8 @@ def _function_figures(records: Sequence[GraphRecord]) -> dict[tuple[str, str], f
     return figs
 
 
-def _total_s(records: Sequence[GraphRecord]) -> float:
-    return sum(r.total_ns for r in records) / NS_PER_S
+def _total_s(records: Sequence[GraphRecord], cost: Cost = _wall_ns) -> float:
+    return sum(cost(r) for r in records) / NS_PER_S
 
 
 def _processes_of(run: RunFile) -> dict[str, tuple[GraphRecord, ...]]:
@@ -205,10 +265,12 @@ def _compare_records(
     add: Callable[..., None],
     min_seconds: float,
     prefix: str = "",
+    cost: Cost = _wall_ns,
 ) -> None:
     """The rows of one process (or one run): its total, components, phases, traced
-    functions and graphs, each name after ``prefix`` (the process's, in a job)."""
-    bf, nf = _profile_figures(base), _profile_figures(new)
+    functions and graphs, each name after ``prefix`` (the process's, in a job); the
+    total, components and graphs on ``cost``'s clock."""
+    bf, nf = _profile_figures(base, cost), _profile_figures(new, cost)
     for fkey in [*bf, *(k for k in nf if k not in bf)]:
         add(fkey[0], prefix + fkey[1], bf.get(fkey), nf.get(fkey))
     bfn, nfn = _function_figures(base), _function_figures(new)
@@ -233,8 +295,8 @@ def _compare_records(
         add(
             "graph",
             name,
-            None if b_rec is None else b_rec.total_s,
-            None if n_rec is None else n_rec.total_s,
+            None if b_rec is None else cost(b_rec) / NS_PER_S,
+            None if n_rec is None else cost(n_rec) / NS_PER_S,
             new_is_bad=b_rec is None,  # a new graph break or recompile
         )
 
@@ -246,9 +308,12 @@ def compare_runs(
     threshold_pct: float = 10.0,
     min_seconds: float = 0.05,
     gates: str | Iterable[str] | None = DEFAULT_GATES,
+    clock: str | None = None,
 ) -> Comparison:
     """Compare two runs of the same kind and schema version; a slower figure in one of the
     ``gates`` scopes (see :func:`parse_gates`) is a regression, any other is only shown.
+    Profile runs are judged on ``clock`` (see :func:`pick_clock`: by default CPU seconds
+    where both runs have them); bench runs on their averages, wall seconds.
 
     >>> empty = RunFile("a.json", "profile", 1)
     >>> result = compare_runs(empty, empty, gates="phase")
@@ -267,6 +332,8 @@ def compare_runs(
             f"{new.schema_version} ({new.path})"
         )
     changes: list[Change] = []
+    judged, why = (WALL, "bench averages") if base.kind == BENCH else pick_clock(base, new, clock)
+    cost = _cpu_ns if judged == CPU else _wall_ns
 
     def add(scope: str, name: str, b: float | None, n: float | None, new_is_bad: bool = False) -> None:
         slower = new_is_bad if b is None or n is None else _grew(b, n, threshold_pct, min_seconds)
@@ -278,20 +345,20 @@ def compare_runs(
     else:
         base_processes, new_processes = _processes_of(base), _processes_of(new)
         if max(len(base_processes), len(new_processes)) <= 1:
-            _compare_records(base.records, new.records, add, min_seconds)
+            _compare_records(base.records, new.records, add, min_seconds, cost=cost)
         else:
-            # In total (every process's seconds added up: CPU-seconds, not the job's wall
-            # time), then process by process.
-            add(TOTAL, "compile time", _total_s(base.records), _total_s(new.records))
+            # In total (every process's seconds added up, not the job's wall time), then
+            # process by process.
+            add(TOTAL, "compile time", _total_s(base.records, cost), _total_s(new.records, cost))
             for name in dict.fromkeys([*base_processes, *new_processes]):
                 b_records, n_records = base_processes.get(name), new_processes.get(name)
                 if b_records is None or n_records is None:  # a process only one run had
-                    b_s = None if b_records is None else _total_s(b_records)
-                    n_s = None if n_records is None else _total_s(n_records)
+                    b_s = None if b_records is None else _total_s(b_records, cost)
+                    n_s = None if n_records is None else _total_s(n_records, cost)
                     add(TOTAL, f"{name}: compile time", b_s, n_s)
                 else:
-                    _compare_records(b_records, n_records, add, min_seconds, prefix=f"{name}: ")
-    return Comparison(base, new, tuple(changes), threshold_pct, min_seconds, gated)
+                    _compare_records(b_records, n_records, add, min_seconds, prefix=f"{name}: ", cost=cost)
+    return Comparison(base, new, tuple(changes), threshold_pct, min_seconds, gated, judged, why)
 
 
 def compare_files(
@@ -301,6 +368,7 @@ def compare_files(
     threshold_pct: float = 10.0,
     min_seconds: float = 0.05,
     gates: str | Iterable[str] | None = DEFAULT_GATES,
+    clock: str | None = None,
 ) -> Comparison:
     """Load two saved runs and compare them (see :func:`compare_runs`).
 
@@ -315,4 +383,5 @@ def compare_files(
         threshold_pct=threshold_pct,
         min_seconds=min_seconds,
         gates=gates,
+        clock=clock,
     )

@@ -563,7 +563,7 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
             slower = slowdown(v.before, after)
         rows.append(
             VerifyRow(
-                f"{v.finding.kind.value} ({v.finding.component})",
+                v.finding.kind.value + (f" ({v.finding.component})" if v.finding.component else ""),
                 v.fix,
                 _figures(v.before, v.base_runs),
                 None if after is None else _figures(after, v.fix_runs),

@@ -6,7 +6,7 @@ does the comparing; the views are ``compiletrace.reports``).
 >>> from compiletrace._data.run import WarmupResult
 >>> empty = Run((), WarmupResult(True, 0.0, CompilationTimes()))
 >>> why(("a.json", empty), ("b.json", empty)).headline()
-'no graph missed the compile cache in CURRENT (0 compiled)'
+'no graph missed the compile cache in CURRENT (it compiled none)'
 """
 
 from __future__ import annotations
@@ -23,10 +23,16 @@ ACCEPTED = frozenset({FileKind.RUN, FileKind.JOB})
 
 
 def side_of(name: str, loaded: Run | Job) -> Side:
-    """One side of the comparison from a run (one process) or a job (every process)."""
+    """One side of the comparison from a run (one process) or a job (every process, each
+    by its role; a trace's "pid N", which differs from run to run, by its place)."""
     if isinstance(loaded, Run):
         return Side.of_runs(name, [(loaded.graph_records, loaded.meta)])
-    return Side.of_runs(name, [(p.run.graph_records, p.run.meta) for p in loaded.processes])
+    roles = [
+        f"process {i + 1}" if p.info.role.startswith("pid ") else p.info.role
+        for i, p in enumerate(loaded.processes)
+    ]
+    roles = [role if roles.count(role) == 1 else f"{role} #{i + 1}" for i, role in enumerate(roles)]
+    return Side.of_runs(name, [(p.run.graph_records, p.run.meta) for p in loaded.processes], roles)
 
 
 def why(base: tuple[str, Run | Job], current: tuple[str, Run | Job]) -> WhyReport:

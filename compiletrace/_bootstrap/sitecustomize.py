@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from importlib.abc import Loader
     from importlib.machinery import ModuleSpec
-    from types import ModuleType
+    from types import FrameType, ModuleType
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _WATCHED = "torch._dynamo"
@@ -38,6 +38,10 @@ _READY_ENV = "COMPILETRACE_READY"  # as compiletrace._data.job_dir names it: MOD
 _MAIN = "__main__"
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 _WRAPPED = "_compiletrace_ready"  # set on a wrapper: never wrapped twice
+# The global tracer while the program's top level is watched: Python calls it with (frame,
+# "call", None) for every new frame, and getattr returns None (frames have no attribute
+# "call"): no frame but the one watched is traced, and no Python runs for the others.
+_NO_TRACE = getattr
 
 
 def _say(what: str, exc: BaseException | None = None) -> None:
@@ -197,15 +201,44 @@ def _on_stack(code: object) -> bool:
     return False
 
 
+def _top_level_frame(main: object) -> FrameType | None:
+    """The frame running the program's own top level (``__main__``'s module code), if it
+    is on this thread's stack."""
+    namespace = getattr(main, "__dict__", None)
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is namespace and frame.f_code.co_name == "<module>":
+            return frame
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def _binds_later(frame: FrameType, name: str) -> bool:
+    """Whether the top level's code binds ``name`` (``def``, ``class``, ``=``) at an
+    instruction it has not reached yet."""
+    if name not in frame.f_code.co_names:
+        return False  # the cheap answer, before dis is imported
+    import dis
+
+    return any(
+        i.opname in ("STORE_NAME", "STORE_GLOBAL") and i.argval == name and i.offset > frame.f_lasti
+        for i in dis.get_instructions(frame.f_code)
+    )
+
+
 class _ReadyInMain:
     """``--ready MODULE:FUNCTION`` where MODULE runs as the program itself (``__main__``, or
     ``python -m MODULE``): its module is never imported, so the function is wrapped in the
-    program's namespace when torch, then its compiler, is imported (a script defines its
-    functions before it compiles), unless it is running already."""
+    program's namespace when torch, then its compiler, is imported, unless it is running
+    already. A script that compiles at its top level (``model = torch.compile(...)``) and
+    defines the function below it has not defined it yet then: its top level is watched,
+    statement by statement, until the definition has run, and the function is wrapped
+    before its first call (:meth:`watch`)."""
 
     def __init__(self, module: str, dotted: str, what: str) -> None:
         self.module, self.dotted, self.what = module, dotted, what
         self.done = False
+        self.frame: FrameType | None = None  # the top level watched, until the definition ran
 
     def attempt(self, last: bool) -> None:
         main = sys.modules.get(_MAIN)
@@ -227,10 +260,61 @@ class _ReadyInMain:
             self.done = True
         elif last:
             self.done = True
+            self.watch(main)
+
+    def watch(self, main: object) -> None:
+        """Wrap the function once the program's top level has defined it: a line tracer on
+        that one frame, whose events come between its statements. Tracing is on for this
+        thread meanwhile, with a C function (``getattr``) as its global tracer, so no other
+        frame calls Python for it; it ends at the definition (in the usual script, the next
+        statement), or when the top level ends."""
+        top = _top_level_frame(main)
+        first = self.dotted.partition(".")[0]
+        if top is None or not _binds_later(top, first):
             _say(
-                f"--ready {self.what}: the program had not defined it when it first compiled; "
-                "this process is never marked ready"
+                f"--ready {self.what}: the program's top level does not define {first} after it "
+                "imported torch's compiler; this process is never marked ready"
             )
+            return
+        if sys.gettrace() is not None:  # a debugger's or a coverage tool's: left alone
+            _say(
+                f"--ready {self.what}: the program had not defined it yet when it imported torch's "
+                "compiler, and another tracer is on, so its definition cannot be watched; this "
+                "process is never marked ready. Define it before torch.compile is called, or call "
+                "compiletrace.ready() after it"
+            )
+            return
+        self.frame = top
+        top.f_trace = self.on_line
+        top.f_trace_lines = True
+        sys.settrace(_NO_TRACE)
+
+    def on_line(self, frame: FrameType, event: str, arg: object) -> object:
+        """The top level's trace function: wrap the function as soon as it is defined."""
+        try:
+            main = sys.modules.get(_MAIN)
+            if main is not None and _wrap_ready(main, self.dotted, self.what):
+                self.stop()
+                return None
+            if event == "return":
+                self.stop()
+                _say(
+                    f"--ready {self.what}: the program's top level ended without defining it; "
+                    "this process is never marked ready"
+                )
+                return None
+        except Exception as exc:  # never into the program
+            self.stop()
+            _say(f"--ready {self.what} is off in this process (pid {os.getpid()})", exc)
+            return None
+        return self.on_line
+
+    def stop(self) -> None:
+        if self.frame is not None:
+            self.frame.f_trace = None
+            self.frame = None
+        if sys.gettrace() is _NO_TRACE:  # ours: one set since is not undone
+            sys.settrace(None)
 
 
 def _watch_ready(spec: str) -> None:

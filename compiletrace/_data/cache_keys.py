@@ -473,6 +473,9 @@ class CacheFacts:
     functorch_config: Mapping[str, str] = field(default_factory=dict)  # in the AOTAutograd key, opaque there
     vllm: VllmFactors | None = None  # vLLM's cache_key_factors.json, where one keys the cache
     autotune: Mapping[str, str] = field(default_factory=dict)  # kernel's .best_config -> digest of the choice
+    # Whether ``env`` is the process's (False where the source keeps no environment: torch's
+    # trace): an unknown environment is not an empty one.
+    env_known: bool = True
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -494,6 +497,8 @@ class CacheFacts:
         }
         if self.vllm is not None:
             data["vllm"] = self.vllm.to_json()
+        if not self.env_known:  # written only where it is news: files stay as they were
+            data["env_known"] = False
         return data
 
     @classmethod
@@ -533,6 +538,7 @@ class CacheFacts:
             functorch_config=_short_strings(f, "functorch_config", {}),
             autotune=_short_strings(f, "autotune", {}),
             vllm=VllmFactors.from_json(f.obj("vllm")) if f.data.get("vllm") is not None else None,
+            env_known=f.boolean("env_known", True),
         )
 
 

@@ -16,11 +16,14 @@ from compiletrace._data.records import GraphRecord
 __all__ = [
     "ABOUT",
     "BENCH",
+    "CLOCKS",
+    "CPU",
     "DEFAULT_GATES",
     "GATES",
     "METRIC",
     "PROFILE",
     "TOTAL",
+    "WALL",
     "Change",
     "Comparison",
     "RunFile",
@@ -39,6 +42,11 @@ GATES = (
 )  # the scopes of a profile comparison, in table order
 DEFAULT_GATES = (TOTAL, "component")
 ABOUT = ("model", "backend", "torch_version")  # what two compared runs should share
+# The clock a profile comparison judges seconds by: the compile work's CPU seconds (a busy
+# machine barely moves them), or wall seconds (what a waiting user sees).
+CPU = "cpu"
+WALL = "wall"
+CLOCKS = (CPU, WALL)
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,10 @@ class Comparison:
     threshold_pct: float
     min_seconds: float
     gates: tuple[str, ...] = DEFAULT_GATES
+    # What the totals, components and graphs were judged by (CPU or WALL; phases and
+    # traced functions are wall seconds either way), and why that one, in words.
+    clock: str = WALL
+    clock_why: str = ""
 
     @property
     def regressions(self) -> tuple[Change, ...]:

@@ -819,6 +819,7 @@ def _run_cache_keys(process: _Process) -> RunCacheKeys | None:
         cache_dir=process.cache_dirs[0] if process.cache_dirs else "",
         cache_dirs=tuple(process.cache_dirs),
         functorch_config=dict(process.functorch_config),
+        env_known=False,  # torch's trace keeps no environment
     )
     return RunCacheKeys(sets, facts)
 

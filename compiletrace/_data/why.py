@@ -18,14 +18,14 @@ Plain data, free of torch: :func:`explain` takes two :class:`Side` s and gives a
 HTML, and the doctor's ``cache_miss`` rule quotes.
 
 >>> explain(Side("a.json", ()), Side("b.json", ())).headline()
-'no graph missed the compile cache in CURRENT (0 compiled)'
+'no graph missed the compile cache in CURRENT (it compiled none)'
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,16 +72,28 @@ class Side:
     name: str
     records: tuple[GraphRecord, ...]
     keys: RunCacheKeys | None = None
+    # A job's processes, each its role ("rank 1", "main") and its graphs, where it has more
+    # than one: each is matched with BASE on its own (explain).
+    processes: tuple[tuple[str, tuple[GraphRecord, ...]], ...] = ()
 
     @classmethod
-    def of_runs(cls, name: str, runs: Iterable[tuple[Sequence[GraphRecord], RunMeta]]) -> Side:
+    def of_runs(
+        cls,
+        name: str,
+        runs: Iterable[tuple[Sequence[GraphRecord], RunMeta]],
+        roles: Sequence[str] = (),
+    ) -> Side:
         """A side of several processes (a job): their graphs, one after another, and their
         keys merged (config sets are named by their content; the first process's facts,
-        every process's cache directories)."""
+        every process's cache directories); with ``roles`` (one per run), each process's
+        graphs kept apart too."""
         records: list[GraphRecord] = []
         sets: dict[str, Mapping[str, KeyPart]] = {}
         facts: CacheFacts | None = None
         dirs: list[str] = []
+        runs = list(runs)
+        several = len(roles) == len(runs) > 1
+        processes = tuple(zip(roles, (tuple(r) for r, _ in runs), strict=True)) if several else ()
         for run_records, meta in runs:
             records.extend(run_records)
             keys = meta.cache_keys
@@ -91,9 +103,9 @@ class Side:
             facts = facts or keys.facts
             dirs += [d for d in keys.facts.cache_dirs or (keys.facts.cache_dir,) if d and d not in dirs]
         if facts is None:
-            return cls(name, tuple(records))
+            return cls(name, tuple(records), processes=processes)
         merged = CacheFacts(**{**facts.__dict__, "cache_dirs": tuple(dirs)})
-        return cls(name, tuple(records), RunCacheKeys(sets, merged))
+        return cls(name, tuple(records), RunCacheKeys(sets, merged), processes)
 
     @property
     def facts(self) -> CacheFacts | None:
@@ -232,6 +244,12 @@ def fix_for_part(change: PartChange) -> str:
         )
     if kind == "graph":
         return "the graph's code changed (the model's code, or what Dynamo traced): no cached entry can apply"
+    if kind in ("mode", "dynamic"):
+        base, current = (repr(v) if kind == "mode" else v for v in (change.base, change.current))
+        return (
+            f"torch.compile's {kind}= changed: compile with {kind}={base} {_BOTH} (or fill the cache "
+            f"with {kind}={current})"
+        )
     if kind == "options":
         return "torch.compile's options changed (mode, dynamic, options=): compile with the same ones"
     if kind == "state":
@@ -302,6 +320,22 @@ class WhyGroup:
     def seconds(self) -> float:
         return sum(g.seconds for g in self.graphs)
 
+    @property
+    def alike(self) -> bool:
+        """Whether every graph's reason reads the same (graphs whose inputs changed are one
+        group, each with its own values)."""
+        return len({g.reason.summary for g in self.graphs}) == 1
+
+    @property
+    def summary(self) -> str:
+        """The reason in a line: its changes with their values where every graph's are the
+        same, else what kind of change it was (each graph's values are its own)."""
+        if self.alike:
+            return self.reason.summary
+        if self.reason.signature == ("parts", ("inputs",)):
+            return "their inputs changed (dtype, shape or dynamic dimensions)"
+        return "each its own values"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "reason": self.reason.to_json(),
@@ -353,7 +387,12 @@ class WhyReport:
     def headline(self) -> str:
         """One line: how many of CURRENT's graphs missed, and what the misses cost."""
         if not self.missed:
-            return f"no graph missed the compile cache in CURRENT ({self.compiled} compiled)"
+            if not self.compiled:
+                return "no graph missed the compile cache in CURRENT (it compiled none)"
+            graphs = "graph" if self.compiled == 1 else "graphs"
+            rest = self.compiled - self.hits  # no cache consulted (a backend without one)
+            hits = f"{self.hits} hit" + (f", {rest} looked up no cache" if rest else "")
+            return f"no graph missed the compile cache in CURRENT ({self.compiled} {graphs}: {hits})"
         graphs = "graph" if self.compiled == 1 else "graphs"
         new = f", {len(self.new_graphs)} new" if self.new_graphs else ""
         return (
@@ -388,7 +427,7 @@ class WhyReport:
 # -- matching graphs ------------------------------------------------------------------------------
 
 
-def _label(r: GraphRecord) -> str:
+def _graph_label(r: GraphRecord) -> str:
     where = f"{os.path.basename(r.code_filename)}:{r.code_firstlineno}" if r.code_filename else ""
     return f"{r.compile_id} {r.code_name}" + (f" ({where})" if where else "")
 
@@ -442,6 +481,31 @@ def match_graphs(
     pairs = [(base[bi], current[ci], rule) for ci, (bi, rule) in sorted(matched.items())]
     new = [cur for ci, cur in enumerate(current) if ci not in matched]
     return pairs, new, [base[bi] for bi in free]
+
+
+def _match_sides(
+    base: Side, current: Side
+) -> tuple[list[tuple[GraphRecord, GraphRecord, str]], list[GraphRecord], list[GraphRecord], dict[int, str]]:
+    """:func:`match_graphs` of two sides, a job's processes each on its own: a process of
+    CURRENT with a namesake in BASE ("rank 1") is matched with it, any other with all of
+    BASE's graphs, which several processes may share (one process filled the cache that
+    every rank of a job used). Also each graph's label prefix by ``id``, where a side has
+    several processes ("rank 1: ")."""
+    if not current.processes:
+        pairs, new, gone = match_graphs(base.records, current.records)
+        prefixes = {id(r): f"{role}: " for role, records in base.processes for r in records}
+        return pairs, new, gone, prefixes
+    by_role = dict(base.processes)
+    pairs, new, used = [], [], set()
+    for role, records in current.processes:
+        found, unmatched, _ = match_graphs(by_role.get(role) or base.records, records)
+        pairs += found
+        new += unmatched
+        used |= {id(b) for b, _, _ in found}
+    prefixes = {
+        id(r): f"{role}: " for side in (base, current) for role, records in side.processes for r in records
+    }
+    return pairs, new, [b for b in base.records if id(b) not in used], prefixes
 
 
 # -- comparing two keys ------------------------------------------------------------------------
@@ -522,6 +586,40 @@ def _with_release(changes: list[PartChange]) -> list[PartChange]:
     return changes
 
 
+# What torch.compile's modes set (torch._inductor.list_mode_options, torch 2.11-2.15): a
+# changed mode changes these parts of the key, which the mode explains.
+_MODE_SETS = frozenset(
+    {
+        "inductor_config[max_autotune]",
+        "inductor_config[coordinate_descent_tuning]",
+        "inductor_config[triton.cudagraphs]",
+        "fx_kwargs[cudagraphs]",
+    }
+)
+_COMPILE_ARGUMENTS = ("mode", "dynamic")  # of GraphRecord.settings, which a key reflects
+
+
+def _with_compile_arguments(
+    changes: list[PartChange], base: GraphRecord, cur: GraphRecord
+) -> list[PartChange]:
+    """``changes`` led by the torch.compile arguments that differ between the two graphs'
+    compiles (their ``mode`` and ``dynamic``, where both runs recorded them), and the parts
+    those set marked as changed with them: a mode sets inductor settings the user never
+    touched, ``dynamic=True`` turns the inputs symbolic."""
+    b, c = dict(base.settings), dict(cur.settings)
+    moved = [a for a in _COMPILE_ARGUMENTS if a in b and a in c and b[a] != c[a]]
+    if not moved or not changes:
+        return changes
+
+    def explained(change: PartChange) -> bool:
+        if "mode" in moved and (change.name in _MODE_SETS or change.kind == "options"):
+            return True
+        return "dynamic" in moved and change.kind in ("inputs", "options", "graph")
+
+    led = [PartChange(f"torch.compile {a}", b[a], c[a], a) for a in moved]
+    return led + [_replace(x, consequence=True) if explained(x) else x for x in changes]
+
+
 def _replace(change: PartChange, **fields: Any) -> PartChange:
     return PartChange(**{**change.__dict__, **fields})
 
@@ -560,7 +658,7 @@ def _summary(causes: Sequence[PartChange]) -> str:
 
 
 def _env_value(facts: CacheFacts | None, name: str) -> str:
-    if facts is None:
+    if facts is None or not facts.env_known:
         return "?"
     return repr(facts.env[name]) if name in facts.env else "unset"
 
@@ -627,6 +725,8 @@ def process_changes(base: CacheFacts | None, current: CacheFacts | None) -> list
         b, c = getattr(base, name), getattr(current, name)
         if b and c and b != c:
             out.append(PartChange(name, str(b), str(c), kind))
+    if not (base.env_known and current.env_known):
+        return out  # one run keeps no environment (torch's trace): unknown, not unset
     for env in sorted(set(base.env) | set(current.env)):
         b, c = base.env.get(env), current.env.get(env)
         if b != c and env not in _NOT_KEYED:
@@ -875,7 +975,8 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
             if expanded:
                 changes = _with_release([x for x in changes if x.name != "autograd_config"] + expanded)
         per_tier.append((tier, changes))
-    changes = sorted(_with_release(_merge_tiers(per_tier)), key=lambda c: c.consequence)
+    changes = _with_compile_arguments(_with_release(_merge_tiers(per_tier)), base, cur)
+    changes = sorted(changes, key=lambda c: c.consequence)
     if not changes and not same_key and not unknown and per_tier:
         unknown.append("the keys differ in no part either run recorded")
     if changes:
@@ -899,7 +1000,7 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
     )
 
 
-def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, BuildChange | None]:
+def _builds(base: GraphRecord, cur: GraphRecord, label: str) -> tuple[BuildChange | None, BuildChange | None]:
     """(same key, other build), (other key, same build) of one graph's FX-graph entries."""
 
     def built(r: GraphRecord) -> CacheLookup | None:
@@ -909,7 +1010,7 @@ def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, Bu
     b, c = built(base), built(cur)
     if b is None or c is None:
         return None, None
-    change = BuildChange(_label(cur), b.key, c.key, b.code_hash, c.code_hash)
+    change = BuildChange(label, b.key, c.key, b.code_hash, c.code_hash)
     if b.key == c.key and b.code_hash != c.code_hash:
         return change, None
     if b.key != c.key and b.code_hash == c.code_hash:
@@ -918,7 +1019,10 @@ def _builds(base: GraphRecord, cur: GraphRecord) -> tuple[BuildChange | None, Bu
 
 
 def _autotuned_otherwise(
-    base: Side, current: Side, pairs: Sequence[tuple[GraphRecord, GraphRecord, str]]
+    base: Side,
+    current: Side,
+    pairs: Sequence[tuple[GraphRecord, GraphRecord, str]],
+    label: Callable[[GraphRecord], str],
 ) -> list[BuildChange]:
     """Same keys, different kernels: the graphs whose FX graph keys are equal in both runs,
     when autotuning chose otherwise for kernels both runs tuned (their .best_config)."""
@@ -934,7 +1038,7 @@ def _autotuned_otherwise(
         kc = [x.key for x in rc.cache_lookups if x.tier == "fx_graph" and x.key]
         if kb and kc and kb[-1] == kc[-1]:
             what = f"autotuning chose otherwise for {len(differ)} kernel(s): {', '.join(differ[:3])}"
-            out.append(BuildChange(_label(rc), kb[-1], kc[-1], "", "", what))
+            out.append(BuildChange(label(rc), kb[-1], kc[-1], "", "", what))
     return out
 
 
@@ -942,13 +1046,18 @@ def _autotuned_otherwise(
 
 
 def explain(base: Side, current: Side) -> WhyReport:
-    """Every graph CURRENT missed, explained against BASE (see the module's docstring)."""
-    pairs, new, gone = match_graphs(base.records, current.records)
+    """Every graph CURRENT missed, explained against BASE (see the module's docstring);
+    a job's processes are matched each on its own (:func:`_match_sides`)."""
+    pairs, new, gone, prefixes = _match_sides(base, current)
+
+    def label(r: GraphRecord) -> str:
+        return prefixes.get(id(r), "") + _graph_label(r)
+
     misses: list[GraphMiss] = []
     same_key: list[BuildChange] = []
     same_build: list[BuildChange] = []
     for b, c, how in pairs:
-        one, other = _builds(b, c)
+        one, other = _builds(b, c, label(c))
         if one is not None:
             same_key.append(one)
         if other is not None:
@@ -958,7 +1067,7 @@ def explain(base: Side, current: Side) -> WhyReport:
         reason = _explain_pair(b, c, base, current)
         tiers = tuple((TIER_NAMES[t], _outcome(b, t), _outcome(c, t)) for t in _missed_tiers(c))
         misses.append(
-            GraphMiss(_label(c), _label(b), how, tiers, _seconds(b, c), reason, c.component, c.code_location)
+            GraphMiss(label(c), label(b), how, tiers, _seconds(b, c), reason, c.component, c.code_location)
         )
     groups: dict[tuple[Any, ...], list[GraphMiss]] = {}
     for miss in misses:
@@ -967,7 +1076,7 @@ def explain(base: Side, current: Side) -> WhyReport:
         (WhyGroup(graphs[0].reason, tuple(graphs)) for graphs in groups.values()), key=lambda g: -g.seconds
     )
     notes = []
-    same_key += _autotuned_otherwise(base, current, pairs)
+    same_key += _autotuned_otherwise(base, current, pairs, label)
     for side, run in (("BASE", base), ("CURRENT", current)):
         if run.keys is None:
             notes.append(
@@ -980,8 +1089,8 @@ def explain(base: Side, current: Side) -> WhyReport:
         len(current.records),
         hits,
         tuple(ordered),
-        tuple(_label(r) for r in new if _missed_tiers(r)),
-        tuple(_label(r) for r in gone),
+        tuple(label(r) for r in new if _missed_tiers(r)),
+        tuple(label(r) for r in gone),
         tuple(same_key),
         tuple(same_build),
         tuple(process_changes(base.facts, current.facts)),
@@ -990,10 +1099,12 @@ def explain(base: Side, current: Side) -> WhyReport:
 
 
 def group_line(group: WhyGroup, missed: int) -> str:
-    """One group as a line: "all 14 graphs: inductor_config[max_autotune] False -> True (41.2 s)"."""
+    """One group as a line: "all 14 graphs: inductor_config[max_autotune] False -> True (41.2 s)";
+    graphs whose inputs changed each in their own way are named by kind, each graph's values
+    under it ("all 3 graphs: their inputs changed (dtype, shape or dynamic dimensions)")."""
     n = len(group.graphs)
     if n == missed:
         who = "the graph" if n == 1 else f"all {n} graphs"
     else:
         who = f"{n} graph{'s' if n != 1 else ''}"
-    return f"{who}: {group.reason.summary} ({group.seconds:.2f} s)"
+    return f"{who}: {group.summary} ({group.seconds:.2f} s)"

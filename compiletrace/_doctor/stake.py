@@ -94,16 +94,24 @@ def claim_once(found: Iterable[tuple[Finding, Sequence[Claim] | None]]) -> list[
             continue
         got = 0
         cpu = bool(claims) and all(c.record.cpu_ns is not None for c in claims)
+        cost_ns = 0  # what the problem cost in the unit at stake: each claim's share of its record
         for claim in claims:
             key = id(claim.record)
+            share = max(claim.share, 0.0)
             available = left.setdefault(key, claimable_ns(claim.record))
-            take = min(round(max(claim.share, 0.0) * claimable_ns(claim.record)), available)
+            take = min(round(share * claimable_ns(claim.record)), available)
             left[key] = available - take
             got += take
-        seconds = got / NS_PER_S
+            cost_ns += round(share * claim.record.cpu_or_wall_ns)
+        # The rule counted wall seconds: in CPU seconds the same compiles cost their CPU
+        # (more than wall where the compiler's processes ran beside it). A fix saves at
+        # most what the problem cost, in one unit.
+        cost_s = cost_ns / NS_PER_S if cpu else finding.seconds
+        seconds = min(got / NS_PER_S, cost_s)
         stake: Mapping[str, Any] = {
             "seconds": round(seconds, 4),
-            "cost_s": round(finding.seconds, 4),  # what the problem cost, as the rule counted it
+            "cost_s": round(cost_s, 4),  # what the problem cost, in the unit
+            "cost_wall_s": round(finding.seconds, 4),  # ... in wall seconds, as the rule counted it
             "unit": "cpu" if cpu else "wall",
             "of": len({id(c.record) for c in claims}),
         }

@@ -8,6 +8,7 @@ figure (the total first), and the verdict, from a
 >>> print(comparison_text(same))
 gate: total, component; shown, not gated: phase, graph
 a gated figure regresses when it grows by more than 10% and 0.05 s
+judged in wall seconds
 <BLANKLINE>
 scope  name          base s  new s  delta s  delta %  status
 -----  ------------  ------  -----  -------  -------  ------
@@ -18,11 +19,11 @@ no regression beyond 10% and 0.05 s
 
 from __future__ import annotations
 
-from compiletrace._data.comparison import BENCH, GATES, Comparison
+from compiletrace._data.comparison import BENCH, CPU, GATES, Comparison
 from compiletrace._io.text import printable
 from compiletrace.reports._table import render_table, wrap_prose
 
-__all__ = ["comparison_rule", "comparison_text", "comparison_warning"]
+__all__ = ["comparison_clock", "comparison_rule", "comparison_text", "comparison_warning"]
 
 
 def comparison_warning(comparison: Comparison) -> str | None:
@@ -33,19 +34,37 @@ def comparison_warning(comparison: Comparison) -> str | None:
     return printable(f"warning: the runs differ ({differ}): a change may be that, not a regression")
 
 
+def comparison_clock(comparison: Comparison) -> str:
+    """Which clock the seconds were judged on, and why (the third line of the table).
+
+    >>> from compiletrace._data.comparison import RunFile
+    >>> run = RunFile("a.json", "profile", 4)
+    >>> comparison_clock(Comparison(run, run, (), 10.0, 0.05, clock="cpu", clock_why="both runs have them"))
+    'judged in CPU seconds (both runs have them; --clock wall for wall seconds); phases in wall seconds'
+    """
+    if comparison.base.kind == BENCH:
+        return "judged in wall seconds (the runs' averages)"
+    why = printable(comparison.clock_why)
+    if comparison.clock == CPU:
+        return f"judged in CPU seconds ({why}; --clock wall for wall seconds); phases in wall seconds"
+    return f"judged in wall seconds ({why})" if why else "judged in wall seconds"
+
+
 def comparison_rule(comparison: Comparison) -> str:
-    """The gate and its thresholds in words (the first two lines of the table)."""
+    """The gate, its thresholds and its clock in words (the first three lines of the table)."""
     limits = f"a gated figure regresses when it grows by more than {comparison.threshold_pct:g}% and "
     limits += f"{comparison.min_seconds:g} s"
+    clock = comparison_clock(comparison)
     if comparison.base.kind == BENCH:
-        return f"gate: every metric\n{limits}"
+        return f"gate: every metric\n{limits}\n{clock}"
     # "function" rows exist only for runs recorded with trace_cost: named when there are some.
     present = {c.scope for c in comparison.changes}
     shown = [g for g in GATES if g not in comparison.gates and (g != "function" or g in present)]
     gate = f"gate: {', '.join(comparison.gates)}"
     if shown:
         gate += f"; shown, not gated: {', '.join(shown)}"
-    return f"{gate}\n{limits}" + (" (a new graph regresses too)" if "graph" in comparison.gates else "")
+    graphs = " (a new graph regresses too)" if "graph" in comparison.gates else ""
+    return f"{gate}\n{limits}{graphs}\n{clock}"
 
 
 def _seconds(value: float | None) -> str:

@@ -16,7 +16,7 @@ from compiletrace._data.nodes import (
     number_ranges,
     rank_figures,
 )
-from compiletrace._data.records import ENCODER, NS_PER_S, component_totals, ordered_components
+from compiletrace._data.records import ENCODER, NS_PER_S, GraphRecord, component_totals, ordered_components
 from compiletrace._io.text import printable
 from compiletrace.reports._chrome import chrome_trace_dict
 from compiletrace.reports._table import wrap_prose
@@ -31,8 +31,44 @@ def _argv(process: JobProcess) -> str:
     return printable(text if len(text) <= _MAX_ARGV_CHARS else text[: _MAX_ARGV_CHARS - 3] + "...")
 
 
+# Where the frames of components that compiled no graph are counted together: a frame
+# Dynamo gave up on is named after the code it stopped in (DDP's forward, a context
+# manager of torch's), which is no part of the user's model.
+NO_GRAPH = "no graph"
+
+
+def _graphless(records: Sequence[GraphRecord]) -> set[str]:
+    """The components none of whose frames compiled a graph."""
+    with_graph = {r.component for r in records if r.graph_node_count > 0}
+    return {r.component for r in records} - with_graph
+
+
+def _totals(records: Sequence[GraphRecord]) -> dict[str, int]:
+    """Nanoseconds per component, the components that compiled no graph as one entry."""
+    graphless = _graphless(records)
+    totals: dict[str, int] = {}
+    for name, ns in component_totals(records).items():
+        key = NO_GRAPH if name in graphless else name
+        totals[key] = totals.get(key, 0) + ns
+    return totals
+
+
+def _counted(records: Sequence[GraphRecord]) -> str:
+    """``5 graphs``, or ``5 frames (1 graph)`` where some frames compiled no graph.
+
+    >>> _counted([])
+    '0 graphs'
+    """
+    graphs = sum(1 for r in records if r.graph_node_count > 0)
+    if graphs == len(records):
+        return f"{graphs} graph{'s' if graphs != 1 else ''}"
+    return (
+        f"{len(records)} frame{'s' if len(records) != 1 else ''} ({graphs} graph{'s' if graphs != 1 else ''})"
+    )
+
+
 def _split(process: JobProcess) -> str:
-    totals = component_totals(process.run.graph_records)
+    totals = _totals(process.run.graph_records)
     return ", ".join(f"{printable(name)} {ns / NS_PER_S:.2f} s" for name, ns in sorted(totals.items()))
 
 
@@ -49,16 +85,18 @@ def _seconds_by_component(job: Job) -> dict[str, float]:
     {}
     """
     ranks = _rank_processes(job)
-    if len(ranks) <= 1:
-        return job.by_component()
     ns: dict[str, int] = {}
+    if len(ranks) <= 1:
+        for name, value in _totals(job.records()).items():
+            ns[name] = ns.get(name, 0) + value
+        return {name: ns[name] / NS_PER_S for name in ordered_components(ns)}
     for process in job.compiling():
         if process not in ranks.values():
-            for name, value in component_totals(process.run.graph_records).items():
+            for name, value in _totals(process.run.graph_records).items():
                 ns[name] = ns.get(name, 0) + value
     slowest: dict[str, int] = {}
     for process in ranks.values():
-        for name, value in component_totals(process.run.graph_records).items():
+        for name, value in _totals(process.run.graph_records).items():
             slowest[name] = max(slowest.get(name, 0), value)
     for name, value in slowest.items():
         ns[name] = ns.get(name, 0) + value
@@ -68,7 +106,15 @@ def _seconds_by_component(job: Job) -> dict[str, float]:
 def _component_hint(job: Job) -> str | None:
     """A hint at ``--component`` where a process compiled several components and none is
     the encoder (a tower named otherwise counts as the language model in the encoder split)."""
-    names = [component_totals(p.run.graph_records) for p in job.compiling()]
+    # A component that compiled no graph is no tower (a wrapper Dynamo gave up on).
+    names = [
+        {
+            k: v
+            for k, v in component_totals(p.run.graph_records).items()
+            if k not in _graphless(p.run.graph_records)
+        }
+        for p in job.compiling()
+    ]
     if any(ENCODER in totals for totals in names) or not any(len(totals) > 1 for totals in names):
         return None
     example = next(name for totals in names if len(totals) > 1 for name in totals)
@@ -97,7 +143,7 @@ def job_summary_lines(job: Job) -> list[str]:
     else:
         seconds = _seconds_by_component(job)
         split = ", ".join(f"{printable(name)}: {s:.2f} s" for name, s in seconds.items())
-        graphs = len(job.records())
+        counted = _counted(job.records())
         ranks = _rank_processes(job)
         side_by_side = ""
         if len(ranks) > 1:
@@ -108,14 +154,14 @@ def job_summary_lines(job: Job) -> list[str]:
             )
         lines = [
             f"compiletrace: compilation: {sum(seconds.values()):.2f} s — {split} ({side_by_side}"
-            f"{graphs} graph{'s' if graphs != 1 else ''} in {len(compiling)} "
+            f"{counted} in {len(compiling)} "
             f"process{'es' if len(compiling) != 1 else ''}; exit status {job.exit_status})"
         ]
         for process in compiling:
             records = process.run.graph_records
             total = sum(r.total_ns for r in records) / NS_PER_S
             lines.append(
-                f"  {process.info.label}: {len(records)} graph{'s' if len(records) != 1 else ''}, "
+                f"  {process.info.label}: {_counted(records)}, "
                 f"{total:.2f} s ({_split(process)})  {_argv(process)}"
             )
     hint = _component_hint(job)

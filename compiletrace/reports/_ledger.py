@@ -4,11 +4,14 @@ line's seconds, its share of the start and the fix that removes it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from compiletrace._data.job import Job
 from compiletrace._data.ledger import Ledger, run_ledger
-from compiletrace._data.records import NS_PER_S
+from compiletrace._data.records import NS_PER_S, GraphRecord
 from compiletrace._data.run import Run
 from compiletrace.reports._table import render_table
+from compiletrace.reports._text import cache_state
 
 __all__ = ["job_ledger_lines", "ledger_lines", "run_ledger_lines"]
 
@@ -39,9 +42,23 @@ def ledger_lines(ledger: Ledger, title: str = "warm start", *, width: int | None
     return [head, *render_table(["line", "s", "share", "fix"], rows, width=width)]
 
 
-def run_ledger_lines(run: Run, title: str = "warm start") -> list[str]:
-    """The ledger of one run (:func:`~compiletrace._data.ledger.run_ledger`) as text."""
-    return ledger_lines(run_ledger(run), title)
+_STARTS = {"cold": "cold start", "warm": "warm start", "mixed": "start (the cache partly warm)"}
+
+
+def start_title(records: Sequence[GraphRecord]) -> str:
+    """What start the ledger is of, by what the compile caches did: a ``cold start`` (every
+    graph missed), a ``warm start`` (every graph hit), else a ``start``.
+
+    >>> start_title([])
+    'start'
+    """
+    return _STARTS.get(cache_state(records), "start")
+
+
+def run_ledger_lines(run: Run, title: str | None = None) -> list[str]:
+    """The ledger of one run (:func:`~compiletrace._data.ledger.run_ledger`) as text,
+    titled by its start (:func:`start_title`) unless ``title`` is given."""
+    return ledger_lines(run_ledger(run), title or start_title(run.graph_records))
 
 
 def job_ledger_lines(job: Job) -> list[str]:
@@ -50,5 +67,6 @@ def job_ledger_lines(job: Job) -> list[str]:
     for process in job.compiling():
         if out:
             out.append("")
-        out.extend(run_ledger_lines(process.run, f"warm start of {process.info.label}"))
+        title = f"{start_title(process.run.graph_records)} of {process.info.label}"
+        out.extend(run_ledger_lines(process.run, title))
     return out

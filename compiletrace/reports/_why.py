@@ -4,7 +4,7 @@
 >>> from compiletrace._data.why import WhyReport
 >>> print(why_text(WhyReport("a.json", "b.json", 3, 3)))
 why: BASE a.json -> CURRENT b.json
-no graph missed the compile cache in CURRENT (3 compiled)
+no graph missed the compile cache in CURRENT (3 graphs: 3 hit)
 """
 
 from __future__ import annotations
@@ -12,16 +12,17 @@ from __future__ import annotations
 from compiletrace._data.why import BuildChange, PartChange, WhyReport, group_line
 from compiletrace._io.text import printable, shorten
 from compiletrace.reports._html import _esc, _page, _table
+from compiletrace.reports._table import wrap_prose
 
 __all__ = ["why_html", "why_text"]
 
 MAX_GRAPHS_SHOWN = 5  # graphs listed under a group
 MAX_SHOWN_CHANGES = 8  # parts that changed with a cause, listed under it
-LINE_WIDTH = 200
+MAX_LINE = 2000  # a value from a file is cut here: a bound, never the screen's width
 
 
 def _line(text: str) -> str:
-    return shorten(printable(text), LINE_WIDTH)
+    return shorten(printable(text), MAX_LINE)
 
 
 def _tiers(tiers: tuple[tuple[str, str, str], ...]) -> str:
@@ -41,10 +42,11 @@ def _build(b: BuildChange, same_key: bool) -> str:
     return f"{b.graph}: keys {b.key_base[:12]}... -> {b.key_current[:12]}..., code {b.code_current} in both"
 
 
-def why_text(report: WhyReport) -> str:
+def why_text(report: WhyReport, width: int | None = None) -> str:
     """The report as text: the headline, each reason with its graphs, what changed and the
     fix, then the graphs only one run has, builds that differ, and the processes' facts
-    that differ."""
+    that differ; each line wrapped at ``width`` (default: ``COLUMNS``, the terminal's, or
+    100 for a pipe), whole (a fix is never cut)."""
     lines = [_line(f"why: BASE {report.base} -> CURRENT {report.current}"), _line(report.headline())]
     for i, group in enumerate(report.groups, 1):
         reason = group.reason
@@ -52,11 +54,16 @@ def why_text(report: WhyReport) -> str:
         for g in group.graphs[:MAX_GRAPHS_SHOWN]:
             matched = "" if g.matched_by == "identity" else f", matched by {g.matched_by}"
             lines.append(_line(f"   {g.current}: {_tiers(g.tiers)} ({g.seconds:.2f} s{matched})"))
+            if not group.alike:  # each graph's own values, not the first one's for all
+                lines.append(_line(f"      {g.reason.summary}"))
         if len(group.graphs) > MAX_GRAPHS_SHOWN:
             lines.append(f"   (+{len(group.graphs) - MAX_GRAPHS_SHOWN} more graphs)")
         causes = [c for c in reason.changes if not c.consequence]
         after = [c for c in reason.changes if c.consequence]
-        if len(reason.changes) > 1 or after or (reason.changes and reason.kind != "parts"):
+        # A group whose graphs changed each in their own way shows each graph's line above
+        # (every change of each is in --json), not the first graph's changes for all.
+        shown = len(reason.changes) > 1 or after or (reason.changes and reason.kind != "parts")
+        if group.alike and shown:
             lines += [_line(f"   changed: {_change(c)}") for c in causes]
             lines += [_line(f"   changed with it: {_change(c)}") for c in after[:MAX_SHOWN_CHANGES]]
             if len(after) > MAX_SHOWN_CHANGES:
@@ -80,7 +87,7 @@ def why_text(report: WhyReport) -> str:
         lines += [_line(f"   {c.line()}") for c in report.process_changes]
     if report.notes:
         lines += [""] + [_line(f"note: {n}") for n in report.notes]
-    return "\n".join(lines)
+    return "\n".join(wrap_prose(lines, width, indent="   "))
 
 
 def why_html(report: WhyReport, *, title: str = "compiletrace why") -> str:
@@ -93,12 +100,13 @@ def why_html(report: WhyReport, *, title: str = "compiletrace why") -> str:
     if report.groups:
         rows = []
         for group in report.groups:
-            graphs = "; ".join(g.current for g in group.graphs[:MAX_GRAPHS_SHOWN])
+            shown = group.graphs[:MAX_GRAPHS_SHOWN]
+            graphs = "; ".join(g.current + ("" if group.alike else f": {g.reason.summary}") for g in shown)
             if len(group.graphs) > MAX_GRAPHS_SHOWN:
                 graphs += f" (+{len(group.graphs) - MAX_GRAPHS_SHOWN} more)"
             rows.append(
                 [
-                    group.reason.summary,
+                    group.summary,
                     str(len(group.graphs)),
                     f"{group.seconds:.2f}",
                     graphs,

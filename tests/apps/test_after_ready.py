@@ -156,6 +156,36 @@ def test_fail_after_ready_stops_the_program_at_the_compile(tmp_path: Path) -> No
     assert job["after_ready"]["count"] == 0  # the compile it refused never happened
 
 
+@pytest.mark.parametrize("batch", [4, 5])
+def test_a_warm_up_defined_below_a_top_level_compile_marks_ready(tmp_path: Path, batch: int) -> None:
+    # The usual script: `model = torch.compile(...)` at its top level imports torch's compiler
+    # before `def warm_up` has run; nothing has compiled yet, and warm_up runs.
+    job_file = tmp_path / "job.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(job_file),
+         "--ready", "__main__:warm_up", "--after-ready", "error", "--",
+         sys.executable, str(PROGRAMS / "top_level_compile.py"), str(batch)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path,
+    )  # fmt: skip
+    assert "served" in done.stdout, done.stderr
+    assert "had not defined" not in done.stderr and "never" not in done.stderr, done.stderr
+    assert "ready when __main__:warm_up returned" in done.stderr
+    job = json.loads(job_file.read_text())
+    after = job["after_ready"]
+    assert after["fired"] is True
+    mark = job["processes"][0]["run"]["meta"]["ready"]
+    assert (mark["how"], mark["what"]) == ("function", "__main__:warm_up")
+    (first,) = [r for r in job["processes"][0]["run"]["registry"]["records"] if r["compile_id"] == "0/0"]
+    assert first["end_unix_ns"] <= mark["unix_ns"]  # the warm-up's compile is before the mark
+    if batch == 4:
+        assert (done.returncode, after["count"]) == (0, 0), done.stderr
+    else:  # the request's new batch size recompiles after ready: the gate names it
+        assert done.returncode == 1, done.stderr
+        (late,) = after["compiles"]
+        assert late["kind"] == "recompile" and late["start_unix_ns"] >= mark["unix_ns"]
+        assert late["trigger"] == "tensor 'args[0]' size mismatch at index 0. expected 4, actual 5"
+
+
 def test_a_training_step_after_ready_is_at_stake_in_the_after_ready_findings_first(tmp_path: Path) -> None:
     """A no-grad warm-up, then a training step: a recompile for the grad mode and a lazy
     backward, both after ready. The compile_after_ready findings claim their seconds first

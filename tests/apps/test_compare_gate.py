@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -58,7 +61,11 @@ def test_a_much_faster_run_passes_although_one_phase_grew(
         "gate: total, component; shown, not gated: phase, graph",
         "a gated figure regresses when it grows by more than 10% and 0.05 s",
     ]
-    first_row = re.split(r"\s{2,}", lines[5].strip())  # the gate, its limits, a blank, the header, its rule
+    # The runs were saved without CPU seconds: wall seconds, and the line says why.
+    clock = " ".join(line.strip() for line in lines[2 : lines.index("")])
+    assert clock == f"judged in wall seconds ({base} and {new} have no CPU seconds)"
+    header = lines.index("") + 1
+    first_row = re.split(r"\s{2,}", lines[header + 2].strip())  # below the header and its rule
     assert first_row == ["total", "compile time", "20.000", "1.600", "-18.400", "-92.0%", "ok"]
     assert row(out, "phase", "backend.cache")[2:] == [
         "0.140",
@@ -124,9 +131,10 @@ def test_bench_metrics_are_always_gated(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "b.json").write_text(json.dumps({**base, "avg_warm_startup_time": 3.0}))
     assert cli.main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--gate", "phase"]) == 1
     out = capsys.readouterr().out
-    assert out.splitlines()[:2] == [
+    assert out.splitlines()[:3] == [
         "gate: every metric",
         "a gated figure regresses when it grows by more than 10% and 0.05 s",
+        "judged in wall seconds (the runs' averages)",
     ]
     assert row(out, "metric", "avg_warm_startup_time")[-1] == "REGRESSED"
 
@@ -155,3 +163,109 @@ def test_parse_gates() -> None:
     assert parse_gates("component,graph,phase,total,function") == GATES
     with pytest.raises(UsageError, match="unknown gate bogus"):
         parse_gates(["total", "bogus"])
+
+
+def busy_pair(tmp_path: Path) -> tuple[str, str]:
+    """Two starts of one program, the second on a busy machine: its wall seconds grew by
+    half, the CPU seconds the compile work used by 5%."""
+    base = [
+        make_record("0/0", "encoder", frame_ns=2 * S, cpu_ns=1900 * MS),
+        make_record("1/0", "language_model", start_unix_ns=2 * S, frame_ns=S, cpu_ns=950 * MS),
+    ]
+    new = [
+        make_record("0/0", "encoder", frame_ns=3 * S, cpu_ns=1995 * MS),
+        make_record("1/0", "language_model", start_unix_ns=3 * S, frame_ns=1500 * MS, cpu_ns=997 * MS),
+    ]
+    return str(save_run(tmp_path / "base.json", base)), str(save_run(tmp_path / "new.json", new))
+
+
+def test_the_gate_judges_cpu_seconds_where_both_runs_have_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, new = busy_pair(tmp_path)
+    assert cli.main(["compare", base, new]) == 0
+    out = capsys.readouterr().out
+    clock = "judged in CPU seconds (both runs have them; --clock wall for wall seconds); phases in wall"
+    assert clock + " seconds" in " ".join(out.split())
+    assert row(out, "total", "compile time")[2:] == ["2.850", "2.992", "+0.142", "+5.0%", "ok"]
+    assert row(out, "component", "encoder")[2:4] == ["1.900", "1.995"]
+    assert row(out, "graph", "encoder:forward#0 [0/0]")[2:4] == ["1.900", "1.995"]
+    result = compare_files(base, new)
+    assert (result.clock, result.regressions) == ("cpu", ())
+
+    # Asked for wall seconds, the same runs regress by half.
+    assert cli.main(["compare", base, new, "--clock", "wall"]) == 1
+    out = capsys.readouterr().out
+    assert "judged in wall seconds (asked for)" in out
+    assert row(out, "total", "compile time")[2:] == ["3.000", "4.500", "+1.500", "+50.0%", "REGRESSED"]
+
+
+def test_cpu_seconds_asked_of_a_run_without_them_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, _ = busy_pair(tmp_path)
+    old = str(save_run(tmp_path / "old.json", [make_record("0/0", "encoder", frame_ns=2 * S)]))
+    assert cli.main(["compare", base, old, "--clock", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"--clock cpu: {old} has no CPU seconds for every graph" in err and "--clock wall" in err
+    # By default the gate falls back to wall seconds, and says why.
+    assert cli.main(["compare", base, old]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"judged in wall seconds ({old} has no CPU seconds)" in out
+
+
+@pytest.mark.slow
+def test_two_real_starts_beside_four_busy_processes_are_judged_in_cpu_seconds(tmp_path: Path) -> None:
+    # One program (aot_eager: seconds) started twice under `run` beside four CPU-bound
+    # processes: its wall seconds move with the load, the compile work's CPU seconds far
+    # less, and the gate judges those.
+    program = Path(__file__).resolve().parent.parent / "programs" / "top_level_compile.py"
+
+    def start(name: str) -> dict[str, Any]:
+        job = tmp_path / name
+        subprocess.run(
+            [sys.executable, "-m", "compiletrace", "run", "--json", str(job), "--",
+             sys.executable, str(program)],
+            check=True, capture_output=True, timeout=600, cwd=tmp_path,
+        )  # fmt: skip
+        return cast(dict[str, Any], json.loads(job.read_text()))
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]
+    try:
+        base, new = start("base.json"), start("new.json")
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait()
+
+    def seconds(job: dict[str, Any], key: str) -> float:
+        records = [r for p in job["processes"] for r in p["run"]["registry"]["records"]]
+        assert records and all(r["cpu_ns"] is not None for r in records)
+        if key == "cpu_ns":
+            return sum(r["cpu_ns"] for r in records) / S
+        return sum(r["end_unix_ns"] - r["start_unix_ns"] + r["backward_ns"] for r in records) / S
+
+    done = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "compare", "base.json", "new.json"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    out = done.stdout
+    judged = "judged in CPU seconds (both runs have them; --clock wall for wall seconds)"
+    assert judged in " ".join(out.split())
+    cpu = (seconds(base, "cpu_ns"), seconds(new, "cpu_ns"))
+    total = row(out, "total", "compile time")
+    assert (float(total[2]), float(total[3])) == pytest.approx(cpu, abs=0.0006)  # as printed, to the ms
+    grew = cpu[1] - cpu[0] > max(0.05, cpu[0] * 0.10)
+    assert done.returncode == (1 if grew else 0), out
+    assert total[-1] == ("REGRESSED" if grew else "ok")
+
+    walled = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "compare", "base.json", "new.json", "--clock", "wall"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    wall = row(walled.stdout, "total", "compile time")
+    assert (float(wall[2]), float(wall[3])) == pytest.approx(
+        (seconds(base, "wall"), seconds(new, "wall")), abs=0.0006
+    )
+    print(f"wall {wall[2]} -> {wall[3]} s ({wall[-1]}); CPU {total[2]} -> {total[3]} s ({total[-1]})")

@@ -71,7 +71,7 @@ def _only(findings: list[Finding], kind: FindingKind) -> Finding:
 def _cost(finding: Finding) -> float:
     """What the problem cost, as the rule counted it (wall seconds); the finding's own seconds
     are what its fix can save (at stake), each compile's claimed once."""
-    return float(finding.evidence["at_stake"]["cost_s"])
+    return float(finding.evidence["at_stake"]["cost_wall_s"])
 
 
 def _kinds(findings: list[Finding]) -> list[str]:

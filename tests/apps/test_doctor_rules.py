@@ -392,6 +392,17 @@ def test_compile_after_ready() -> None:
     assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence
 
 
+@pytest.mark.parametrize("path", sorted(RUNS.glob("*.run.json")), ids=lambda p: p.name.split(".")[0])
+def test_no_finding_puts_more_at_stake_than_the_problem_cost(path: Path) -> None:
+    # Each committed run (made by the repository's programs): a fix saves at most what the
+    # problem cost, in one unit (compile_after_warmup's recompile claimed 0.12 s of a 0.08 s cost).
+    for finding in compiletrace.load(path).diagnose():
+        stake = finding.evidence.get("at_stake")
+        if stake is not None:
+            assert stake["seconds"] <= stake["cost_s"], (finding.kind, stake)
+            assert finding.seconds <= stake["cost_s"] + 1e-4
+
+
 def test_under_dynamic_false_no_recompile_is_said_to_be_compiled_dynamic() -> None:
     """torch.compile(dynamic=False) on ten sizes: nine static graphs, then the recompile
     limit. The fix (mark the size dynamic) is right, but the doctor no longer says torch

@@ -174,6 +174,33 @@ def test_torchrun_ranks_are_one_job_with_their_maximum_and_one_trace(tmp_path: P
 
 
 @pytest.mark.slow
+def test_ddp_compiled_whole_counts_its_frames_apart_from_its_graphs(tmp_path: Path) -> None:
+    # torch.compile(DDP(model)): Dynamo gives up inside DDP's forward and the context
+    # managers it enters, frames that compile no graph; only the model's backward is a graph.
+    torchrun = Path(sys.executable).with_name("torchrun")
+    proc = ct_run(
+        "--json", str(tmp_path / "job.json"), "--",
+        str(torchrun), "--standalone", "--nproc-per-node", "2", str(PROGRAMS / "ddp_step.py"), "outer", "net",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    job = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(job, compiletrace.ProfileJob)
+    said = " ".join(proc.stderr.split())
+    for rank, process in job.ranks().items():
+        records = process.run.graph_records
+        graphs = sum(1 for r in records if r.graph_node_count > 0)
+        assert len(records) > graphs  # frames that compiled nothing: the case at hand
+        counted = f"{len(records)} frames ({graphs} graph{'s' if graphs != 1 else ''})"
+        assert f"pid {process.info.pid} (rank {rank}): {counted}, " in said
+    # The frames of no graph are counted as such, not as components named after torch's
+    # internals, and no such name is offered as a tower to --component.
+    assert "no graph: " in said
+    assert "contextmanager" not in said and "DistributedDataParallel" not in said
+    assert "--component" not in said
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("signals", [1, 2])
 def test_sigterm_reaches_the_program_and_what_it_recorded_is_kept(tmp_path: Path, signals: int) -> None:
     # Two in a row (timeout, torchrun and a process group all send more than one): the

@@ -172,7 +172,8 @@ def test_a_runtime_row_of_no_graph_is_still_read(tmp_path: Path) -> None:
 def test_report_prints_the_ledger_of_a_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["report", "--ledger", str(LOGS / "gpu-2.13")]) == 0
     out = capsys.readouterr().out
-    assert "warm start: " in out and "ready when compiletrace.ready() was called" in out
+    # No lookup of a compile cache is in that trace: a start, neither cold nor warm.
+    assert re.search(r"^start: ", out, re.M) and "ready when compiletrace.ready() was called" in out
     for line in (AUTOTUNE_CALLS, CUDAGRAPH_LINE, AUTOTUNE_COMPILE, "total"):
         assert re.search(rf"^{re.escape(line)}\s+\d+\.\d{{3}}\s+\d+%", out, re.M), line
 
@@ -205,3 +206,12 @@ def test_the_log_of_this_release_is_in_the_format_this_torch_writes() -> None:
         if kind.endswith("_runtime"):
             assert fields["is_runtime"] is True and fields["end_time_us"] > 0
             assert "attempt" not in row  # runtime rows carry no attempt
+
+
+def test_the_ledger_of_a_cold_start_says_cold(capsys: pytest.CaptureFixture[str]) -> None:
+    # Every graph of that trace missed inductor's caches: its start was cold, not warm.
+    assert cli.main(["report", "--ledger", str(LOGS / "inductor_cold")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^cold start: \d+\.\d{3} s", out, re.M) and "warm start" not in out
+    assert cli.main(["report", "--ledger", str(LOGS / "inductor_warm")]) == 0
+    assert re.search(r"^warm start: ", capsys.readouterr().out, re.M)

@@ -149,6 +149,10 @@ def test_a_verdict_reads_every_round_and_says_what_the_estimate_was_worth() -> N
     rows = verify_rows([verdict, slower])
     assert [r.verdict for r in rows] == [VERIFIED, SLOWER] and rows[1].alternative
     assert rows[0].saved_cpu == pytest.approx((1.1, 0.25)) and rows[0].at_stake_s == 1.25
+    assert rows[0].finding == f"recompiles ({finding.component})"
+    # A finding of no component (a frame of DDP's that compiled nothing) is its kind alone.
+    (unnamed,) = verify_rows([replace(verdict, finding=replace(staked, component=""))])
+    assert unnamed.finding == "recompiles"
 
 
 def test_regional_compilation_is_verified_by_fewer_graph_nodes_when_frames_stay() -> None:

@@ -10,6 +10,7 @@ FX graph key's parts).
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,8 @@ def test_nothing_missed_nothing_is_named(where: Path, base: Recorded, name: str)
     for side in SIDES:
         report = _why(base, current, side, where / f"{name}.{side}.why.json")
         assert report["missed"] == 0 and report["groups"] == [] and report["hits"] == report["compiled"] == 1
-        assert report["headline"].startswith("no graph missed")
+        # It compiled nothing: its one graph came from the cache.
+        assert report["headline"] == "no graph missed the compile cache in CURRENT (1 graph: 1 hit)"
     facts = {c["name"]: c for c in _why(base, current, "job", where / f"{name}.why.json")["process_changes"]}
     # What differs between the runs is shown, and named as no cause: no key reads it.
     assert "cache_dir" in facts
@@ -164,10 +166,19 @@ def test_c_dynamic_shifts_the_inputs(where: Path, base: Recorded) -> None:
         report = _why(base, current, side, where / f"c.{side}.why.json")
         changes = report["groups"][0]["reason"]["changes"]
         causes = [c for c in changes if not c["consequence"]]
-        # dynamic=True adds the batch size as an input: the inputs changed, nothing else.
-        assert causes and all(c["kind"] == "inputs" for c in causes)
-        assert any(c["current"] and c["current"].startswith("('s") for c in causes), causes
-        assert any(c["base"] == "float32[4,16] stride(16,1) cpu" for c in causes), causes
+        inputs = [c for c in changes if c["kind"] == "inputs"]
+        if side == "job":  # the job recorded torch.compile's arguments: the cause is named
+            assert [(c["name"], c["base"], c["current"]) for c in causes] == [
+                ("torch.compile dynamic", "None", "True")
+            ]
+            assert report["groups"][0]["reason"]["fix"].startswith(
+                "torch.compile's dynamic= changed: compile with dynamic=None"
+            )
+        else:  # torch's trace keeps no compile arguments: the inputs are what changed
+            assert causes == inputs
+        # dynamic=True adds the batch size as an input.
+        assert any(c["current"] and c["current"].startswith("('s") for c in inputs), inputs
+        assert any(c["base"] == "float32[4,16] stride(16,1) cpu" for c in inputs), inputs
         # ... and the parts that change with the inputs (the graph's code) are told apart.
         assert "gm" in {c["name"] for c in changes if c["consequence"]}
         _check_seconds(report, current, side)
@@ -178,9 +189,21 @@ def test_c_mode_sets_its_options(where: Path, base: Recorded) -> None:
     expected = {f"inductor_config[{k}]" for k in torch._inductor.list_mode_options("reduce-overhead")}
     for side in SIDES:
         report = _why(base, current, side, where / f"cm.{side}.why.json")
-        named = {name: (b, c) for name, b, c in causes(report)}
-        assert set(named) == expected | {"fx_kwargs[cudagraphs]"}
+        changes = report["groups"][0]["reason"]["changes"]
+        named = {c["name"]: (c["base"], c["current"]) for c in changes}
+        assert set(named) == expected | {"fx_kwargs[cudagraphs]"} | (
+            {"torch.compile mode"} if side == "job" else set()
+        )
         assert named["inductor_config[triton.cudagraphs]"] == ("False", "True")
+        if side == "job":  # the job recorded the mode: it is the cause, the settings it sets follow
+            assert causes(report) == [("torch.compile mode", "default", "reduce-overhead")]
+            fix = report["groups"][0]["reason"]["fix"]
+            assert (
+                fix.startswith("torch.compile's mode= changed: compile with mode='default'")
+                and "pin" not in fix
+            )
+        else:  # torch's trace keeps no compile arguments: the settings are what changed
+            assert {name for name, _, _ in causes(report)} == set(named)
         _check_seconds(report, current, side)
 
 
@@ -249,3 +272,62 @@ def test_equal_keys_the_miss_came_from_elsewhere(where: Path, base: Recorded, na
         (group,) = report["groups"]
         assert group["reason"]["kind"] == kind and group["reason"]["changes"] == []
         _check_seconds(report, current, side)
+
+
+def test_every_rank_of_a_job_is_explained_against_the_process_that_filled_the_cache(
+    where: Path, base: Recorded, base_threads: int
+) -> None:
+    # One process filled the cache; a two-rank torchrun job used it (torchrun sets
+    # OMP_NUM_THREADS=1, which the key holds). Each rank is matched with BASE on its own.
+    if base_threads < 2:
+        pytest.skip("one CPU thread: torchrun's OMP_NUM_THREADS=1 changes nothing in the key")
+    cache = where / "ranks.cache"
+    for rank in (0, 1):
+        shutil.copytree(base.cache, f"{cache}.rank{rank}")
+    current = record(where, "ranks", cache, {"CASE_CACHE_PER_RANK": "1"}, ranks=2)
+    for side in SIDES:
+        report = _why(base, current, side, where / f"ranks.{side}.why.json")
+        assert (report["missed"], report["compiled"], report["new_graphs"]) == (2, 2, []), report
+        assert causes(report) == [("cpp_runtime_thread_count", str(base_threads), "1")]
+        (group,) = report["groups"]
+        # The job knows its ranks; torch's trace of a program that made no process group, its logs.
+        roles = ["rank 0", "rank 1"] if side == "job" else ["process 1", "process 2"]
+        assert sorted(g["current"].partition(":")[0] for g in group["graphs"]) == roles
+        assert all(g["base"] == g["current"].partition(": ")[2] for g in group["graphs"])  # BASE's one graph
+
+
+def test_graphs_whose_inputs_changed_each_their_own_way_keep_their_own_values(
+    where: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Three graphs (a convolution's image, two Linear layers' rows) at batch 2, then 3: one
+    # group (their inputs changed), each graph with its own values, none with another's.
+    monkeypatch.setenv("COLUMNS", "400")  # each line whole: the lines are what is read here
+    program = Path(__file__).resolve().parent.parent / "programs" / "cache_graphs.py"
+    base = record(where, "graphs_base", where / "graphs_base.cache", program=program)
+    shutil.copytree(base.cache, where / "graphs.cache")
+    current = record(where, "graphs", where / "graphs.cache", {"CASE_BATCH": "3"}, program=program)
+    capsys.readouterr()
+    report = _why(base, current, "job", where / "graphs.why.json")
+    text = capsys.readouterr().out
+    (group,) = report["groups"]
+    assert len(group["graphs"]) == 3
+    images = ("float32[2,3,8,8] stride(192,64,8,1) cpu", "float32[3,3,8,8] stride(192,64,8,1) cpu")
+    rows = ("float32[2,16] stride(16,1) cpu", "float32[3,16] stride(16,1) cpu")
+    seen = sorted(
+        (c["base"], c["current"])
+        for g in group["graphs"]
+        for c in g["reason"]["changes"]
+        if c["kind"] == "inputs" and not c["consequence"]
+    )
+    assert seen == [rows, rows, images]  # as torch keyed each graph
+    (line,) = [x for x in text.splitlines() if x.startswith("1. ")]
+    assert line.startswith("1. all 3 graphs: their inputs changed (dtype, shape or dynamic dimensions) (")
+    assert "float32" not in line
+    lines = text.splitlines()
+    own = []
+    for graph in group["graphs"]:  # each graph's line, then its own values under it
+        (at,) = [i for i, x in enumerate(lines) if x.startswith(f"   {graph['current']}: ")]
+        assert lines[at + 1].strip() == graph["reason"]["summary"]
+        own.append(lines[at + 1])
+    assert sorted("[3,3,8,8]" in x for x in own) == [False, False, True]
+    assert sorted("[3,16]" in x for x in own) == [False, True, True]

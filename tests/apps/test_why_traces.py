@@ -133,3 +133,49 @@ def test_another_torch_release_names_torch_version(tmp_path: Path) -> None:
         assert group["reason"]["fix"].startswith("another torch build: fill the cache once per torch version")
         assert {c["name"] for c in report["process_changes"]} >= {"torch"}
     shutil.rmtree(tmp_path / "cache")
+
+
+@pytest.mark.parametrize("width", [80, 400])
+def test_the_text_fits_columns_and_never_cuts_a_fix(
+    width: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert cli.main(["why", str(BASE), str(TRACES / "c_dynamic.log.gz")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # Wider only where one word cannot be cut: a path, on its own line.
+    assert all(len(line) <= width or " " not in line.strip() for line in lines), lines
+    (at,) = [i for i, line in enumerate(lines) if line.startswith("   fix: ")]
+    fix = " ".join(line.strip() for line in lines[at : at + 4]).split(" the processes")[0]
+    assert "…" not in fix and "keep dtypes fixed" in fix
+    if width == 400:  # room for the whole fix on its line
+        assert lines[at].endswith("keep dtypes fixed")
+
+
+def test_a_trace_keeps_no_environment_so_none_is_told_unset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # BASE's job keeps its environment (HOME among it); torch's trace of the re-run keeps none.
+    keys = compiletrace.load(BASE_JOB).processes[0].run.meta.cache_keys
+    assert keys is not None and "HOME" in keys.facts.env
+    report = _why(BASE_JOB, TRACES / "rerun.log.gz", tmp_path / "w.json")
+    assert [c["name"] for c in report["process_changes"] if c["name"].startswith("env ")] == []
+    assert "env HOME" not in capsys.readouterr().out
+    # Two jobs that both keep it still say what moved.
+    job = json.loads(BASE_JOB.read_text())
+    job["processes"][0]["run"]["meta"]["cache_keys"]["facts"]["env"]["HOME"] = "/elsewhere"
+    moved = tmp_path / "moved.job.json"
+    moved.write_text(json.dumps(job))
+    report = _why(BASE_JOB, moved, tmp_path / "m.json")
+    assert [(c["name"], c["current"]) for c in report["process_changes"]] == [("env HOME", "/elsewhere")]
+
+
+def test_doctor_baseline_on_traces_prints_no_empty_changes_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # Equal keys (the FX entries evicted): the reason is elsewhere, and no part changed.
+    current = str(TRACES / "h_evicted.log.gz")
+    cli.main(["doctor", current, "--baseline", str(BASE)])
+    out = capsys.readouterr().out
+    assert "the FX graph entry it names was gone" in " ".join(out.split())
+    assert all(line.strip() != "changes:" for line in out.splitlines()), out
+    # A part that changed is still listed.
+    cli.main(["doctor", str(TRACES / "f_ci.log.gz"), "--baseline", str(BASE)])
+    assert "changes: autograd_config[error_on_custom_op_aliasing]: False -> True" in capsys.readouterr().out

@@ -8,12 +8,18 @@ from the environment, as it would between two machines:
     CASE_MODE=mode        torch.compile(mode=...)
     CASE_DTYPE=float64    the model and its input in another dtype
     CASE_BATCH=8          another batch size
+    CASE_CACHE_PER_RANK=1 a torchrun rank looks in TORCHINDUCTOR_CACHE_DIR.rank<LOCAL_RANK>
 
     python cache_case.py
 """
 
 import json
 import os
+
+if os.environ.get("CASE_CACHE_PER_RANK"):
+    # Each rank its own copy of the cache: each looks up what BASE filled, never what the
+    # other rank wrote a moment before.
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] += f".rank{os.environ['LOCAL_RANK']}"
 
 import torch
 

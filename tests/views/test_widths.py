@@ -105,3 +105,20 @@ def test_the_verify_tables_rows_stay_apart_at_80(monkeypatch: pytest.MonkeyPatch
     first, second = (line.split("  ")[0] for line in lines[2:4])
     assert first != second and first.endswith("vision_tower)") and second.endswith("language_model)")
     assert "  graph_break (model.language_model): the hooks' breaks stay" in lines  # the why, whole
+
+
+def test_a_long_fix_leaves_the_verify_tables_columns_at_200(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fix spelled long (a regional compile of several classes) is written under the
+    table whole: at 200 columns the calibration column stays."""
+    from compiletrace._data.verify import TrialFigures, VerifyRow
+    from compiletrace.reports import verify_lines
+
+    fix = "regional-compile=" + ",".join(f"LlamaDecoderLayer{i}" for i in range(6))
+    row = VerifyRow("repeated_block (model.layers)", fix, TrialFigures(1, 900, 9.1, 12.0),
+                    TrialFigures(1, 150, 3.2, 6.0), "verified", at_stake_s=6.0, saved_cpu=(5.8, 0.2),
+                    saved_wall=(5.5, 0.4), calibration=0.97, rounds=3)  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "200")
+    lines = verify_lines([row], steady_calls=20)
+    assert "calibration" in lines[0] and "0.97" in lines[2]
+    assert f"  repeated_block (model.layers): fix {fix}" in lines  # whole, under the table
+    assert all(len(line) <= 200 for line in lines)

@@ -239,7 +239,8 @@ def _against_baseline(evidence: Evidence, baseline: Evidence) -> Iterator[Findin
             first.location,
             {
                 "reason": reason.kind,
-                "changes": [c.line() for c in reason.changes[:MAX_EXAMPLES]],
+                # (none where the keys were equal: the reason is elsewhere, and the title says it)
+                **({"changes": [c.line() for c in reason.changes[:MAX_EXAMPLES]]} if reason.changes else {}),
                 "graphs": [
                     f"{g.current}: " + ", ".join(f"{t} {b} -> {c}" for t, b, c in g.tiers)
                     for g in group.graphs[:MAX_EXAMPLES]

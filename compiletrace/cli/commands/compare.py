@@ -17,8 +17,9 @@ DESCRIPTION = (
     "process by process; a single run stands for a job's one process), or two saved by 'bench\n"
     "startup --output-json' (per metric). A figure slowed down when it grew by more than\n"
     "--threshold percent and --min-seconds; a graph only in NEW (a new graph break or\n"
-    "recompile) slowed down too. Every change is shown; those in the --gate scopes are\n"
-    "regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input."
+    "recompile) slowed down too. Seconds are the compile work's CPU seconds where both runs\n"
+    "have them, else wall seconds (--clock). Every change is shown; those in the --gate scopes\n"
+    "are regressions (bench metrics always are). Exit status: 0 none, 1 regressed, 2 bad input."
 )
 EPILOG = None
 
@@ -51,6 +52,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(default: total,component)",
     )
     parser.add_argument(
+        "--clock",
+        choices=("auto", "cpu", "wall"),
+        default="auto",
+        metavar="CLOCK",
+        help="the seconds judged: cpu (the compile work's CPU seconds, which a busy machine moves\n"
+        "far less than wall seconds), wall, or auto (default: CPU seconds where both runs have\n"
+        "them for every graph, else wall seconds)",
+    )
+    parser.add_argument(
         "--why",
         action="store_true",
         help="then say why each graph NEW missed the compile cache, by the part of its key that\n"
@@ -63,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
 
     gates = parse_gates(args.gate)  # a bad --gate is bad input: exit 2 before reading a file
     result = compare_files(
-        args.base, args.new, threshold_pct=args.threshold, min_seconds=args.min_seconds, gates=gates
+        args.base,
+        args.new,
+        threshold_pct=args.threshold,
+        min_seconds=args.min_seconds,
+        gates=gates,
+        clock=None if args.clock == "auto" else args.clock,
     )
     print(result.table())
     if args.why:
