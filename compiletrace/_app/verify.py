@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from compiletrace._app.job import ProfileJob, run_command
+from compiletrace._app.job import NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
@@ -91,6 +91,7 @@ __all__ = [
     "SLOWER",
     "VERIFIED",
     "Trial",
+    "UntilReady",
     "Verdict",
     "judge",
     "measure_edit",
@@ -122,10 +123,18 @@ class Trial:
     wall_s: float
     steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
+    stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
+    ready_after_s: float | None = None  # seconds from its start to its first ready mark
 
     @property
     def exit_status(self) -> int:
-        return self.job.exit_status
+        """The command's exit status; 0 for one stopped after its ready mark and grace (it ran
+        as it should until compiletrace ended it, whatever it does on Ctrl-C)."""
+        return 0 if self.stopped == STOPPED_READY else self.job.exit_status
+
+    @property
+    def never_ready(self) -> bool:
+        return self.stopped == NEVER_READY
 
     @property
     def frame_compiles(self) -> int:
@@ -220,7 +229,10 @@ def _run_once(
     clock: Callable[[], float],
     profiled: bool,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
 ) -> Trial:
+    # A profile run measures its steady calls after its warm-up, and ends by itself.
+    until = None if profiled else until_ready or UntilReady()
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
         env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
         run_file = os.path.join(cache, "profile.json")
@@ -230,11 +242,37 @@ def _run_once(
         # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
         # the doctor's, --json - included.
         outcome = run_command(
-            command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2, ready=ready
+            command,
+            fixes=() if fix is None else (fix,),
+            extra_env=env,
+            cwd=cwd,
+            stdout=2,
+            ready=ready,
+            until_ready=until,
         )
         wall = clock() - start
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
-    return Trial(fix, outcome.job, wall, steady, spread)
+    return Trial(fix, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+
+def never_ready_verdict(until_ready: UntilReady) -> str:
+    """The verdict of a fix whose run never became ready within the trials' limit.
+
+    >>> never_ready_verdict(UntilReady(timeout_s=300))
+    'never ready in 300 s'
+    """
+    return f"{NEVER_READY} in {until_ready.timeout_s:g} s"
+
+
+def _check_baseline(trial: Trial, until_ready: UntilReady, ready: str | None) -> None:
+    """A baseline that never became ready gives nothing to compare: bad input, said so."""
+    if trial.never_ready:
+        mark = f"--ready {printable(ready)}" if ready else "its warm-up's end or compiletrace.ready()"
+        raise UsageError(
+            f"the command as it is was never ready in {until_ready.timeout_s:g} s ({mark} never came), "
+            "so no fix can be judged on its start-up: give the ready mark it reaches (run --ready "
+            "port:PORT, step:N, MODULE:FUNCTION or phase:NAME), or a longer --ready-timeout"
+        )
 
 
 def _steady_call_s(run_file: str) -> tuple[float | None, float]:
@@ -255,28 +293,34 @@ def verify_command(
     rounds: int = ROUNDS,
     alternatives: bool = False,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
 ) -> list[Verdict]:
     """Run ``command`` as it is and once per fix the doctor can apply to what it found, in
     ``rounds`` interleaved rounds, and judge each finding (see the module docstring).
     ``profiled``: the command is a ``compiletrace profile`` that measures its steady state
     (``--json PATH`` is added); ``alternatives``: measure the other fixes findings name too;
-    ``ready``: the job's ready mark (``run --ready``), the same in every run."""
+    ``ready``: the job's ready mark (``run --ready``), the same in every run. Each run goes
+    only until the command is ready, its grace, and its stop (``until_ready``, default
+    :class:`UntilReady`'s); a baseline never ready within its limit is refused
+    (:class:`~compiletrace.UsageError`), a fix whose run never is gets that verdict."""
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    until_ready = until_ready or UntilReady()
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
-    base = [_run_once(command, None, cwd, clock, profiled, ready)]
+    base = [_run_once(command, None, cwd, clock, profiled, ready, until_ready)]
+    _check_baseline(base[0], until_ready, ready)
     findings = base[0].findings
     fixes = list(dict.fromkeys(fix for f in findings for fix in _fixes_of(f, alternatives)))
     runs: dict[str, list[Trial]] = {fix: [] for fix in fixes}
     for round_number in range(1, rounds + 1):
         if round_number > 1:
             say(f"the baseline (round {round_number} of {rounds})")
-            base.append(_run_once(command, None, cwd, clock, profiled, ready))
+            base.append(_run_once(command, None, cwd, clock, profiled, ready, until_ready))
         for fix in fixes:
             say(f"with --apply {fix}" + (f" (round {round_number} of {rounds})" if rounds > 1 else ""))
-            runs[fix].append(_run_once(command, fix, cwd, clock, profiled, ready))
+            runs[fix].append(_run_once(command, fix, cwd, clock, profiled, ready, until_ready))
     verdicts = []
     for finding in findings:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
@@ -284,7 +328,9 @@ def verify_command(
             verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base)))
             continue
         for fix in _fixes_of(finding, alternatives):
-            verdicts.append(_verdict(finding, fix, base, runs[fix], alternative=fix not in own))
+            verdicts.append(
+                _verdict(finding, fix, base, runs[fix], alternative=fix not in own, until_ready=until_ready)
+            )
     return verdicts
 
 
@@ -298,21 +344,28 @@ def measure_edit(
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
+    ready: str | None = None,
+    until_ready: UntilReady | None = None,
 ) -> Verdict | None:
     """A fix that needs an edit, measured as :func:`verify_command` measures one applied
     from outside: the program as it is (``command``) and as edited (``edited``, the edit
-    ``change`` names), interleaved, ``rounds`` times; the first finding of ``kind`` the
-    program as it is shows is judged on them (None when it shows none)."""
+    ``change`` names), interleaved, ``rounds`` times, each run only until it is ready; the
+    first finding of ``kind`` the program as it is shows is judged on them (None when it
+    shows none)."""
     say = progress or (lambda line: None)
+    until_ready = until_ready or UntilReady()
     base: list[Trial] = []
     runs: list[Trial] = []
     for round_number in range(1, rounds + 1):
         say(f"the baseline (round {round_number} of {rounds})")
-        base.append(_run_once(command, None, cwd, clock, False))
+        base.append(_run_once(command, None, cwd, clock, False, ready, until_ready))
+        _check_baseline(base[-1], until_ready, ready)
         say(f"edited: {change} (round {round_number} of {rounds})")
-        runs.append(_run_once(edited, None, cwd, clock, False))
+        runs.append(_run_once(edited, None, cwd, clock, False, ready, until_ready))
     found = [f for f in base[0].findings if f.kind == FindingKind(kind)]
-    return _verdict(found[0], change, base, runs, alternative=False) if found else None
+    if not found:
+        return None
+    return _verdict(found[0], change, base, runs, alternative=False, until_ready=until_ready)
 
 
 def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
@@ -326,14 +379,23 @@ def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
 
 
 def _verdict(
-    finding: Finding, fix: str, base: Sequence[Trial], runs: Sequence[Trial], *, alternative: bool
+    finding: Finding,
+    fix: str,
+    base: Sequence[Trial],
+    runs: Sequence[Trial],
+    *,
+    alternative: bool,
+    until_ready: UntilReady | None = None,
 ) -> Verdict:
     before, after = base[0], runs[0]
     cpu = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     rule = rule_for(finding.kind)
     judged = rule.seconds_judged(finding)
-    if rule.reads_exit_status:
+    if any(t.never_ready for t in runs):
+        # Its start-up never ended: no seconds to compare, and no saving to claim.
+        verdict = never_ready_verdict(until_ready or UntilReady())
+    elif rule.reads_exit_status:
         verdict = judge(finding, before, after)  # a gate ends the program on purpose: its judge reads how
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
@@ -353,14 +415,20 @@ def verify_job(
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
     alternatives: bool = False,
+    until_ready: UntilReady | None = None,
 ) -> list[Verdict]:
-    """:func:`verify_command` on a saved job's command, in the directory it ran in. Raises
-    :class:`~compiletrace.UsageError`, running nothing, for a job that a signal ended (a
-    server stopped by hand: a re-run would not end) or whose directory is gone."""
-    if job.exit_status >= SIGNALLED:
+    """:func:`verify_command` on a saved job's command, in the directory it ran in, each run
+    only until it is ready (``until_ready``). A job that a signal ended after its ready mark
+    (a server stopped with Ctrl-C once it served, a training job stopped after its first
+    steps) is verified; raises :class:`~compiletrace.UsageError`, running nothing, for one a
+    signal ended before any process was ready (nothing says when its start-up ended) or
+    whose directory is gone."""
+    if job.exit_status >= SIGNALLED and not job.after_ready().fired:
         raise UsageError(
-            f"the job ended by a signal (exit status {job.exit_status}): --verify re-runs the command "
-            "to its end, so give a job whose command ends by itself (a script, not a server)"
+            f"the job ended by a signal (exit status {job.exit_status}) before any process of it was "
+            "ready: --verify runs the command until it is ready, and nothing said when that is; run it "
+            "again with its ready mark (run --ready port:PORT for a server, step:N for a training "
+            "job, MODULE:FUNCTION, phase:NAME, or compiletrace.ready() in the program) and stop it after"
         )
     if job.cwd and not os.path.isdir(job.cwd):
         raise UsageError(f"the directory the job ran in ({printable(job.cwd)}) is gone; --verify runs there")
@@ -371,6 +439,7 @@ def verify_job(
         rounds=rounds,
         alternatives=alternatives,
         ready=job.ready or None,
+        until_ready=until_ready,
     )
 
 
@@ -418,6 +487,7 @@ def verify_profile_run(
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
     alternatives: bool = False,
+    until_ready: UntilReady | None = None,
 ) -> list[Verdict]:
     """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
     (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""
@@ -428,6 +498,7 @@ def verify_profile_run(
         profiled=True,
         rounds=rounds,
         alternatives=alternatives,
+        until_ready=until_ready,
     )
 
 

@@ -12,7 +12,7 @@ from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json, write_text
 from compiletrace._io.text import printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.options import add_trace_components, check_outputs, check_seconds
 from compiletrace.cli.parsing import PROG, add_common_options
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
@@ -74,6 +74,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "one dimension dynamic), each on a row of its own",
     )
     parser.add_argument(
+        "--grace",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="with --verify: each run goes until the command is ready (its ready mark), then S\n"
+        "seconds more (a compile right after ready is still seen), then it is stopped: SIGINT to\n"
+        "its process group, SIGTERM, SIGKILL (default 3)",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="with --verify: a run not ready in S seconds is stopped; its fix is 'never ready in S s'\n"
+        "(default 900)",
+    )
+    parser.add_argument(
         "--trust",
         action="store_true",
         help="with --verify: run the command or MODEL the file names (a file can name any code)",
@@ -105,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--baseline compares two runs; --verify re-runs one: give one of them")
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
+    check_seconds(args.grace, "--grace", minimum=0.0)
+    check_seconds(args.ready_timeout, "--ready-timeout", minimum=1.0)
     job = load(
         args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
@@ -189,7 +208,11 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             f"{args.run}: --verify would run what this file names ({shown}), and a file can "
             "name any code: give --trust if the file is your own"
         )
+    from compiletrace._app.job import UntilReady
+
+    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
+    how["until_ready"] = until
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
     if args.json != "-":
