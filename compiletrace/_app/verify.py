@@ -39,6 +39,7 @@ its own to measure.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -90,11 +91,14 @@ __all__ = [
     "ROUNDS",
     "SLOWER",
     "VERIFIED",
+    "Plan",
     "Trial",
     "UntilReady",
     "Verdict",
     "judge",
     "measure_edit",
+    "measure_plan",
+    "plan_fixes",
     "profile_command",
     "slowdown",
     "verified_findings",
@@ -125,6 +129,11 @@ class Trial:
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
     stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
     ready_after_s: float | None = None  # seconds from its start to its first ready mark
+
+    @property
+    def startup_s(self) -> float:
+        """Its start-up, wall time: to its first ready mark, or its whole run without one."""
+        return self.ready_after_s if self.ready_after_s is not None else self.wall_s
 
     @property
     def exit_status(self) -> int:
@@ -224,7 +233,7 @@ def slowed_beyond_noise(before: Trial, after: Trial) -> bool:
 
 def _run_once(
     command: Sequence[str],
-    fix: str | None,
+    fix: str | tuple[str, ...] | None,
     cwd: str | None,
     clock: Callable[[], float],
     profiled: bool,
@@ -243,7 +252,7 @@ def _run_once(
         # the doctor's, --json - included.
         outcome = run_command(
             command,
-            fixes=() if fix is None else (fix,),
+            fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
             extra_env=env,
             cwd=cwd,
             stdout=2,
@@ -252,7 +261,8 @@ def _run_once(
         )
         wall = clock() - start
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
-    return Trial(fix, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+    named = " + ".join(fix) if isinstance(fix, tuple) else fix
+    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
 
 
 def never_ready_verdict(until_ready: UntilReady) -> str:
@@ -625,3 +635,98 @@ def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
 def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
     """The before/after table as text, one row per finding."""
     return table_lines(verify_rows(verdicts), steady_calls=STEADY_CALLS)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every verified fix applied together (fixes interact), measured in one more trial
+    against the rounds' baseline: what ``compiletrace run --apply ... --apply ...`` gives."""
+
+    fixes: tuple[str, ...]
+    command: tuple[str, ...]
+    base_runs: tuple[Trial, ...]  # the program as it is, every round
+    after: Trial  # with every fix
+
+    @property
+    def cpu_s(self) -> tuple[float, float]:
+        """Compile CPU seconds, before (the rounds' median) and after."""
+        return _median(t.compile_cpu_s for t in self.base_runs), self.after.compile_cpu_s
+
+    @property
+    def wall_s(self) -> tuple[float, float]:
+        """Start-up wall seconds (to ready), before (the rounds' median) and after."""
+        return _median(t.startup_s for t in self.base_runs), self.after.startup_s
+
+    @property
+    def run_line(self) -> str:
+        """The ``compiletrace run`` that applies the plan."""
+        applies = " ".join(f"--apply {shlex.quote(f)}" for f in self.fixes)
+        return f"compiletrace run {applies} -- {shlex.join(self.command)}"
+
+    def line(self) -> str:
+        """``plan: compile CPU 2.10 s -> 0.80 s, start-up 9.5 s -> 8.1 s (wall): compiletrace run ...``"""
+        (cpu0, cpu1), (wall0, wall1) = self.cpu_s, self.wall_s
+        if self.after.never_ready:
+            return f"plan: with every verified fix together the program was never ready; {self.run_line}"
+        if self.after.exit_status != self.base_runs[0].exit_status:
+            return (
+                f"plan: every verified fix together broke the program (exit status "
+                f"{self.after.exit_status}); apply them one by one: {self.run_line}"
+            )
+        return (
+            f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s, start-up {wall0:.2f} s -> {wall1:.2f} s "
+            f"(wall, to ready), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
+            f"{printable(self.run_line)}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "fixes": list(self.fixes),
+            "command": self.run_line,
+            "compile_cpu_s": [round(v, 4) for v in self.cpu_s],
+            "startup_wall_s": [round(v, 4) for v in self.wall_s],
+            "exit_status": [self.base_runs[0].exit_status, self.after.exit_status],
+            "never_ready": self.after.never_ready,
+            "line": self.line(),
+        }
+
+
+def plan_fixes(verdicts: Iterable[Verdict]) -> list[str]:
+    """The fixes of the plan: per finding, its verified fix that saved the most CPU seconds
+    (one of a finding's alternatives, not all of them); never a gate, which ends the program
+    on purpose.
+
+    >>> plan_fixes([])
+    []
+    """
+    best: dict[int, Verdict] = {}
+    for v in verdicts:
+        if v.verdict != VERIFIED or v.fix is None or rule_for(v.finding.kind).reads_exit_status:
+            continue
+        held = best.get(id(v.finding))
+        saving = v.cpu.saving if v.cpu is not None else 0.0
+        if held is None or saving > (held.cpu.saving if held.cpu is not None else 0.0):
+            best[id(v.finding)] = v
+    return list(dict.fromkeys(v.fix for v in best.values() if v.fix is not None))
+
+
+def measure_plan(
+    verdicts: Sequence[Verdict],
+    command: Sequence[str],
+    *,
+    cwd: str | None = None,
+    ready: str | None = None,
+    until_ready: UntilReady | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str], None] | None = None,
+) -> Plan | None:
+    """One more trial of ``command`` with every fix :func:`plan_fixes` picks, on an empty
+    cache of its own, to ready: the :class:`Plan` (None when no fix was verified)."""
+    fixes = tuple(plan_fixes(verdicts))
+    base = next((v.base_runs for v in verdicts if v.base_runs), ())
+    if not fixes or not base:
+        return None
+    if progress is not None:
+        progress(f"the plan: every verified fix together ({', '.join(fixes)})")
+    after = _run_once(command, fixes, cwd, clock, False, ready, until_ready)
+    return Plan(fixes, tuple(command), tuple(base), after)

@@ -22,7 +22,7 @@ import pytest
 from compiletrace import cli
 from compiletrace._app.job import NEVER_READY, STOPPED_READY, UntilReady, run_command
 from compiletrace._app.verify import verify_command
-from compiletrace._data.findings import findings_from_dict
+from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.ready import PORT, STEP
 from compiletrace._io.errors import UsageError
 
@@ -87,14 +87,16 @@ def _run_then_ctrl_c(tmp_path: Path, ready: str, program: list[str], is_ready: o
     return data
 
 
-def _verify(tmp_path: Path, job: Path, capsys: pytest.CaptureFixture[str]) -> tuple[list[object], str]:
+def _verify(tmp_path: Path, job: Path, capsys: pytest.CaptureFixture[str]) -> tuple[list[Finding], str, dict]:
+    """``doctor --verify`` the job, one round: its findings, stderr, and the plan it measured."""
     out = tmp_path / "verified.json"
     status = cli.main(
         ["doctor", "--verify", "--trust", str(job), "--rounds", "1", "--grace", "1", "--json", str(out)]
     )
     printed = capsys.readouterr()
     assert status == 0, printed.err
-    return list(findings_from_dict(json.loads(out.read_text()))), printed.err
+    data = json.loads(out.read_text())
+    return findings_from_dict(data), printed.err, data["plan"]
 
 
 def test_a_server_stopped_with_ctrl_c_after_ready_is_verified_and_nothing_is_left(
@@ -109,17 +111,24 @@ def test_a_server_stopped_with_ctrl_c_after_ready_is_verified_and_nothing_is_lef
     (mark,) = after["ready"]
     assert (mark["how"], mark["what"]) == (PORT, f"port:{port}")
 
-    findings, err = _verify(tmp_path, tmp_path / "job.json", capsys)
+    findings, err, plan = _verify(tmp_path, tmp_path / "job.json", capsys)
     measured = {f.kind.value: f.evidence["verify"] for f in findings if "verify" in f.evidence}
     recompiles = measured["recompiles"]
-    assert str(recompiles["fix"]).startswith("mark-dynamic=")
+    fix = str(recompiles["fix"])
+    assert fix.startswith("mark-dynamic=")
     # Measured to ready: the warm-up's recompile gone, and each trial stopped, not timed out.
     assert recompiles["frame_compiles"] == [2, 1] and recompiles["exit_status"] == [130, 130]
-    assert "never ready" not in str(recompiles["verdict"])
-    assert err.count("running ") == 2  # the baseline, and the fix
+    assert recompiles["verdict"] == "verified"
+    # The plan: every verified fix together, one more trial, and the line that gives it.
+    assert plan["fixes"] == [fix] and plan["exit_status"] == [0, 0] and not plan["never_ready"]
+    assert plan["command"].startswith("compiletrace run --apply ") and plan["command"].endswith(
+        f" {port} {pids}"
+    )
+    assert str(plan["line"]).startswith("plan: compile CPU ")
+    assert err.count("running ") == 3  # the baseline, the fix, the plan
     # Every server it started (the job's and each trial's) is gone: none serves on.
     started = _pids(pids)
-    assert len(started) == 3 and not any(_alive(pid) for pid in started)
+    assert len(started) == 4 and not any(_alive(pid) for pid in started)
     assert not _answers(port)
 
 
@@ -138,11 +147,12 @@ def test_a_ten_minute_training_loop_is_verified_in_its_time_to_step_5(
     assert (mark["how"], mark["what"]) == (STEP, "step:5")
 
     began = time.monotonic()
-    findings, _ = _verify(tmp_path, tmp_path / "job.json", capsys)
+    findings, _, _ = _verify(tmp_path, tmp_path / "job.json", capsys)
     took = time.monotonic() - began
     (recompiles,) = [f.evidence["verify"] for f in findings if f.kind.value == "recompiles"]
     assert recompiles["frame_compiles"][1] < recompiles["frame_compiles"][0]
-    # Two trials of a ten-minute program, each stopped at its step 5 and a second's grace.
+    # Three trials (the baseline, the fix, the plan) of a ten-minute program, each stopped at
+    # its step 5 and a second's grace.
     assert took < TEN_MINUTES and max(recompiles["wall_s"]) < TEN_MINUTES / 2
     assert not any(_alive(pid) for pid in _pids(pids))
 

@@ -159,13 +159,17 @@ def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
     return diagnose_against(job, baseline_evidence(base))  # type: ignore[arg-type]
 
 
-def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:
-    """The doctor's --json and --html outputs (``verify``: the before/after table)."""
+def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None) -> None:
+    """The doctor's --json and --html outputs (``verify``: the before/after table; ``plan``:
+    every verified fix together, measured, beside the findings in the JSON)."""
     from compiletrace._data.findings import doctor_dict
     from compiletrace.reports import doctor_html_report
 
     if args.json:
-        write_json(args.json, doctor_dict(findings))
+        data = doctor_dict(findings)
+        if plan is not None:
+            data["plan"] = plan.to_dict()
+        write_json(args.json, data)
         if args.json != "-":
             print(f"wrote findings to {args.json}")
     if args.html:
@@ -178,6 +182,7 @@ def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None)
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.profile_run import ProfileRun
     from compiletrace._app.verify import (
+        measure_plan,
         profile_command,
         verified_findings,
         verify_job,
@@ -215,9 +220,22 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     how["until_ready"] = until
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
+    # A profile run's MODEL takes no --apply: the plan is a job's command's.
+    plan = None
+    if not profiled:
+        plan = measure_plan(
+            verdicts,
+            job.command,
+            cwd=job.cwd or None,
+            ready=job.ready or None,
+            until_ready=until,
+            progress=progress,
+        )
     if args.json != "-":
         print(findings_text(findings))
         print()
         print("\n".join(verify_lines(verdicts)))
-    _write_findings(args, findings, verify_table(verdicts) if verdicts else None)
+        if plan is not None:
+            print(plan.line())
+    _write_findings(args, findings, verify_table(verdicts) if verdicts else None, plan)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
