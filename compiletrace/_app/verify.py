@@ -43,6 +43,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BROKE",
     "COMPILES",
+    "DECIDED_MARGIN",
     "DID_NOT_HELP",
     "MANUAL",
     "PARTLY",
@@ -95,6 +97,7 @@ __all__ = [
     "Trial",
     "UntilReady",
     "Verdict",
+    "decided",
     "judge",
     "measure_edit",
     "measure_plan",
@@ -304,9 +307,15 @@ def verify_command(
     alternatives: bool = False,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
     """Run ``command`` as it is and once per fix the doctor can apply to what it found, in
     ``rounds`` interleaved rounds, and judge each finding (see the module docstring).
+    ``jobs``: the trials of a round run that many side by side (the verdict rests on compile
+    CPU seconds, which other work moves little); a fix whose saving is far outside the
+    spread after two rounds runs no more (:func:`decided`), and rounds stop once every fix
+    is; ``budget_s`` bounds the whole proof: no round starts that would end past it.
     ``profiled``: the command is a ``compiletrace profile`` that measures its steady state
     (``--json PATH`` is added); ``alternatives``: measure the other fixes findings name too;
     ``ready``: the job's ready mark (``run --ready``), the same in every run. Each run goes
@@ -315,22 +324,34 @@ def verify_command(
     (:class:`~compiletrace.UsageError`), a fix whose run never is gets that verdict."""
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
     until_ready = until_ready or UntilReady()
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
+    began = clock()  # the whole proof, for --budget
     base = [_run_once(command, None, cwd, clock, profiled, ready, until_ready)]
     _check_baseline(base[0], until_ready, ready)
     findings = base[0].findings
     fixes = list(dict.fromkeys(fix for f in findings for fix in _fixes_of(f, alternatives)))
     runs: dict[str, list[Trial]] = {fix: [] for fix in fixes}
     for round_number in range(1, rounds + 1):
-        if round_number > 1:
-            say(f"the baseline (round {round_number} of {rounds})")
-            base.append(_run_once(command, None, cwd, clock, profiled, ready, until_ready))
-        for fix in fixes:
-            say(f"with --apply {fix}" + (f" (round {round_number} of {rounds})" if rounds > 1 else ""))
-            runs[fix].append(_run_once(command, fix, cwd, clock, profiled, ready, until_ready))
+        open_fixes = [fix for fix in fixes if not decided(base, runs[fix])]
+        if round_number > 1 and not open_fixes:
+            say(f"every fix decided after {round_number - 1} rounds: no round {round_number}")
+            break
+        spent = clock() - began
+        if round_number > 1 and budget_s is not None and spent * round_number / (round_number - 1) > budget_s:
+            say(f"--budget {budget_s:g} s: {spent:.0f} s spent, no room for round {round_number}")
+            break
+        of = f" (round {round_number} of {rounds})" if rounds > 1 else ""
+        todo: list[tuple[str | None, str]] = [(None, f"the baseline{of}")] if round_number > 1 else []
+        todo += [(fix, f"with --apply {fix}{of}") for fix in open_fixes]
+        for (fix, _), trial in zip(
+            todo, _run_all(todo, jobs, say, command, cwd, clock, profiled, ready, until_ready), strict=True
+        ):
+            (base if fix is None else runs[fix]).append(trial)
     verdicts = []
     for finding in findings:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
@@ -342,6 +363,51 @@ def verify_command(
                 _verdict(finding, fix, base, runs[fix], alternative=fix not in own, until_ready=until_ready)
             )
     return verdicts
+
+
+# A fix whose saving (or cost) is this many times its noise after two rounds is decided:
+# a third round cannot turn it (its pairs' half range would have to grow past the saving).
+DECIDED_MARGIN = 2.0
+
+
+def decided(base: Sequence[Trial], runs: Sequence[Trial]) -> bool:
+    """Whether a fix's rounds so far decide its seconds: at least two, and a saving (or a
+    cost) :data:`DECIDED_MARGIN` times beyond their noise (the spread, or the floor); a fix
+    that broke the program is decided too.
+
+    >>> decided([], [])
+    False
+    """
+    if len(runs) < 2:
+        return False
+    if any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
+        return True
+    effect = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
+    return effect.rounds >= 2 and abs(effect.saving) >= DECIDED_MARGIN * effect.noise
+
+
+def _run_all(
+    todo: Sequence[tuple[str | None, str]],
+    jobs: int,
+    say: Callable[[str], None],
+    command: Sequence[str],
+    cwd: str | None,
+    clock: Callable[[], float],
+    profiled: bool,
+    ready: str | None,
+    until_ready: UntilReady | None,
+) -> list[Trial]:
+    """The trials of one round, in ``todo``'s order: one after another, or ``jobs`` side by
+    side (each its own processes, process group and empty cache)."""
+
+    def one(item: tuple[str | None, str]) -> Trial:
+        say(item[1])
+        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready)
+
+    if jobs <= 1 or len(todo) <= 1:
+        return [one(item) for item in todo]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compiletrace-trial") as pool:
+        return list(pool.map(one, todo))
 
 
 def measure_edit(
@@ -426,6 +492,8 @@ def verify_job(
     rounds: int = ROUNDS,
     alternatives: bool = False,
     until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
     """:func:`verify_command` on a saved job's command, in the directory it ran in, each run
     only until it is ready (``until_ready``). A job that a signal ended after its ready mark
@@ -450,6 +518,8 @@ def verify_job(
         alternatives=alternatives,
         ready=job.ready or None,
         until_ready=until_ready,
+        jobs=jobs,
+        budget_s=budget_s,
     )
 
 
@@ -498,6 +568,8 @@ def verify_profile_run(
     rounds: int = ROUNDS,
     alternatives: bool = False,
     until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
     """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
     (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""
@@ -509,6 +581,8 @@ def verify_profile_run(
         rounds=rounds,
         alternatives=alternatives,
         until_ready=until_ready,
+        jobs=jobs,
+        budget_s=budget_s,
     )
 
 

@@ -91,6 +91,23 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "(default 900)",
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --verify: run N trials of a round side by side (each on its own empty cache; the\n"
+        "verdict rests on compile CPU seconds, which other work moves little); 1 for a server on a\n"
+        "fixed port (default 1)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --verify: start no round that would end past S seconds of the proof (a fix\n"
+        "decided after two rounds runs no third either way)",
+    )
+    parser.add_argument(
         "--trust",
         action="store_true",
         help="with --verify: run the command or MODEL the file names (a file can name any code)",
@@ -124,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
     check_seconds(args.grace, "--grace", minimum=0.0)
     check_seconds(args.ready_timeout, "--ready-timeout", minimum=1.0)
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.budget is not None:
+        check_seconds(args.budget, "--budget", minimum=1.0)
     job = load(
         args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
@@ -217,7 +238,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
 
     until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
-    how["until_ready"] = until
+    how.update(until_ready=until, jobs=args.jobs, budget_s=args.budget)
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
     # A profile run's MODEL takes no --apply: the plan is a job's command's.
