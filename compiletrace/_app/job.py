@@ -64,7 +64,7 @@ from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
 from compiletrace._io.errors import CommandNotFound, CompiletraceError, RunFileError, UsageError
 from compiletrace._io.files import write_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, private_cache_directory, unsafe_reason
-from compiletrace._io.signals import disown, owned_temporary_directory, process_alive
+from compiletrace._io.signals import disown, owned_temporary_directory, parent_death_preexec, process_alive
 from compiletrace._io.text import first_line, printable
 
 __all__ = [
@@ -426,7 +426,12 @@ def job_run(
         started = until_ready.clock() if until_ready is not None else 0.0
         try:
             child = subprocess.Popen(
-                [executable, *command[1:]], env=env, cwd=cwd, stdout=stdout, process_group=group
+                [executable, *command[1:]],
+                env=env,
+                cwd=cwd,
+                stdout=stdout,
+                process_group=group,
+                preexec_fn=_trial_preexec() if until_ready is not None else None,
             )
         except OSError as exc:
             raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
@@ -447,6 +452,23 @@ def job_run(
         job = collect_job(directory, command, status, cwd=cwd, ready=spec)
         killed_by = -returncode if returncode < 0 and stopped is None else None
         yield RunOutcome(job, status, killed_by, directory.path, job_dir is None, stopped, ready_after, marks)
+
+
+def _trial_preexec() -> Callable[[], None]:
+    """A trial's ``preexec_fn``: it dies with this process (its group is out of a terminal's
+    reach), and Ctrl-C reaches it even where this process was started with SIGINT ignored
+    (a background job of a script, ``nohup``), which a child would inherit: its stop begins
+    with SIGINT. The standard library only, and no lock: it runs between fork and exec."""
+    parent_death = parent_death_preexec()
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+    def preexec() -> None:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if parent_death is not None:
+            parent_death()
+
+    return preexec
 
 
 def _ready_marks(directory: PrivateDirectory) -> list[ReadyMark]:

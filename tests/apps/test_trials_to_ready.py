@@ -212,3 +212,34 @@ def test_a_program_that_ends_before_ready_is_left_to_end(tmp_path: Path) -> None
     outcome = run_command([sys.executable, "-c", "raise SystemExit(3)"], until_ready=UntilReady())
     assert (outcome.exit_status, outcome.stopped, outcome.ready_after_s) == (3, None, None)
     assert STOPPED_READY != NEVER_READY
+
+
+INTERRUPTED = """
+import sys, time
+import torch._dynamo  # recording starts here
+import compiletrace
+compiletrace.ready()
+try:
+    time.sleep(600)
+except KeyboardInterrupt:
+    open(sys.argv[1], "w").write("interrupted")
+"""
+
+
+def test_a_trial_gets_ctrl_c_even_where_compiletrace_was_started_with_it_ignored(tmp_path: Path) -> None:
+    # A background job of a script, or nohup, starts compiletrace with SIGINT ignored, which
+    # a child inherits; a trial's child gets it back, so its stop begins as a user's does.
+    program, seen = tmp_path / "wait.py", tmp_path / "seen"
+    program.write_text(INTERRUPTED)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = run_command(
+            [sys.executable, str(program), str(seen)],
+            until_ready=UntilReady(grace_s=0, stop_timeout_s=TIMEOUT_S),
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert outcome.stopped == STOPPED_READY and outcome.exit_status == 0
+    assert seen.read_text() == "interrupted"
+    (mark,) = outcome.marks
+    assert mark.how == "call"
