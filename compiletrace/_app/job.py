@@ -512,16 +512,18 @@ def _run_until_ready(
 
 
 def _signal_all(pgid: int, directory: PrivateDirectory, signum: int) -> bool:
-    """Send ``signum`` to the process group and to each recorded process still running
-    (one may have left the group); whether any was there to get it."""
+    """Send ``signum`` to the process group, and to each recorded process still running that
+    left the group (never twice to one process: a second Ctrl-C would cut short the run it
+    writes as it exits); whether any was there to get it."""
     any_left = False
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
         any_left = True
     for pid, _ in _live_processes(directory.names()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signum)
-            any_left = True
+            if os.getpgid(pid) != pgid:
+                os.kill(pid, signum)
+                any_left = True
     return any_left
 
 

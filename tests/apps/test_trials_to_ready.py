@@ -243,3 +243,31 @@ def test_a_trial_gets_ctrl_c_even_where_compiletrace_was_started_with_it_ignored
     assert seen.read_text() == "interrupted"
     (mark,) = outcome.marks
     assert mark.how == "call"
+
+
+def test_a_stop_signals_each_process_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One process in the trial's group, one recorded process that left it: each gets the
+    # signal once (a second Ctrl-C would land in the run the first one makes it write).
+    from compiletrace._app import job as job_module
+
+    inside = subprocess.Popen(["sleep", "60"], process_group=0)
+    outside = subprocess.Popen(["sleep", "60"], process_group=0)
+    sent: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        job_module, "_live_processes", lambda names: [(inside.pid, None), (outside.pid, None)]
+    )
+    monkeypatch.setattr(os, "killpg", lambda pgid, signum: sent.append(("group", pgid)))
+    monkeypatch.setattr(os, "kill", lambda pid, signum: sent.append(("pid", pid)))
+
+    class Directory:
+        def names(self) -> list[str]:
+            return []
+
+    try:
+        assert job_module._signal_all(inside.pid, Directory(), signal.SIGINT)  # type: ignore[arg-type]
+    finally:
+        monkeypatch.undo()
+        for proc in (inside, outside):
+            proc.kill()
+            proc.wait()
+    assert sent == [("group", inside.pid), ("pid", outside.pid)]
