@@ -728,7 +728,8 @@ class Plan:
 
     @property
     def wall_s(self) -> tuple[float, float]:
-        """Start-up wall seconds (to ready), before (the rounds' median) and after."""
+        """Start-up wall seconds (to the first ready mark, or the whole run without one),
+        before (the rounds' median) and after."""
         return _median(t.startup_s for t in self.base_runs), self.after.startup_s
 
     @property
@@ -749,7 +750,7 @@ class Plan:
             )
         return (
             f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s, start-up {wall0:.2f} s -> {wall1:.2f} s "
-            f"(wall, to ready), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
+            f"(wall), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
             f"{printable(self.run_line)}"
         )
 

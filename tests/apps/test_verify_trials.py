@@ -55,7 +55,7 @@ def test_the_plan_applies_each_findings_best_verified_fix_together() -> None:
         == "compiletrace run --apply 'mark-dynamic=L['\"'\"'x'\"'\"']:0' -- python serve.py --port 8000"
     )
     assert plan.line() == (
-        "plan: compile CPU 5.10 s -> 4.00 s, start-up 9.00 s -> 7.50 s (wall, to ready), with 1 fix "
+        "plan: compile CPU 5.10 s -> 4.00 s, start-up 9.00 s -> 7.50 s (wall), with 1 fix "
         f"together: {plan.run_line}"
     )
     assert plan.to_dict()["startup_wall_s"] == [9.0, 7.5]
