@@ -60,6 +60,7 @@ CASES: dict[str, list[str]] = {
     "early-exit": ["early_exit.py", "whole"],
     "ddp-outer": ["torchrun", "ddp_step.py", "outer", "sequential"],
     "ddp-outer-net": ["torchrun", "ddp_step.py", "outer", "net"],
+    "mamba": ["hf_cases.py", "mamba"],  # a state-space model: a tiny Mamba
 }
 _INNER = "DDP(torch.compile(model))"  # the edit for torch.compile(DDP(model))
 EDITS: dict[str, list[Edit]] = {

@@ -20,7 +20,9 @@ user's own torch.compile. Nothing in them knows of compiletrace.
   lengths (a new prompt, the decode step, a growing cache); ``llm-generate-padded``: the
   edit that pads each prompt to 16 tokens (left, masked);
 - ``speech``: a speech encoder (wav2vec 2.0) compiled whole, on clips of three lengths;
-- ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole.
+- ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole;
+- ``mamba``: a state-space language model (a tiny Mamba) compiled whole, called on inputs of
+  three lengths.
 """
 
 import sys
@@ -175,6 +177,18 @@ def layers() -> None:
             compiled(input_ids=ids(8), use_cache=False)
 
 
+def mamba() -> None:
+    torch.manual_seed(0)
+    config = transformers.MambaConfig(
+        vocab_size=128, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+        use_cache=False, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+    )  # fmt: skip
+    compiled = torch.compile(transformers.MambaForCausalLM(config).eval(), backend="aot_eager")
+    with torch.no_grad():
+        for n in (4, 8, 12):
+            compiled(input_ids=ids(n), use_cache=False)
+
+
 def main(case: str) -> None:
     torch.manual_seed(0)
     if case == "t5-generate":
@@ -195,6 +209,8 @@ def main(case: str) -> None:
         speech()
     elif case == "layers":
         layers()
+    elif case == "mamba":
+        mamba()
     else:
         sys.exit(f"unknown case {case!r}")
     print("done", case)
