@@ -12,8 +12,8 @@ a fix decided after two rounds runs no third, and ``--budget S`` bounds each cas
 Prints one Markdown row per finding and fix: case, finding, fix, frame compiles, seconds at
 stake (CPU, what the doctor said the fix can save), seconds saved (the median of the rounds'
 paired differences ± half their range, CPU and wall), calibration (saved / at stake, CPU) and
-the verdict; then each case's plan (every verified fix together, measured once more) and the
-machine's load before and after.
+the verdict with its why (every verdict but verified's); then each case's plan (every
+verified fix together, measured once more) and the machine's load before and after.
 
     python benchmarks/verify_cases.py [--cases llm-lengths,layers] [--rounds 3] [--jobs 2] [--json OUT]
 """
@@ -57,6 +57,8 @@ CASES: dict[str, list[str]] = {
     "llm-generate": ["hf_cases.py", "llm-generate"],
     "speech": ["hf_cases.py", "speech"],
     "layers": ["hf_cases.py", "layers"],
+    "gpt2-6": ["hf_cases.py", "gpt2-6"],
+    "gpt2-12": ["hf_cases.py", "gpt2-12"],
     "early-exit": ["early_exit.py", "whole"],
     "ddp-outer": ["torchrun", "ddp_step.py", "outer", "sequential"],
     "ddp-outer-net": ["torchrun", "ddp_step.py", "outer", "net"],
@@ -105,6 +107,7 @@ def _row(case: str, finding: dict[str, Any], measured: dict[str, Any]) -> dict[s
         "saved_wall_s": measured.get("saved_wall_s"),
         "calibration": measured.get("calibration"),
         "verdict": measured.get("verdict"),
+        "why": measured.get("why"),
         "runs": [measured.get("compile_cpu_s_runs"), measured.get("compile_s_runs")],
     }
 
@@ -219,7 +222,7 @@ def main() -> None:
             _saved(r.get("saved_cpu_s")),
             _saved(r.get("saved_wall_s")),
             _number(r.get("calibration")),
-            r["verdict"],
+            r["verdict"] + (f": {_portable(r['why'])}" if r.get("why") else ""),
         ]
         print("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
     for case, line in PLANS.items():

@@ -11,19 +11,20 @@ its averages, a doctor file as its findings, a command's job (``compiletrace run
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from compiletrace._app.profile_run import ProfileRun
 from compiletrace._core.components import CompiledTarget, ComponentRule, parse_component_rules
 from compiletrace._data import gather
 from compiletrace._data.bench import BenchResult
-from compiletrace._data.files import read
+from compiletrace._data.files import expand_inputs, read, read_jobs
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import root_code_name
 from compiletrace._data.run import Run
+from compiletrace._io.errors import UsageError
 
 if TYPE_CHECKING:
     from compiletrace._app.job import ProfileJob
@@ -33,7 +34,7 @@ __all__ = ["load"]
 
 
 def load(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
     accept: Collection[FileKind] | None = None,
     command: str = "compiletrace.load",
@@ -56,6 +57,12 @@ def load(
     else by its function and file (``"forward (model.py)"``); see
     :mod:`compiletrace._data.torch_trace`.
 
+    Several jobs read as one: ``path`` a list of the job files each node of a job of several
+    machines wrote (``compiletrace run --json`` on each node), or a directory of them (a folder
+    gathered, or a ``--job-dir``'s run files): one ``ProfileJob``, its processes named by node
+    and rank (``node 1 rank 3``); see :mod:`compiletrace._data.nodes`. Two files that hold one
+    global rank are refused (:class:`~compiletrace.UsageError`).
+
     ``path`` may be a pipe (``<(zcat trace.log.gz)``, ``/dev/stdin``): it is read once. A
     device or a socket is refused, and every input is read within the readers' limits
     (``docs/security.md``).
@@ -69,6 +76,13 @@ def load(
     """
     rules = parse_component_rules(components)
     namer = _trace_namer(rules) if rules else None
+    paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    if not paths:
+        raise UsageError(f"{command}: give a file to read")
+    named = expand_inputs(paths)
+    if len(named) > 1:
+        return _several(named, accept, command)
+    path = named[0][0]
     # read() refuses rules for a file compiletrace wrote (its components were named when it
     # was recorded), telling the format from the one read of the file (a pipe reads once).
     data = read(path, accept=accept, command=command, components=namer)
@@ -85,6 +99,15 @@ def load(
 
         return GatherResult.of(data.ranks, data.rank)
     return data
+
+
+def _several(named: list[tuple[str, bool]], accept: Collection[FileKind] | None, command: str) -> ProfileJob:
+    """Several nodes' jobs (or one job's processes' run files) as one job."""
+    from compiletrace._app.job import ProfileJob
+
+    if accept is not None and FileKind.JOB not in accept:
+        raise UsageError(f"{command} reads one file; several are read as one job, which it does not take")
+    return ProfileJob.of(read_jobs(named, command))
 
 
 def _trace_namer(rules: tuple[ComponentRule, ...]) -> Callable[[str, str], str | None]:

@@ -40,7 +40,7 @@ from compiletrace._data.comparison import (
     Change,
     RunFile,
 )
-from compiletrace._data.files import read
+from compiletrace._data.files import expand_inputs, read, read_jobs
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord, component_totals, graph_keys, top_self_times
@@ -71,7 +71,12 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
     missing file and for anything else that is not a valid compiletrace run.
     """
     name = os.fspath(path)
-    data = read(name, accept={FileKind.RUN, FileKind.JOB, FileKind.BENCH}, command="compare")
+    named = expand_inputs([name])  # a directory of a job's nodes' files reads as one job
+    data = (
+        read_jobs(named, "compare")
+        if len(named) > 1
+        else read(named[0][0], accept={FileKind.RUN, FileKind.JOB, FileKind.BENCH}, command="compare")
+    )
     if isinstance(data, Run):
         return RunFile(name, PROFILE, RUN_SCHEMA_VERSION, records=data.graph_records, about=_about(data))
     if isinstance(data, Job):

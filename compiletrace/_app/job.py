@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,7 @@ from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.job_dir import (
     JOB_DIR_ENV,
     JOB_DIR_ID_ENV,
+    JOB_ID_ENV,
     LAUNCHER_PID_ENV,
     MAX_MARKER_BYTES,
     OPTIONS_ENV,
@@ -53,11 +55,13 @@ from compiletrace._data.job_dir import (
     READY_SUFFIX,
     RUN_SUFFIX,
     STARTED_SUFFIX,
+    check_job_id,
     parse_key,
     read_ready,
     read_started,
 )
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.nodes import critical_path, rank_figures
 from compiletrace._data.ready import ReadyMark, parse_ready
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
@@ -117,7 +121,13 @@ class ProfileJob(Job):
         from compiletrace.reports import job_summary_lines
 
         parts = ["\n".join(job_summary_lines(self))]
-        for process in self.compiling():
+        shown = self.compiling()
+        ranks = rank_figures(self)
+        if len({r.node for r in ranks}) > 1:
+            # A job of several nodes: the critical path's tables (hundreds of ranks' would bury it).
+            slowest = critical_path(ranks)
+            shown = (self.ranks()[slowest.rank],)
+        for process in shown:
             parts.append(f"== {process.info.label}\n{ProfileRun.of(process.run).summary()}")
         return "\n\n".join(parts)
 
@@ -228,11 +238,13 @@ def child_environment(
     extra_env: Mapping[str, str] | None = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
+    job_id: str | None = None,
 ) -> dict[str, str]:
     """The environment the command runs in: this one (with ``extra_env`` over it), the
     bootstrap (:func:`bootstrap_directory` unless given) first on ``PYTHONPATH`` and the job's
     directory (its path and identity) and options for every process to read (``ready``: the
-    ready mark, checked by :func:`~compiletrace._data.ready.parse_ready`)."""
+    ready mark, checked by :func:`~compiletrace._data.ready.parse_ready`), and the job's id
+    for its spans (``job_id``, else a new one: one per run)."""
     env = {**os.environ, **(extra_env or {})}
     bootstrap = bootstrap_dir if bootstrap_dir is not None else bootstrap_directory()
     path = env.get("PYTHONPATH")
@@ -244,6 +256,7 @@ def child_environment(
         options["otlp_endpoint"] = otlp_endpoint
     env[OPTIONS_ENV] = json.dumps(options)
     env[LAUNCHER_PID_ENV] = str(os.getpid())
+    env[JOB_ID_ENV] = check_job_id(job_id) if job_id is not None else uuid.uuid4().hex
     if any(program_fixes.is_program_fix(name) for name in fixes):
         env[PROGRAM_FIXES_ENV] = "1"  # the bootstrap installs them once torch is imported
     else:
@@ -351,6 +364,7 @@ def run_command(
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
+    job_id: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
     what each process wrote: :func:`job_run`, with its temporary job directory removed
@@ -367,6 +381,7 @@ def run_command(
         otlp_endpoint=otlp_endpoint,
         ready=ready,
         until_ready=until_ready,
+        job_id=job_id,
     ) as outcome:
         return outcome
 
@@ -385,6 +400,7 @@ def job_run(
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
+    job_id: str | None = None,
 ) -> Iterator[RunOutcome]:
     """Run ``command`` with every compile of every Python process recorded, merge what each
     process wrote, and give the outcome to the block; a temporary job directory is removed
@@ -397,13 +413,18 @@ def job_run(
     to serve, ``MODULE:FUNCTION`` or ``phase:NAME`` (default: the end of its warm-up);
     what compiles after it is the job's :meth:`~compiletrace._data.job.Job.after_ready`.
     ``until_ready``: run it only until it is ready (:class:`UntilReady`), in a process group
-    of its own. Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
+    of its own.
+    ``job_id`` (``--job-id``): the id every process's spans carry as ``compiletrace.job.id``
+    where the launcher gives none (torchrun's run id, Slurm's job id); else one per run.
+    Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
     :class:`~compiletrace.UsageError` for a bad rule, fix, ready mark or job directory."""
     command = [str(part) for part in command]
     executable = _resolve(command, cwd)
     parse_component_rules(components)  # bad rules fail before anything runs
     check_fix_names(fixes)
     spec = parse_ready(ready).text if ready else ""
+    if job_id is not None:
+        check_job_id(job_id)
     with contextlib.ExitStack() as stack:
         if job_dir is None:
             path = stack.enter_context(_temporary_job_directory())
@@ -419,6 +440,7 @@ def job_run(
             extra_env=extra_env,
             otlp_endpoint=otlp_endpoint,
             ready=spec,
+            job_id=job_id,
         )
         # A trial runs in a process group of its own: it is stopped as a whole, and no
         # signal meant for it reaches compiletrace.

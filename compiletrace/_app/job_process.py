@@ -55,6 +55,7 @@ from compiletrace._data.job_dir import (
     READY_SUFFIX,
     RUN_SUFFIX,
     STARTED_SUFFIX,
+    job_resource_attributes,
     process_key,
     ready_marker,
     started_marker,
@@ -297,7 +298,11 @@ def _start_telemetry(endpoint: str) -> None:
         _TELEMETRY.value = telemetry.configure(
             exporter="otlp",
             endpoint=endpoint,
-            resource_attributes={"process.pid": os.getpid(), "compiletrace.process.role": process_role()},
+            resource_attributes={
+                "process.pid": os.getpid(),
+                "compiletrace.process.role": process_role(),
+                **job_resource_attributes(os.environ),
+            },
             set_global=False,
         )
     except Exception as exc:  # no SDK or exporter here: the program runs, its spans are off

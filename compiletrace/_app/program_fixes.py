@@ -5,8 +5,13 @@ edit to the program (the others are torch settings: ``torch_compat.CONFIG_FIXES`
   each ``CLASS`` block inside ``model`` on its own, with the same options, and leaves the
   model around the blocks as it is, in place: what diffusers' ``compile_repeated_blocks``
   does. Dynamo traces the block's code once and its one compiled graph serves every block.
-  A model with no ``CLASS`` inside, and a ``CLASS`` block compiled itself, compile as they
-  would.
+  The blocks share one frame, and so torch's recompile limit for it: a block that
+  specialises on its own index or cache layer (transformers' default cache:
+  ``layers[i].is_initialized``) needs an entry of its own, so the fix raises the limit to
+  the block count plus torch's own allowance, or the blocks past the limit would run
+  uncompiled. A model with no ``CLASS`` inside, and a ``CLASS`` block compiled itself,
+  compile as they would. Each block's compiles are named as the model's (the component it
+  had compiled whole), so a verify's before and after read per component alike.
 - ``static-cache``: transformers' ``generate`` gets ``cache_implementation="static"`` when
   the call sets no cache of its own (no ``past_key_values``, ``cache_implementation`` or
   ``use_cache=False``, here or in its generation config): the cache's tensors keep one
@@ -37,6 +42,7 @@ from typing import Any
 
 from compiletrace._app.engine_phases import EntryPoint, Installed
 from compiletrace._app.engine_phases import install as install_wrappers
+from compiletrace._core.components import compiled_as_part_of
 from compiletrace._data.fixes import Fix, check_fixes
 from compiletrace._data.fixes import parse_fix as parse_fix_name
 from compiletrace._data.registry import Registry
@@ -191,11 +197,31 @@ def _install_regional(block_class: str) -> None:
             return real(*args, **kwargs)
         options = {k: v for k, v in kwargs.items() if k != "model"}
         for block in blocks:
+            # Its compiles are the model's component, as they were compiled whole.
+            compiled_as_part_of(block, module)
             block.compile(*args[1:], **options)  # torch.compile(block's call, ...): the real one
+        _room_for(len(blocks))
         return target  # the model runs as it is around its compiled blocks
 
     setattr(compile, _MARK, block_class)
     torch.compile = compile
+
+
+def _room_for(blocks: int) -> None:
+    """One entry of the blocks' shared frame per block, beside torch's own allowance for a
+    frame's variants: blocks that each specialise (a cache layer of their own) all compile."""
+    from compiletrace._core import torch_compat as tc
+
+    try:
+        limit = tc.raise_recompile_limit(0)
+        tc.raise_recompile_limit(limit + blocks)
+    except Exception:  # a torch without the setting: the blocks past the limit run eagerly
+        with contextlib.suppress(Exception):
+            warn_once(
+                f"regional-compile: could not raise torch's recompile limit for {blocks} blocks; "
+                "blocks past it may run uncompiled",
+                key=f"{_MARK}limit",
+            )
 
 
 # -- transformers' generation cache ---------------------------------------------------------
@@ -262,12 +288,16 @@ def installed_for_test(names: Iterable[str]) -> Iterator[list[str]]:
     """:func:`install`, undone after (tests only: a process keeps its fixes)."""
     import torch
 
+    from compiletrace._core import torch_compat as tc
+
     real = torch.compile
+    limit = tc.raise_recompile_limit(0)  # regional-compile raises it: put it back
     done = install(names)
     try:
         yield done
     finally:
         torch.compile = real
+        tc.set_recompile_limit(limit)
         with STATE.lock:
             for name in done:
                 _APPLIED.value.remove(name)

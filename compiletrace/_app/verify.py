@@ -10,9 +10,14 @@ default), interleaved: base, fix 1, fix 2, ..., base, fix 1, ..., so that each r
 share the machine's load of the moment. Each finding then gets a verdict from two readings
 (``compiletrace._doctor.verdicts``):
 
-- the counts, by the judge of the finding's rule: the finding gone and fewer frames compiled
-  (for a function past torch's recompile limit: none left running eagerly; for regional
-  compilation: fewer graph nodes in no more frames) is ``verified``; still there, smaller,
+- what the fix did to the compiled program, first: code that compiled as it is and runs
+  uncompiled with the fix (past torch's recompile limit, a frame torch gave up on, blocks of
+  a regional compile left without a graph), in any round, is ``runs uncompiled``, whatever
+  it saved;
+- the counts, by the judge of the finding's rule (each fix kind its own): the finding gone
+  and fewer frames compiled (for a function past torch's recompile limit: none left running
+  eagerly; for regional compilation, which raises the frame count by design: at most a frame
+  per block, or fewer graph nodes in no more frames) is ``verified``; still there, smaller,
   with fewer frames, ``helped in part``; else ``did not help``;
 - the seconds: per round, the compile CPU seconds of the run as it is minus those with the
   fix (CPU: what a busy machine barely moves); their median is the saving, half their range
@@ -21,7 +26,10 @@ share the machine's load of the moment. Each finding then gets a verdict from tw
   seconds ``made it slower``, whatever it did to the counts.
 
 ``broke the program``: a run with the fix ended otherwise than the baseline's;
-``cannot be applied automatically``: the fix needs an edit (the finding says which). Beside
+``cannot be applied automatically``: the fix needs an edit (the finding says which); ``gate
+held``: a gate (``fail-after-ready``) stopped the program at a compile after ready, as it
+should (no fix: no seconds judged; its row comes after the fixes). Every verdict but
+``verified`` says why (``Verdict.why``, under the table). Beside
 each verdict: the seconds the finding put at stake, the saving (median and spread, CPU and
 wall), and the calibration, saved over at stake, which says how far the doctor's estimate
 can be trusted. With ``alternatives``, the other fixes a finding names (dynamic shapes beside
@@ -52,7 +60,7 @@ from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.records import NS_PER_S
+from compiletrace._data.records import NS_PER_S, GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.verify import TrialFigures, VerifyRow
@@ -61,9 +69,11 @@ from compiletrace._doctor import (
     BROKE,
     COMPILES,
     DID_NOT_HELP,
+    GATE_HELD,
     MANUAL,
     PARTLY,
     SLOWER,
+    UNCOMPILED,
     VERIFIED,
     SecondsEffect,
     automatic_fix,
@@ -71,9 +81,11 @@ from compiletrace._doctor import (
     judge,
     rule_for,
     seconds_effect,
+    uncompiled_why,
+    why_not_verified,
     with_seconds,
 )
-from compiletrace._doctor.shared import OTHER_FIXES
+from compiletrace._doctor.shared import GATE_FIX, OTHER_FIXES
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
@@ -88,10 +100,12 @@ __all__ = [
     "COMPILES",
     "DECIDED_MARGIN",
     "DID_NOT_HELP",
+    "GATE_HELD",
     "MANUAL",
     "PARTLY",
     "ROUNDS",
     "SLOWER",
+    "UNCOMPILED",
     "VERIFIED",
     "Plan",
     "Trial",
@@ -181,6 +195,11 @@ class Trial:
     def findings(self) -> list[Finding]:
         return self.job.diagnose()
 
+    @property
+    def records(self) -> Sequence[GraphRecord]:
+        """Every frame compile of the run, in every process."""
+        return self.job.records()
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -199,6 +218,7 @@ class Verdict:
     alternative: bool = False  # a fix the finding names beside its own (measured when asked)
     # Whether its seconds decide: not for a fix that makes code compile (it costs them by design).
     seconds_judged: bool = True
+    why: str = ""  # why the verdict is not "verified", in a line ("" for verified)
 
     @property
     def at_stake_s(self) -> float:
@@ -356,7 +376,8 @@ def verify_command(
     for finding in findings:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
         if not own:
-            verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base)))
+            why = why_not_verified(MANUAL, MANUAL, finding, base[0], None, None)
+            verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base), why=why))
             continue
         for fix in _fixes_of(finding, alternatives):
             verdicts.append(
@@ -468,20 +489,32 @@ def _verdict(
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     rule = rule_for(finding.kind)
     judged = rule.seconds_judged(finding)
+    counts = judge(finding, before, after)
+    # What the fix did to the compiled program, in any round: code left uncompiled.
+    uncompiled = next(
+        (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
+    )
     if any(t.never_ready for t in runs):
         # Its start-up never ended: no seconds to compare, and no saving to claim.
-        verdict = never_ready_verdict(until_ready or UntilReady())
+        verdict, judged = never_ready_verdict(until_ready or UntilReady()), False
     elif rule.reads_exit_status:
-        verdict = judge(finding, before, after)  # a gate ends the program on purpose: its judge reads how
+        verdict = counts  # a gate ends the program on purpose: its judge reads how
+        judged = judged and verdict not in (GATE_HELD, UNCOMPILED)  # seconds saved by no compile are none
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
         verdict = BROKE  # a round that ended otherwise: the fix is not safe, whatever the first said
+    elif uncompiled is not None:
+        verdict, judged = UNCOMPILED, False  # a saving made by not compiling is none
     elif not judged:
-        counts = judge(finding, before, after)  # a fix that makes code compile adds seconds by design
-        verdict = COMPILES if counts == VERIFIED else counts
+        verdict = COMPILES if counts == VERIFIED else counts  # making code compile adds seconds by design
     else:
-        verdict = with_seconds(judge(finding, before, after), cpu)
+        verdict = with_seconds(counts, cpu)
+    why = (
+        uncompiled
+        if verdict == UNCOMPILED and uncompiled
+        else why_not_verified(verdict, counts, finding, before, after, cpu)
+    )
     return Verdict(
-        finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged
+        finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged, why
     )
 
 
@@ -619,6 +652,8 @@ def _median(values: Iterable[float]) -> float:
 
 def _measured(v: Verdict) -> dict[str, object]:
     measured: dict[str, object] = {"fix": v.fix, "verdict": v.verdict}
+    if v.why:
+        measured["why"] = v.why
     if v.after is None:
         return measured
     measured.update(
@@ -677,6 +712,7 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
     rows = []
     for v in verdicts:
         after = v.after
+        gate = v.fix is not None and v.finding.evidence.get(GATE_FIX) == v.fix
         slower = None
         if after is not None and slowed_beyond_noise(v.before, after):
             slower = slowdown(v.before, after)
@@ -689,11 +725,14 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
                 v.verdict,
                 slower,
                 at_stake_s=v.at_stake_s,
-                saved_cpu=None if v.cpu is None else (v.cpu.saving, v.cpu.spread),
-                saved_wall=None if v.wall is None else (v.wall.saving, v.wall.spread),
+                # A gate saves no seconds: what its stopped run did not compile is no saving.
+                saved_cpu=None if v.cpu is None or gate else (v.cpu.saving, v.cpu.spread),
+                saved_wall=None if v.wall is None or gate else (v.wall.saving, v.wall.spread),
                 calibration=v.calibration,
                 rounds=len(v.fix_runs) or 1,
                 alternative=v.alternative,
+                why=v.why,
+                gate=gate,
             )
         )
     return rows

@@ -84,7 +84,12 @@ from compiletrace._data.records import (
     qualified_type_name,
 )
 from compiletrace._data.registry import Registry
-from compiletrace._data.torch_text import BREAK_ITEM, RUNTIME_AUTOTUNE_REGIONS
+from compiletrace._data.torch_text import (
+    BACKWARD_COMPILER_REGION,
+    BREAK_ITEM,
+    HEADER_REGION,
+    RUNTIME_AUTOTUNE_REGIONS,
+)
 from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace._io.text import first_line
 
@@ -270,6 +275,11 @@ class _ThreadState(threading.local):
     ending: dict[str, _OpenFrame] = field(default_factory=dict)  # end callback seen, region not yet
     backwards: dict[str, _OpenBackward] = field(default_factory=dict)
     backward_cpu: dict[str, int] = field(default_factory=dict)  # a lazy backward's CPU clock at its start
+    # a lazy backward's regions (collected from its start to torch's region around it), and
+    # the collector they replaced
+    backward_regions: dict[str, tuple[list[TimedRegion], list[TimedRegion] | None]] = field(
+        default_factory=dict
+    )
     in_passive_call: bool = False  # timing a backend passively: a compiletrace one inside it adds nothing
 
 
@@ -352,8 +362,10 @@ class Tracker:
         # Times what each compile imports (installed with the process tracker only): the
         # one-time set-up inside the first graphs.
         self.import_timer = ImportTimer(self._clock, active=self._compiling_here, cpu_clock=self._cpu_clock)
-        # The process's first C++ compile is its precompiled header (one-time set-up).
+        # The process's first C++ compile is its precompiled header (one-time set-up): seen by
+        # the ledger's split, and timed as set-up (in a frame or in a lazy backward).
         self._header_seen = False
+        self._header_timed = False
 
     def _compiling_here(self) -> bool:
         return bool(self._state.frames)
@@ -422,6 +434,9 @@ class Tracker:
             cpu = self._cpu_clock()
             if self.bounds_from_regions:
                 self._state.backward_cpu[compile_id] = cpu  # torch's region ends it, on this thread
+                if self.phase_split_enabled:  # its regions: the one-time set-up it pays
+                    regions: list[TimedRegion] = []
+                    self._state.backward_regions[compile_id] = (regions, tc.frame_region_sink(regions))
             elif self._made_by(context, compile_id) is not None:
                 self._state.backwards[compile_id] = _OpenBackward(now, self._frame_tokens(), context, cpu)
             return
@@ -609,9 +624,10 @@ class Tracker:
         elif name == tc.BACKWARD_REGION:
             cpu_start = self._state.backward_cpu.pop(compile_id, None)
             cpu_ns = None if cpu_start is None else self._cpu_clock() - cpu_start
+            setup_ns = self._backward_setup_ns(compile_id, start_unix_ns, end_unix_ns)
             made = self._made_by(context, compile_id)
             if made is not None:
-                self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens(), cpu_ns)
+                self._add_backward(made, start_unix_ns, end_unix_ns, self._frame_tokens(), cpu_ns, setup_ns)
 
     # -- Work on a compiled graph's calls ---------------------------------------------------
 
@@ -911,6 +927,7 @@ class Tracker:
         _stop_tracing_cost(frame)
         self._stop_collecting(frame)
         frame_ns = end_ns - frame.start_ns
+        frame.setup_ns += self._first_header_ns(frame.regions)
         imported_ns = self.import_timer.thread_total_ns() - frame.imports_mark
         setup_ns = max(min(imported_ns + frame.setup_ns, frame_ns), 0)
         _backend_as_torch_times_it(frame, frame_ns)
@@ -980,6 +997,9 @@ class Tracker:
             module_class=frame.module.class_name,
             module_path=frame.module.path,
             module_forward=frame.module.forward_location,
+            module_method=frame.module.method,
+            arg_names=frame.module.arg_names,
+            backward_in_forward=any(name == BACKWARD_COMPILER_REGION for name, _, _ in frame.regions),
             setup_ns=setup_ns,
             trace_cost=() if frame.trace is None or dynamo_ns is None else frame.trace.tree(dynamo_ns),
             frame_lines=self._frame_lines(frame, frame.start_ns, end_ns),
@@ -1020,6 +1040,29 @@ class Tracker:
                     pass
             return self._made_by_id.get(compile_id)
 
+    def _backward_setup_ns(self, compile_id: str, start_unix_ns: int, end_unix_ns: int) -> int:
+        """The one-time set-up a lazy backward paid (torch's once-per-process regions, the
+        process's first C++ compile), from the regions collected since its start."""
+        collected = self._state.backward_regions.pop(compile_id, None)
+        if collected is None:
+            return 0
+        regions, outer = collected
+        if tc.current_frame_region_sink() is regions:
+            tc.frame_region_sink(outer)
+        return one_time_ns(regions, start_unix_ns, end_unix_ns) + self._first_header_ns(regions)
+
+    def _first_header_ns(self, regions: list[TimedRegion]) -> int:
+        """The process's first C++ compile among ``regions``, once per process (0 after)."""
+        headers = sorted((start, end) for name, start, end in regions if name == HEADER_REGION)
+        if not headers:
+            return 0
+        with self._lock:
+            if self._header_timed:
+                return 0
+            self._header_timed = True
+        start, end = headers[0]
+        return max(end - start, 0)
+
     def _finish_backward(self, compile_id: str, bw: _OpenBackward, end_ns: int) -> None:
         made = self._made_by(bw.context, compile_id)
         if made is not None:
@@ -1027,12 +1070,19 @@ class Tracker:
             self._add_backward(made, self.to_unix_ns(bw.start_ns), self.to_unix_ns(end_ns), bw.tokens, cpu_ns)
 
     def _add_backward(
-        self, made: _Made, start_unix_ns: int, end_unix_ns: int, tokens: Tokens, cpu_ns: int | None = None
+        self,
+        made: _Made,
+        start_unix_ns: int,
+        end_unix_ns: int,
+        tokens: Tokens,
+        cpu_ns: int | None = None,
+        setup_ns: int = 0,
     ) -> None:
-        record = made.registry.add_backward(made.handle, start_unix_ns, end_unix_ns - start_unix_ns, cpu_ns)
+        duration = end_unix_ns - start_unix_ns
+        record = made.registry.add_backward(made.handle, start_unix_ns, duration, cpu_ns, setup_ns)
         copied = []
         for registry, handle in made.copies:
-            copy = registry.add_backward(handle, start_unix_ns, end_unix_ns - start_unix_ns, cpu_ns)
+            copy = registry.add_backward(handle, start_unix_ns, duration, cpu_ns, setup_ns)
             if copy is not None:
                 copied.append((registry, copy))
         if record is not None:

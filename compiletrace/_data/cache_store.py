@@ -6,14 +6,15 @@ entries of the same graph that were there.
 
 Entries are pickles. They are read with compiletrace's restricted unpickler, every global
 an inert stand-in (nothing named in the file is imported or called), as regular files only
-(no link followed), within the limits below.
-
->>> stored_entries("/no/such/cache")
-[]
+(no link followed), within the limits below: the bytes read, and what unpickling them may
+build (``MAX_PICKLE_OPS`` opcodes each). An entry past a limit, damaged or refused is
+*unreadable*, and said to be, with why: a shared team cache directory is a realistic source
+of a crafted one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,11 +23,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from compiletrace._data.torch_text import CACHE_KEY_DIGEST, CACHE_KEY_LETTERS
 from compiletrace._io.artifacts import ANY_GLOBAL, RestrictedUnpickler, standin_fields, walk
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import open_input
 
-__all__ = ["MAX_ENTRIES", "StoredEntry", "autotune_choices", "stored_entries"]
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_ENTRY_FILES",
+    "StoreReading",
+    "StoredEntry",
+    "Unreadable",
+    "autotune_choices",
+    "entry_file_times",
+    "entry_parts",
+    "read_store",
+    "stored_entries",
+]
 
 MAX_ENTRIES = 256  # entry files read from one directory, the newest first
 MAX_ENTRY_BYTES = 64 << 20  # a larger file is no entry of a graph compiletrace would compare
@@ -45,36 +58,108 @@ class StoredEntry:
     path: str  # the file it was read from (an AOTAutograd entry's, for its FX graphs)
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """An entry file that could not be read, and why (one line)."""
+
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
+class StoreReading:
+    """What :func:`read_store` found: the entries, and the files it could not read."""
+
+    entries: list[StoredEntry]
+    unreadable: list[Unreadable]
+
+
 MAX_LISTED = 50_000  # directory entries looked at under one cache directory
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _regular_files(
-    directory: str, depth: int, budget: list[int] | None = None
+    directory: str, depth: int, budget: list[int] | None = None, *, inside: bool = False
 ) -> Iterator[tuple[str, os.stat_result]]:
     """Regular files ``depth`` levels of directories under ``directory``, links never
-    followed, at most :data:`MAX_LISTED` entries looked at in all."""
+    followed (``inside``: not even ``directory`` itself, a directory torch makes inside the
+    cache directory), at most :data:`MAX_LISTED` entries looked at in all."""
     budget = [MAX_LISTED] if budget is None else budget
+    try:  # listed through this one descriptor: a link put in its place later changes nothing
+        fd = os.open(directory, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC | (_O_NOFOLLOW if inside else 0))
+    except OSError:
+        return
+    listed: list[tuple[str, os.stat_result]] = []
     try:
-        with os.scandir(directory) as found:
-            entries = []
+        with os.scandir(fd) as found:
             for entry in found:
                 if budget[0] <= 0:
                     break
                 budget[0] -= 1
-                entries.append(entry)
+                if entry.name.startswith("."):
+                    continue
+                with contextlib.suppress(OSError):
+                    listed.append((entry.name, entry.stat(follow_symlinks=False)))
     except OSError:
         return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue
+    finally:
+        os.close(fd)
+    for name, info in listed:
+        path = os.path.join(directory, name)
         if depth == 0 and stat.S_ISREG(info.st_mode):
-            yield entry.path, info
+            yield path, info
         elif depth > 0 and stat.S_ISDIR(info.st_mode):
-            yield from _regular_files(entry.path, depth - 1, budget)
+            yield from _regular_files(path, depth - 1, budget, inside=True)
+
+
+MAX_ENTRY_FILES = 1024  # files looked at in one key's entry directory (torch writes one a guard set)
+
+
+def entry_parts(tier: str, key: str) -> tuple[str, ...] | None:
+    """Where torch keeps the entry of ``key`` under a cache directory, as parts of a path
+    (``fx_graph``: ``fxgraph/<key[1:3]>/<key>``; ``aot_autograd``: ``aotautograd/<key>``),
+    or None for a key torch does not make: its tier's letter, then lowercase base32, whole.
+    A key read from a file never makes a path of its own (an absolute one, ``..``).
+
+    >>> entry_parts("fx_graph", "fabcdefghijklmnopqrstuvwxyz234567")[:2]
+    ('fxgraph', 'ab')
+    >>> entry_parts("aot_autograd", "a/../../etc"), entry_parts("aot_autograd", "/etc")
+    (None, None)
+    """
+    letter = CACHE_KEY_LETTERS.get(tier)
+    if letter is None or key[:1] != letter or not CACHE_KEY_DIGEST.fullmatch(key[1:]):
+        return None
+    return ("fxgraph", key[1:3], key) if tier == "fx_graph" else ("aotautograd", key)
+
+
+def entry_file_times(cache_dir: str, parts: tuple[str, ...]) -> list[int] | None:
+    """When each file of the entry directory at ``parts`` (:func:`entry_parts`) under
+    ``cache_dir`` was last written (ns), at most :data:`MAX_ENTRY_FILES` of them looked
+    at; None where that is no directory. Each directory below ``cache_dir`` is opened
+    through the one above it without following a link, so the listing stays inside."""
+    try:
+        fd = os.open(cache_dir, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        for part in parts:
+            inner = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        times = []
+        with os.scandir(fd) as found:
+            for looked, entry in enumerate(found):
+                if looked >= MAX_ENTRY_FILES:
+                    break
+                if not entry.name.startswith("."):  # torch's temporary files
+                    times.append(entry.stat(follow_symlinks=False).st_mtime_ns)
+        return times
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _lines(value: Any) -> tuple[str, ...] | None:
@@ -85,11 +170,16 @@ def _lines(value: Any) -> tuple[str, ...] | None:
 
 def _entries_in(path: str, data: bytes) -> list[StoredEntry]:
     """The FX-graph keys and lines one entry file holds (an FX-graph entry, its own; an
-    AOTAutograd entry, its forward's and backward's)."""
+    AOTAutograd entry, its forward's and backward's). Raises :class:`RunFileError` saying
+    why it cannot be read (damaged, refused, or past what it may build)."""
     try:
         root = RestrictedUnpickler(data, ANY_GLOBAL, path).load()
-    except Exception:  # damaged, refused, or not a pickle: nothing to compare with
-        return []
+    except RunFileError:
+        raise
+    except MemoryError:
+        raise RunFileError(f"{path} needs more memory to unpickle than this machine gave it") from None
+    except Exception as exc:  # damaged, or not a pickle
+        raise RunFileError(f"{path} is not a readable pickle ({type(exc).__name__})") from None
     found: dict[str, StoredEntry] = {}
     for obj in walk(root):
         fields = obj if isinstance(obj, dict) else standin_fields(obj)
@@ -108,30 +198,51 @@ def _entries_in(path: str, data: bytes) -> list[StoredEntry]:
     return list(found.values())
 
 
-def stored_entries(cache_dir: str) -> list[StoredEntry]:
+def read_store(cache_dir: str) -> StoreReading:
     """The FX-graph entries under ``cache_dir`` (``fxgraph/*/KEY/*`` and those
     ``aotautograd/KEY/*`` names), the newest :data:`MAX_ENTRIES` files, at most
-    :data:`MAX_TOTAL_BYTES` read in all; an entry that cannot be read is passed over."""
+    :data:`MAX_TOTAL_BYTES` read in all, and the files among them that could not be read.
+
+    >>> read_store("/no/such/cache")
+    StoreReading(entries=[], unreadable=[])
+    """
     files = [
-        *_regular_files(os.path.join(cache_dir, "fxgraph"), 2),
-        *_regular_files(os.path.join(cache_dir, "aotautograd"), 1),
+        *_regular_files(os.path.join(cache_dir, "fxgraph"), 2, inside=True),
+        *_regular_files(os.path.join(cache_dir, "aotautograd"), 1, inside=True),
     ]
     files.sort(key=lambda f: -f[1].st_mtime_ns)
     out: dict[str, StoredEntry] = {}
+    unreadable: list[Unreadable] = []
     total = 0
     for path, info in files[:MAX_ENTRIES]:
         if info.st_size > MAX_ENTRY_BYTES or total + info.st_size > MAX_TOTAL_BYTES:
+            unreadable.append(Unreadable(path, f"larger than compiletrace reads ({info.st_size:,} bytes)"))
             continue
         total += info.st_size
         try:  # opened again as no link, in case it was swapped for one since it was listed
             with open_input(path, pipes=False, links=False) as source:
                 data = source.read_all(MAX_ENTRY_BYTES)
-        except (RunFileError, OSError):
+            entries = _entries_in(path, data)
+        except RunFileError as exc:
+            unreadable.append(Unreadable(path, str(exc)))
             continue
-        for entry in _entries_in(path, data):
+        except OSError as exc:
+            unreadable.append(Unreadable(path, f"cannot be read: {exc.strerror or exc}"))
+            continue
+        for entry in entries:
             if entry.key not in out or (not out[entry.key].time_taken_ns and entry.time_taken_ns):
                 out[entry.key] = entry
-    return list(out.values())
+    return StoreReading(list(out.values()), unreadable)
+
+
+def stored_entries(cache_dir: str) -> list[StoredEntry]:
+    """The entries :func:`read_store` could read (an entry that cannot be read is passed
+    over).
+
+    >>> stored_entries("/no/such/cache")
+    []
+    """
+    return read_store(cache_dir).entries
 
 
 MAX_CHOICES = 512  # autotune results a run keeps (one per Triton kernel that autotuned)

@@ -18,14 +18,17 @@ compiletrace._io.errors.RunFileError: ... is the doctor's findings (...); report
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from compiletrace._data.bench import BenchResult
+from compiletrace._data.cache_keys import KeyPart
 from compiletrace._data.findings import Finding, findings_from_dict
 from compiletrace._data.gather import GatherResult
 from compiletrace._data.job import Job, JobProcess
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.nodes import merge_jobs
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import ProcessInfo
 from compiletrace._io.envelope import read_json
@@ -36,7 +39,7 @@ from compiletrace._io.text import first_line, shorten
 if TYPE_CHECKING:
     from compiletrace._data.torch_trace import ComponentNamer
 
-__all__ = ["FileData", "read", "read_data"]
+__all__ = ["MAX_JOB_FILES", "FileData", "expand_inputs", "job_files", "read", "read_data", "read_jobs"]
 
 FileData = Run | BenchResult | GatherResult | Job | list[Finding]
 
@@ -47,6 +50,7 @@ def read(
     accept: Collection[FileKind] | None = None,
     command: str = "this command",
     components: ComponentNamer | None = None,
+    links: bool = True,
 ) -> FileData:
     """The typed contents of the compiletrace file at ``path``: a :class:`Run`, a
     :class:`BenchResult`, a :class:`GatherResult`, a :class:`Job` or the doctor's findings;
@@ -65,10 +69,11 @@ def read(
     or an input past the readers' limits; never a bare ``ValueError``.
     """
     name = os.fspath(path)
-    if os.path.isdir(name):
+    if links and os.path.isdir(name):
         return _accepted(_trace_data(name, name, components), name, accept, command)
     # Opened once and read once: a pipe's first bytes tell its format and stay in its buffer.
-    with open_input(name) as source:
+    # links=False: a file found in a directory is read only if it is one, never a link's target.
+    with open_input(name, pipes=links, links=links) as source:
         if _maybe_trace(source.head):
             return _accepted(_trace_data(source, name, components), name, accept, command)
         if components is not None:
@@ -78,6 +83,99 @@ def read(
             )
         document = read_json(source)
     return read_data(document, name, accept=accept, command=command)
+
+
+MAX_JOB_FILES = 1 << 14  # a directory of a job's files: 2,048 nodes of 8 ranks
+
+
+def job_files(path: str | os.PathLike[str]) -> list[str] | None:
+    """The compiletrace files in a directory gathered from the nodes of one job: its ``.json``
+    files (job files, or a ``--job-dir``'s run files; start markers left out), by name. None
+    where ``path`` is no directory, or one of torch's trace (its ``.log`` files, ``.gz``
+    or ``.zip``): that is read as torch's trace. Links are not followed: a ``.json`` one is refused
+    (:class:`~compiletrace.RunFileError`), as is a directory of more than :data:`MAX_JOB_FILES`.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for name in ("node1.json", "node0.json", "1.started.json"):
+    ...     open(os.path.join(folder, name), "w").close()
+    >>> [os.path.basename(p) for p in job_files(folder)]
+    ['node0.json', 'node1.json']
+    """
+    name = os.fspath(path)
+    if not os.path.isdir(name):
+        return None
+    found, traces = [], False
+    with os.scandir(name) as entries:
+        for entry in entries:
+            if entry.is_symlink() and entry.name.endswith(".json"):
+                raise RunFileError(
+                    f"{os.path.join(name, entry.name)} is a symbolic link; a directory of a job's files is "
+                    "read without following links: copy the file there"
+                )
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            # torch's trace: its logs, compressed or not, or an archive of them.
+            traces = traces or ".log" in entry.name or entry.name.endswith((".gz", ".zip"))
+            if entry.name.endswith(".json") and not entry.name.endswith(".started.json"):
+                found.append(os.path.join(name, entry.name))
+            if len(found) > MAX_JOB_FILES:
+                raise UsageError(f"{name} holds more than {MAX_JOB_FILES:,} files; give a job's files alone")
+    if traces or not found:
+        return None
+    return sorted(found)
+
+
+def read_jobs(named: Sequence[tuple[str, bool]], command: str) -> Job:
+    """Several nodes' jobs (or one job's processes' run files) read as one job (see
+    :func:`compiletrace._data.nodes.merge_jobs`). ``named``: each file, and whether it was
+    found in a directory (then read only if it is a regular file, never a link's target)."""
+    jobs: list[tuple[str, Job]] = []
+    shared: dict[str, Mapping[str, KeyPart]] = {}
+    for name, found in named:
+        data = read(name, accept={FileKind.JOB, FileKind.RUN}, command=command, links=not found)
+        if isinstance(data, Run):
+            info, trace = data.meta.process, data.meta.trace
+            if info is None and trace is not None:  # torch's trace of one process: a node of one rank
+                role = f"rank {trace.rank}" if trace.rank is not None else f"pid {trace.pid}"
+                info = ProcessInfo(trace.pid, 0, role, ())
+            if info is None:
+                raise RunFileError(
+                    f"{name} is one process's profile run, not a node's job; give the job files "
+                    "'compiletrace run --json' wrote on each node"
+                )
+            data = Job(command=(), exit_status=0, processes=(JobProcess(info, data),))
+        assert isinstance(data, Job)
+        jobs.append((name, _sharing_key_sets(data, shared)))
+    return merge_jobs(jobs)
+
+
+def _sharing_key_sets(job: Job, shared: dict[str, Mapping[str, KeyPart]]) -> Job:
+    """``job`` with each process's cache-key config sets that equal one already read (most of
+    a process's run: every rank of a job has the same) replaced by that one, so that a job of
+    hundreds of ranks holds each set once. Equal by content, not by name alone: a file names
+    its sets itself."""
+    processes = []
+    for process in job.processes:
+        run, keys = process.run, process.run.meta.cache_keys
+        if keys is not None and keys.config_sets:
+            sets = {}
+            for sid, parts in keys.config_sets.items():
+                seen = shared.setdefault(sid, parts)
+                sets[sid] = seen if seen == parts else parts
+            run = replace(run, meta=replace(run.meta, cache_keys=replace(keys, config_sets=sets)))
+        processes.append(JobProcess(process.info, run))
+    return replace(job, processes=tuple(processes))
+
+
+def expand_inputs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[str, bool]]:
+    """Each input named, a directory of job files as its files (:func:`job_files`), each with
+    whether it was found in a directory."""
+    named: list[tuple[str, bool]] = []
+    for given in paths:
+        found = job_files(given)
+        named += [(name, True) for name in found] if found is not None else [(os.fspath(given), False)]
+    return named
 
 
 # What the trace reader raises where its checks missed something a crafted log holds: still

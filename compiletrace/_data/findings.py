@@ -46,6 +46,7 @@ class FindingKind(str, enum.Enum):
     COMPILE_AFTER_READY = "compile_after_ready"  # a compile after the program said it was ready
     SHARED_FRAME = "shared_frame"  # components sharing one frame and its recompile limit
     RANK_DIVERGENCE = "rank_divergence"  # ranks whose graphs or cache outcomes differ
+    NODE_CACHE_MISS = "node_cache_miss"  # a node missed the cache where another node hit it
     COSTLY_TRACE = "costly_trace"  # one user function holds much of a component's Dynamo time
     USELESS_WARMUP = "useless_warmup"  # a warm-up that ran and compiled nothing
 

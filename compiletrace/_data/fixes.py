@@ -46,7 +46,10 @@ DYNAMIC_SOURCES_ENV = "TORCH_COMPILE_DYNAMIC_SOURCES"
 # expression, puts every quoted character in a character class and finds nothing to repeat.
 _QUOTED = r"""[^'",\s\[\]\\]*"""  # what may stand between a key's quotes
 _KEY = f"'{_QUOTED}'|\"{_QUOTED}\""
-_SOURCE_ENTRY = re.compile(rf"^[LG]\[(?:{_KEY}|\d+)\](?:\.[A-Za-z_]\w*|\[(?:{_KEY}|-?\d+)\])*(?::\d+)?$")
+# Matched whole (fullmatch): "$" would also match before a final line break.
+_SOURCE_ENTRY = re.compile(
+    rf"[LG]\[(?:{_KEY}|[0-9]+)\](?:\.[A-Za-z_]\w*|\[(?:{_KEY}|-?[0-9]+)\])*(?::[0-9]+)?"
+)
 
 
 class Fix(str, enum.Enum):
@@ -221,7 +224,7 @@ def dynamic_source_entries(argument: str) -> list[str]:
     """
     entries = argument.split(",")
     for entry in entries:
-        if not _SOURCE_ENTRY.match(entry):
+        if not _SOURCE_ENTRY.fullmatch(entry):
             raise UsageError(
                 f"mark-dynamic: {entry!r} is not an input as torch names it, with an optional "
                 "dimension (L['x']:0, L['kwargs']['input_ids']:1; no spaces)"

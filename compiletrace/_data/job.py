@@ -19,16 +19,33 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from compiletrace._data.kinds import FileKind
-from compiletrace._data.ready import JobAfterReady, job_after_ready
+from compiletrace._data.ready import JobAfterReady, job_after_ready, parse_ready
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.run import Run
 from compiletrace._data.run_meta import ProcessInfo
 from compiletrace._io.envelope import Fields
+from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json
 
-__all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo"]
+__all__ = ["JOB_KIND", "Job", "JobProcess", "ProcessInfo", "rank_of_role"]
 
 JOB_KIND = FileKind.JOB.value
+
+
+def rank_of_role(role: str) -> int | None:
+    """The global rank a process's role names (``rank 3``; in a job of several nodes,
+    ``node 1 rank 3``), or None for a process that is no rank.
+
+    >>> rank_of_role("rank 3"), rank_of_role("node gpu-7 rank 12"), rank_of_role("Process-1 of rank 0")
+    (3, 12, None)
+    """
+    if role.startswith("node "):
+        role = role[5:].partition(" ")[2]
+    number = role[5:]
+    # ASCII digits, and few: "rank ²" or a rank of 5,000 digits is no rank.
+    if role.startswith("rank ") and number.isascii() and number.isdecimal() and len(number) <= 10:
+        return int(number)
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,11 +85,9 @@ class Job:
         """The processes that are ranks of a torch.distributed job (torchrun's), by rank."""
         found = {}
         for process in self.processes:
-            role = process.info.role
-            number = role[5:]
-            # ASCII digits, and few: "rank ²" or a rank of 5,000 digits is no rank.
-            if role.startswith("rank ") and number.isascii() and number.isdecimal() and len(number) <= 10:
-                found[int(number)] = process
+            rank = rank_of_role(process.info.role)
+            if rank is not None:
+                found[rank] = process
         return dict(sorted(found.items()))
 
     def by_component(self) -> dict[str, float]:
@@ -125,13 +140,22 @@ class Job:
                 JobProcess(info, Run.from_dict(item.obj("run").data, f"{source} ({info.label})"))
             )
         missing = tuple(ProcessInfo.from_dict(m.data, source, m.where) for m in f.items("missing"))
+        ready = f.string("ready") if version >= 2 else ""
+        if ready:
+            # doctor --verify runs the job again with this mark in every process's environment.
+            try:
+                parse_ready(ready)
+            except UsageError:
+                raise f.fail(
+                    "ready", "a ready mark as 'run --ready' takes it (MODULE:FUNCTION or phase:NAME)", ready
+                ) from None
         return cls(
             command=tuple(f.strings("command")),
             exit_status=f.integer("exit_status"),
             processes=tuple(processes),
             missing=missing,
             cwd=f.string("cwd"),
-            ready=f.string("ready") if version >= 2 else "",
+            ready=ready,
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

@@ -22,19 +22,24 @@ True
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.ready import ReadyMark
-from compiletrace._data.run_meta import ProcessInfo
+from compiletrace._data.run_meta import ProcessInfo, node_of
 from compiletrace._io.envelope import Fields, parse_json
+from compiletrace._io.errors import UsageError
 from compiletrace._io.files import json_bytes
 from compiletrace._io.signals import process_start_ticks
 
 __all__ = [
     "JOB_DIR_ENV",
     "JOB_DIR_ID_ENV",
+    "JOB_ID_ATTRIBUTE",
+    "JOB_ID_ENV",
     "LAUNCHER_PID_ENV",
+    "MAX_JOB_ID_CHARS",
     "MAX_MARKER_BYTES",
     "OPTIONS_ENV",
     "PROGRAM_FIXES_ENV",
@@ -44,6 +49,8 @@ __all__ = [
     "RUN_SUFFIX",
     "STARTED_KIND",
     "STARTED_SUFFIX",
+    "check_job_id",
+    "job_resource_attributes",
     "parse_key",
     "process_key",
     "read_ready",
@@ -53,6 +60,10 @@ __all__ = [
 ]
 
 JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # where each process writes its files
+# The job's id for its spans (compiletrace run --job-id, else one per run), where the
+# launcher names none (torchrun's TORCHELASTIC_RUN_ID, Slurm's SLURM_JOB_ID)
+JOB_ID_ENV = "COMPILETRACE_JOB_ID"
+MAX_JOB_ID_CHARS = 255
 JOB_DIR_ID_ENV = "COMPILETRACE_JOB_DIR_ID"  # "device:inode" of that directory, as the launcher made it
 OPTIONS_ENV = "COMPILETRACE_RUN_OPTIONS"  # JSON: {"components": [...], "trace_cost": bool, "fixes": [...]}
 LAUNCHER_PID_ENV = "COMPILETRACE_LAUNCHER_PID"  # the compiletrace run process
@@ -81,7 +92,7 @@ def parse_key(key: str) -> tuple[int, int | None] | None:
     """The pid and start ticks (None: unknown) a :func:`process_key` names, or None when
     ``key`` is not one."""
     parts = key.split("-")
-    if len(parts) != 3 or not all(p.isdigit() and len(p) <= 20 for p in parts[:2]):
+    if len(parts) != 3 or not all(p.isascii() and p.isdecimal() and len(p) <= 20 for p in parts[:2]):
         return None
     if len(parts[2]) != 8 or any(c not in "0123456789abcdef" for c in parts[2]):
         return None
@@ -112,3 +123,61 @@ def read_ready(data: bytes, source: str) -> ReadyMark:
     when damaged."""
     f = Fields(parse_json(data, source), source)
     return ReadyMark.from_dict(f.obj("ready").data, source, "ready")
+
+
+# The resource attribute naming a job, as the docs' table does. Spelled in parts: a literal
+# that starts with a file kind and a dot ("compiletrace.job.") is taken for a kind's
+# declaration by the layout test, and this is an attribute, not a kind.
+JOB_ID_ATTRIBUTE = ".".join(("compiletrace", "job", "id"))
+
+
+def check_job_id(job_id: str) -> str:
+    """``compiletrace run --job-id``: printable ASCII without spaces, at most
+    :data:`MAX_JOB_ID_CHARS`; else :class:`~compiletrace.UsageError`.
+
+    >>> check_job_id("train-42")
+    'train-42'
+    """
+    if not job_id or len(job_id) > MAX_JOB_ID_CHARS or not all("!" <= c <= "~" for c in job_id):
+        raise UsageError(
+            f"--job-id must be 1 to {MAX_JOB_ID_CHARS} printable ASCII characters without spaces, "
+            f"got {job_id[:80]!r}; give the id the job's nodes share (a scheduler's job id)"
+        )
+    return job_id
+
+
+def _number(env: Mapping[str, str], *names: str) -> int | None:
+    for name in names:
+        value = env.get(name, "")
+        if value.isascii() and value.isdecimal() and len(value) <= 10:
+            return int(value)
+    return None
+
+
+def job_resource_attributes(env: Mapping[str, str]) -> dict[str, str | int]:
+    """The resource attributes that put one job's processes together in a collector: the
+    job's id (the launcher's run id: ``TORCHELASTIC_RUN_ID``, Slurm's ``SLURM_JOB_ID``,
+    else ``compiletrace run``'s, :data:`JOB_ID_ENV`), the node's rank, the global rank and
+    the host name, where known.
+
+    >>> attrs = job_resource_attributes({"TORCHELASTIC_RUN_ID": "r1", "GROUP_RANK": "1", "RANK": "3"})
+    >>> attrs["compiletrace.job.id"], attrs["compiletrace.node.rank"], attrs["compiletrace.rank"]
+    ('r1', 1, 3)
+    """
+    attrs: dict[str, str | int] = {}
+    for name in ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", JOB_ID_ENV):
+        value = env.get(name, "")
+        # torchrun's default run id is "none": no id at all.
+        if value and value != "none" and len(value) <= MAX_JOB_ID_CHARS and value.isprintable():
+            attrs[JOB_ID_ATTRIBUTE] = value
+            break
+    node = _number(env, "GROUP_RANK", "SLURM_NODEID")
+    if node is not None:
+        attrs["compiletrace.node.rank"] = node
+    rank = _number(env, "RANK", "SLURM_PROCID")
+    if rank is not None:
+        attrs["compiletrace.rank"] = rank
+    host = node_of(env)[1]
+    if host:
+        attrs["host.name"] = host
+    return attrs

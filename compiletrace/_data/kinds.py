@@ -4,7 +4,7 @@ compiletrace reads and which it writes, and what writes the file (for messages t
 a file is and where it came from). No other module spells a kind.
 
 >>> FileKind.RUN.value, FileKind.RUN.schema_version, FileKind.RUN.readable_versions
-('compiletrace.run', 4, frozenset({1, 2, 3, 4}))
+('compiletrace.run', 5, frozenset({1, 2, 3, 4, 5}))
 >>> FileKind.of({"kind": "compiletrace.gather"})
 <FileKind.GATHER: 'compiletrace.gather'>
 >>> FileKind.of({"avg_cold_startup_time": 1.0})  # bench averages without an envelope
@@ -109,6 +109,8 @@ VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
         4: "each record's CPU time (cpu_ns, setup_cpu_ns), the block repeated inside its graph "
         "(repeated_block), torch's automatic-dynamic sources (dynamic_sources), whether a .item() "
         "break feeds a branch (graph_breaks[].scalar_in_branch)",
+        5: "the process's node and host name (meta.node, meta.host), read to put a job of several "
+        "nodes together",
     },
     FileKind.BENCH: {1: "avg_* figures per kind of start-up, their phases, the options"},
     FileKind.GATHER: {1: "each rank's figures and graphs' cache outcomes, the maximum, the slowest rank"},
@@ -118,7 +120,7 @@ VERSIONS: Mapping[FileKind, Mapping[int, str]] = {
         2: "the ready mark asked for (ready), and the compiles after ready (after_ready: derived, "
         "for readers other than compiletrace; not read back)",
     },
-    FileKind.JOB_STARTED: {1: "the process"},
+    FileKind.JOB_STARTED: {1: "the process", 2: "the process's node and host name"},
     FileKind.WHY: {1: "the graphs matched, each missed tier and its changed key parts, grouped by reason"},
 }
 

@@ -88,7 +88,7 @@ KIND_LABELS = {
 }
 
 _NAME = r"[A-Za-z_]\w*"
-_DOTTED = re.compile(rf"^{_NAME}(?:\.{_NAME})*$")
+_DOTTED = re.compile(rf"{_NAME}(?:\.{_NAME})*")  # matched whole: no final line break
 MAX_LISTED = 100  # events a job file lists (all are counted)
 
 
@@ -151,7 +151,7 @@ def parse_ready(text: str) -> ReadySpec:
         return ReadySpec(PORT, name=_number(PORT, tail, 1, MAX_PORT, "port:8000"))
     if sep and head == STEP:
         return ReadySpec(STEP, name=_number(STEP, tail, 1, 999_999, "step:5"))
-    if not sep or not _DOTTED.match(head) or not _DOTTED.match(tail):
+    if not sep or not _DOTTED.fullmatch(head) or not _DOTTED.fullmatch(tail):
         raise UsageError(
             f"--ready {printable(shorten(text, 80))!r}: give MODULE:FUNCTION (ready when that function "
             "first returns, e.g. myserver:warm_up), phase:NAME (when that phase ends), port:PORT (when "

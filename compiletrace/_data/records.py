@@ -440,6 +440,18 @@ class GraphRecord:
     # ("dynamic", "None"), ("fullgraph", "False"); () where not recorded. Optional in a file
     # (older files lack it, and an older reader leaves it), so no new version of the run file.
     settings: tuple[tuple[str, str], ...] = ()
+    # The module's method the compiled code is, or continues after a graph break ("forward",
+    # "get_image_features"); "" for a function that is no method of module_class. Optional in
+    # a file, as settings is.
+    module_method: str = ""
+    # What a decorator's ``*args`` stand for, from the signature of the method it wraps:
+    # torch's guard on ``args[0]`` is the user's ``pixel_values``. Optional in a file, as
+    # settings is.
+    arg_names: tuple[str, ...] = ()
+    # The backward was compiled ahead of time, inside this frame's backend call (AOTAutograd
+    # does so for dynamic shapes whose backward saves sizes): its seconds are in backend_ns,
+    # and no lazy backward follows. Optional in a file, as settings is.
+    backward_in_forward: bool = False
 
     @property
     def frame_ns(self) -> int:
@@ -542,6 +554,13 @@ class GraphRecord:
             data["settings"] = dict(self.settings)
         else:
             del data["settings"]  # not recorded: the file is as one written before settings were
+        if not self.module_method:
+            del data["module_method"]  # as settings: a file as one written before it
+        data["arg_names"] = list(self.arg_names)
+        if not self.arg_names:
+            del data["arg_names"]
+        if not self.backward_in_forward:
+            del data["backward_in_forward"]
         return data
 
     @classmethod
@@ -614,7 +633,20 @@ class GraphRecord:
             frame_lines=_frame_lines(f) if version >= 3 else (),
             **(_added_in_4(f) if version >= 4 else {}),
             settings=_settings(f) if "settings" in f.data else (),
+            module_method=f.string("module_method") if "module_method" in f.data else "",
+            arg_names=_arg_names(f) if "arg_names" in f.data else (),
+            backward_in_forward=f.boolean("backward_in_forward")
+            if "backward_in_forward" in f.data
+            else False,
         )
+
+
+def _arg_names(f: Fields) -> tuple[str, ...]:
+    names = f.strings("arg_names", max_items=64, limit=200)
+    for name in names:
+        if not name.isidentifier():
+            raise f.fail("arg_names", "a list of parameter names", name)
+    return tuple(names)
 
 
 def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
@@ -623,8 +655,9 @@ def _settings(f: Fields) -> tuple[tuple[str, str], ...]:
 
 
 # Every field: a record file holds each one (a field added is a new version of the run file),
-# but for the optional ones (settings: a reader of any version leaves it).
-_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - {"settings"}
+# but for the optional ones (_OPTIONAL: a reader of any version leaves them).
+_OPTIONAL = frozenset({"settings", "module_method", "arg_names", "backward_in_forward"})
+_FIELDS = frozenset(f.name for f in fields(GraphRecord)) - _OPTIONAL
 _ADDED_IN = {
     3: frozenset({"frame_lines"}),
     4: frozenset({"cpu_ns", "setup_cpu_ns", "repeated_block", "dynamic_sources"}),

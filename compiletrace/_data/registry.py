@@ -101,12 +101,18 @@ class Registry:
         return handle
 
     def add_backward(
-        self, graph: str | int, start_unix_ns: int, duration_ns: int, cpu_ns: int | None = None
+        self,
+        graph: str | int,
+        start_unix_ns: int,
+        duration_ns: int,
+        cpu_ns: int | None = None,
+        setup_ns: int = 0,
     ) -> GraphRecord | None:
         """Attribute a lazy backward compile to a forward graph: ``graph`` is the handle
         :meth:`add` returned, or a compile id (the latest record with that id). ``cpu_ns``:
         its CPU time, added to a record that measures CPU (its wall time stands in when
-        unknown).
+        unknown); ``setup_ns``: the process's one-time set-up it paid (the first C++
+        compile, when it lands in the backward), added to the record's.
 
         Returns the updated record, or None when there is no such graph (one that a
         compiletrace backend did not compile)."""
@@ -116,11 +122,16 @@ class Registry:
             if pos is None or not 0 <= pos < len(self._records):
                 return None  # unknown, or dropped past the capacity
             old = self._records[pos]
+            setup_ns = max(min(setup_ns, duration_ns), 0)
+            spent_cpu = duration_ns if cpu_ns is None else cpu_ns
             new = dataclasses.replace(
                 old,
                 backward_ns=old.backward_ns + duration_ns,
                 backward_start_unix_ns=old.backward_start_unix_ns or start_unix_ns,
-                cpu_ns=_plus(old.cpu_ns, duration_ns if cpu_ns is None else cpu_ns),
+                cpu_ns=_plus(old.cpu_ns, spent_cpu),
+                setup_ns=old.setup_ns + setup_ns,
+                # its wall time stands for its CPU time (a compiler's run), as a frame's does
+                setup_cpu_ns=old.setup_cpu_ns + (min(setup_ns, spent_cpu) if old.cpu_ns is not None else 0),
             )
             self._records[pos] = new
             self._totals_ns[new.component] = self._totals_ns.get(new.component, 0) + duration_ns

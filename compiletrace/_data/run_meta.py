@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import socket
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -52,12 +53,15 @@ __all__ = [
     "MAX_EXTRA_BYTES",
     "MAX_EXTRA_KEYS",
     "MAX_NAMES",
+    "MAX_NODE_CHARS",
     "MAX_TEXT_CHARS",
     "CompilationMode",
     "LoadedArtifacts",
     "ProcessInfo",
     "RunMeta",
     "TraceInfo",
+    "is_node_name",
+    "node_of",
 ]
 
 # What a meta field may hold, read from a file. Each is far above what a writer records (a
@@ -136,25 +140,40 @@ class ProcessInfo:
     ppid: int
     role: str  # "main", "rank 1", a multiprocessing name such as "EngineCore_DP0", "pid 41"
     argv: tuple[str, ...]
+    # The machine of a job of several (run file version 5; "" where not recorded): the node
+    # the launcher names (torchrun's GROUP_RANK, Slurm's SLURM_NODEID), else the host name.
+    node: str = ""
+    host: str = ""  # the host name
 
     @classmethod
     def this_process(cls, role: str) -> ProcessInfo:
         """This process, its command line held to what a reader takes (a longer argument is
-        clipped, arguments past :data:`MAX_ARGS` left out)."""
+        clipped, arguments past :data:`MAX_ARGS` left out), and its node and host."""
         argv = tuple(clip(arg, MAX_ARG_CHARS - 100) for arg in sys.argv[:MAX_ARGS])
-        return cls(os.getpid(), os.getppid(), clip(role, MAX_TEXT_CHARS - 100), argv)
+        node, host = node_of(os.environ)
+        return cls(os.getpid(), os.getppid(), clip(role, MAX_TEXT_CHARS - 100), argv, node, host)
 
     def to_dict(self) -> dict[str, Any]:
-        return _as_json(self)
+        out = _as_json(self)
+        for key in ("node", "host"):  # left out where not recorded: a version 4 file's shape
+            if not out[key]:
+                del out[key]
+        return out
 
     @classmethod
     def from_dict(cls, data: Any, source: str, where: str) -> ProcessInfo:
         f = Fields(data, source, where)
+        node, host = (f.string(key, "", limit=MAX_NODE_CHARS) for key in ("node", "host"))
+        for key, value in (("node", node), ("host", host)):
+            if value and not is_node_name(value):
+                raise f.fail(key, "a node or host name (letters, digits, '.', '-', '_')", value)
         return cls(
             pid=f.integer("pid", minimum=0),
             ppid=f.integer("ppid", minimum=0),
             role=f.string("role", limit=MAX_TEXT_CHARS),
             argv=tuple(f.strings("argv", limit=MAX_ARG_CHARS, max_items=MAX_ARGS)),
+            node=node,
+            host=host,
         )
 
     @property
@@ -168,7 +187,36 @@ class ProcessInfo:
         return f"pid {self.pid} ({printable(self.role)})"
 
 
-_PROCESS_KEYS = ("pid", "ppid", "role", "argv")
+_PROCESS_KEYS = ("pid", "ppid", "role", "argv", "node", "host")
+MAX_NODE_CHARS = 255  # a host name's limit (RFC 1123)
+_NODE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_")
+
+
+def is_node_name(text: str) -> bool:
+    """Whether ``text`` may name a node or a host: letters, digits, '.', '-', '_', at most 255."""
+    return len(text) <= MAX_NODE_CHARS and all(c in _NODE_CHARS for c in text)
+
+
+def node_of(env: Mapping[str, str]) -> tuple[str, str]:
+    """This machine's node in a job of several, and its host name: the node's rank as the
+    launcher gives it (torchrun's ``GROUP_RANK``, Slurm's ``SLURM_NODEID``), else the host
+    name. A value that is no plain name is not taken.
+
+    >>> node_of({"GROUP_RANK": "1"})[0], node_of({"SLURM_NODEID": "7"})[0]
+    ('1', '7')
+    >>> node_of({})[0] == node_of({})[1]
+    True
+    """
+    try:
+        host = socket.gethostname()
+    except OSError:  # never a reason for a recording process to fail
+        host = ""
+    host = host if is_node_name(host) else ""
+    for variable in ("GROUP_RANK", "SLURM_NODEID"):
+        value = env.get(variable, "")
+        if value.isascii() and value.isdecimal() and len(value) <= 10:
+            return str(int(value)), host
+    return host, host
 
 
 @dataclass(frozen=True)
@@ -278,7 +326,7 @@ class RunMeta(Mapping[str, Any]):
     steady_call_spread_s: float | None = None  # ... and the interquartile range of those calls
     steady_calls: int | None = None  # ... and N
     applied_fixes: tuple[str, ...] | None = None  # compiletrace run --apply: the fixes applied
-    process: ProcessInfo | None = None  # compiletrace run: the process (saved flat: pid, ppid, role, argv)
+    process: ProcessInfo | None = None  # compiletrace run: the process (saved flat: pid, role, ...)
     trace: TraceInfo | None = None  # read from torch's trace: what the reader skipped and cut
     # The process parts of its cache keys and the facts that decide reuse (run file version 2).
     cache_keys: RunCacheKeys | None = None
@@ -324,7 +372,9 @@ class RunMeta(Mapping[str, Any]):
         """The JSON object a run file's ``meta`` holds: each field recorded, then the keys
         kept from the file it was read from."""
         out = {name: value for name, value in _as_json(self).items() if value is not None}
-        out.update(out.pop("process", {}))  # saved flat
+        out.pop("process", None)
+        if self.process is not None:
+            out.update(self.process.to_dict())  # saved flat
         out.update(out.pop("extra"))
         return out
 
@@ -388,7 +438,7 @@ class RunMeta(Mapping[str, Any]):
         return cls.from_dict(dict(meta), source)
 
 
-# The keys a file's meta may hold that RunMeta reads (the process's four, flat).
+# The keys a file's meta may hold that RunMeta reads (the process's, flat).
 _KNOWN_KEYS = frozenset({f.name for f in fields(RunMeta)} - {"process", "extra"} | set(_PROCESS_KEYS))
 _EMPTY = RunMeta()
 

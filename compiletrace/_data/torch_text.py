@@ -27,6 +27,7 @@ __all__ = [
     "AOT_AUTOGRAD_REGIONS",
     "AOT_REGION",
     "BACKEND_REGION",
+    "BACKWARD_COMPILER_REGION",
     "BACKWARD_REGION",
     "BREAK_CONTEXT_MANAGER",
     "BREAK_DATA_DEPENDENT",
@@ -37,8 +38,11 @@ __all__ = [
     "BREAK_LOGGING",
     "BREAK_PAGE",
     "BREAK_PRINT",
+    "CACHE_BYPASS_SETTINGS",
     "CACHE_EVENT_OUTCOMES",
     "CACHE_EVENT_TIERS",
+    "CACHE_KEY_DIGEST",
+    "CACHE_KEY_LETTERS",
     "CACHE_REGIONS",
     "COMPILE_AUTOTUNE_REGIONS",
     "CUDAGRAPH_REGIONS",
@@ -48,6 +52,7 @@ __all__ = [
     "FX_LOAD_REGIONS",
     "GRAPH_KEY_ATTRIBUTES",
     "GUARDED_ARGUMENT",
+    "GUARDED_POSITIONAL",
     "GUARD_BACKEND",
     "GUARD_DTYPE_DEVICE",
     "GUARD_ENTRY_PREFIX",
@@ -57,6 +62,7 @@ __all__ = [
     "GUARD_REGIONS",
     "GUARD_SHAPE",
     "GUARD_SOURCE_COMMENT",
+    "GUARD_SUBSCRIPT",
     "GUARD_SYMBOLIC",
     "GUARD_VALUE",
     "GUARD_WRAPPED_FUNCTION",
@@ -70,6 +76,7 @@ __all__ = [
     "ONE_TIME_REGIONS",
     "PROCESS_KEY_ATTRIBUTES",
     "REMOTE_CACHE_REGIONS",
+    "RESUME_AT",
     "RESUME_NAME",
     "RESUME_PREFIX",
     "RUNTIME_AUTOTUNE_REGIONS",
@@ -89,6 +96,7 @@ __all__ = [
 # resumes and the line: "torch_dynamo_resume_in_forward_at_12" (nested for a second break).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the function it resumes
+RESUME_AT = re.compile(rf"^{RESUME_PREFIX}\w+_at_(\d+)$")  # group 1: the line of the break it follows
 
 # -- the regions torch times (dynamo_timed, its chromium event logger) -----------------------
 
@@ -143,6 +151,9 @@ KERNEL_LOAD_REGIONS = ("PyCodeCache.load_by_key_path", "TritonBundler.")
 # A process's first C++ compile is its precompiled header (codecache._precompile_header),
 # paid once per process whatever the cache holds: the first region of this name.
 HEADER_REGION = "compile_file"
+# inductor's backward compiler: inside a forward's backend call, the backward was compiled
+# ahead of time with its forward (no lazy backward follows)
+BACKWARD_COMPILER_REGION = "compile_fx.<locals>.bw_compiler"
 # Remote caches (fbcode's FX-graph cache, profile-guided dynamic shapes' state).
 REMOTE_CACHE_REGIONS = ("remote_fx_graph_cache", "pgo.")
 # Autotuning while compiling (max-autotune's template choices, fused-node benchmarks): a
@@ -162,6 +173,40 @@ CUDAGRAPH_REGIONS = ("cudagraphify.get_container", "CUDAGraphNode.record")
 # carrying the key. Prefix -> the cache tier, as records name it.
 CACHE_EVENT_TIERS = (("fx_graph_cache_", "fx_graph"), ("autograd_cache_", "aot_autograd"))
 CACHE_EVENT_OUTCOMES = frozenset({"hit", "miss", "bypass"})
+# Settings of torch's that make its caches bypass a graph on every start, whatever they hold,
+# by the reason torch gives (a cache lookup's detail): (the reason's pattern, what the setting
+# is, the environment variable torch reads it from, the setting in code).
+CACHE_BYPASS_SETTINGS = (
+    (
+        re.compile(r"Cannot cache a graph with freezing enabled"),  # AOTAutograd's; inductor's FX cache
+        # gives another reason for a frozen graph (its constants), or none where it caches it
+        "inductor's freezing (the weights become constants of the graph, which no cache keys)",
+        "TORCHINDUCTOR_FREEZING",
+        "torch._inductor.config.freezing",
+    ),
+)
+
+
+def bypass_setting(reason: str) -> tuple[str, str, str] | None:
+    """The setting a cache bypass's reason names (what it is, its environment variable, its
+    name in code), or None for a bypass of another cause.
+
+    >>> bypass_setting("Cannot cache a graph with freezing enabled")[1]
+    'TORCHINDUCTOR_FREEZING'
+    """
+    for pattern, what, variable, in_code in CACHE_BYPASS_SETTINGS:
+        if pattern.search(reason):
+            return what, variable, in_code
+    return None
+
+
+# A compile cache's key as torch makes it (inductor's FX_GRAPH_CACHE_KEY_STRATEGY, the
+# AOTAutograd cache's AOTAUTOGRAD_CACHE_PREFIX): the tier's letter, then a SHA-256 in
+# lowercase base32, cut to 51 characters. Matched whole; the length is left open so that a
+# torch that cuts elsewhere still reads, since the alphabet alone keeps a key from naming a
+# path (no separator, no dot).
+CACHE_KEY_LETTERS = {"fx_graph": "f", "aot_autograd": "a"}
+CACHE_KEY_DIGEST = re.compile(r"[a-z2-7]{16,64}")
 
 # -- the parts of a compile cache's key --------------------------------------------------------
 
@@ -275,6 +320,10 @@ GUARD_VALUE = re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains"
 # A static size guard: the tensor, the dimension, and (where torch gives them) the size the
 # entry was compiled for and the size seen: "tensor 'x' size mismatch at index 0. expected
 # 2, actual 3".
+# A subscript in a guard's source ("args[1].layers[7].is_initialized"): group 1 the attribute
+# indexed, group 2 the index. Blocks compiled one by one that each fail on another index of
+# one attribute specialise on their own (their cache layer, their position).
+GUARD_SUBSCRIPT = re.compile(r"\.(\w+)\[(\d+)\]")
 SIZE_MISMATCH = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
 # A value guard: what was guarded, and the constant it had to equal ("self.step == 2").
 VALUE_COMPARISON = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")
@@ -288,6 +337,8 @@ KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
 # How a guard names an argument: x, kwargs['input_ids'], and in older releases L['x'] and
 # L['kwargs']['mask']. Group 1: the argument's own name.
 GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
+# A positional argument a wrapper took as ``*args``: args[0], L['args'][0]. Group 1: its index.
+GUARDED_POSITIONAL = re.compile(r"^(?:L\[['\"]args['\"]\]|args)\[(\d{1,4})\]")
 
 # -- graph-break reasons ----------------------------------------------------------------------
 

@@ -343,7 +343,7 @@ class _Entry:
 
 
 # torch's cache-lookup artifacts, as the live recording reads the same events: (tier, outcome).
-_CACHE_ARTIFACT = re.compile(r"^(fx_graph|aotautograd|autograd)_cache_(hit|miss|bypass)$")
+_CACHE_ARTIFACT = re.compile(r"(fx_graph|aotautograd|autograd)_cache_(hit|miss|bypass)")  # matched whole
 # The fields of torch's metrics row a record is built from (and the cache counters).
 _METRIC_KEYS = frozenset(
     {
@@ -707,7 +707,7 @@ def _take(entry: _Entry, process: _Process, stats: _Stats) -> str | None:
                 _process_facts(m, process, stats)
     elif kind == "artifact" and isinstance(entry.head[kind], dict):
         name = entry.head[kind].get("name")
-        lookup = _CACHE_ARTIFACT.match(name) if isinstance(name, str) else None
+        lookup = _CACHE_ARTIFACT.fullmatch(name) if isinstance(name, str) else None
         if name == "dynamo_graph_break_reason" and cid is not None and entry.payload is not None:
             c = process.get(cid, stats)
             if len(c.breaks) < MAX_BREAKS:

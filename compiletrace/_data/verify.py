@@ -39,3 +39,5 @@ class VerifyRow:
     calibration: float | None = None  # saved over at stake, CPU
     rounds: int = 1  # runs per arm, interleaved
     alternative: bool = False  # another fix the finding names, measured beside its own
+    why: str = ""  # why the verdict is not "verified" ("" for verified)
+    gate: bool = False  # the fix is a gate (the program stopped at a compile after ready), not a fix

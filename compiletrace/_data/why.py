@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import difflib
 import os
-import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from compiletrace._data.cache_keys import CacheFacts, KeyPart, RunCacheKeys
+from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CacheLookup, CacheOutcome, GraphRecord
 from compiletrace._data.run_meta import RunMeta
+from compiletrace._data.torch_text import bypass_setting
 from compiletrace._io.envelope import envelope
 
 __all__ = [
@@ -640,12 +641,6 @@ _NOT_KEYED = frozenset({"TORCHINDUCTOR_CACHE_DIR", "TORCH_TRACE", "TORCH_LOGS", 
 # -- equal keys, still a miss ---------------------------------------------------------------------
 
 
-def _entry_path(directory: str, tier: str, key: str) -> str:
-    if tier == "aot_autograd":
-        return os.path.join(directory, "aotautograd", key)
-    return os.path.join(directory, "fxgraph", key[1:3], key)
-
-
 def _same_key_reason(tier: str, cur: CacheLookup, base_side: Side, cur_side: Side, since_ns: int) -> Reason:
     """CURRENT missed a key BASE had: what else kept the entry from applying."""
     name = TIER_NAMES[tier]
@@ -712,18 +707,13 @@ def _same_key_reason(tier: str, cur: CacheLookup, base_side: Side, cur_side: Sid
 def _entry_state(directory: str, tier: str, key: str, since_ns: int) -> str:
     """Whether ``key``'s entry is in ``directory`` on this machine: "there before" (a file
     older than the compile that missed it: torch could not read it), "written by the miss"
-    (every file is newer: the miss wrote it), "absent", or "unknown" (no such directory here).
+    (every file is newer: the miss wrote it), "absent", or "unknown" (no such directory here,
+    or a key torch does not make: :func:`~compiletrace._data.cache_store.entry_parts`).
     """
-    if not os.path.isdir(directory):
+    parts = entry_parts(tier, key)
+    if parts is None or not os.path.isdir(directory):  # not torch's key: no path is made of it
         return "unknown"
-    entry = _entry_path(directory, tier, key)
-    try:
-        if not stat.S_ISDIR(os.lstat(entry).st_mode):  # a link is none of torch's entries
-            return "absent"
-        with os.scandir(entry) as found:
-            times = [e.stat(follow_symlinks=False).st_mtime_ns for e in found if not e.name.startswith(".")]
-    except OSError:
-        return "absent"
+    times = entry_file_times(directory, parts)  # a link is none of torch's entries: not followed
     if not times:
         return "absent"
     return "there before" if min(times) < since_ns else "written by the miss"
@@ -843,11 +833,20 @@ def _explain_pair(base: GraphRecord, cur: GraphRecord, base_side: Side, cur_side
             unknown.append(f"{TIER_NAMES[tier]}: CURRENT recorded no key")
             continue
         if c.outcome == CacheOutcome.BYPASS.value:
+            setting = bypass_setting(c.detail)
+            fix = (
+                "the graph holds something torch will not cache (the reason says what): remove it from the "
+                "compiled region, or accept the compile"
+            )
+            if setting is not None:  # a setting, not the graph: every start bypasses the cache
+                fix = (
+                    f"{setting[1]}=1 ({setting[2]}) makes torch bypass its cache on every start, "
+                    f"{setting[0]}: unset it to let the cache keep this graph, or accept the compile"
+                )
             return Reason(
                 "bypass",
                 f"{TIER_NAMES[tier]}: torch bypassed its cache ({c.detail or 'no reason given'})",
-                "the graph holds something torch will not cache (the reason says what): remove it from the "
-                "compiled region, or accept the compile",
+                fix,
                 signature=("bypass", tier, c.detail),
             )
         if b is None or not b.key:

@@ -53,7 +53,9 @@ def diagnose_evidence(evidence: Evidence, rules: Sequence[Rule] = RULES) -> list
     first, then most seconds at stake; each names the job's process the evidence is of, if
     any."""
     found = _folded([(rule, finding) for rule in rules for finding in rule.check(evidence)], evidence)
-    findings = claim_once((finding, _claims(rule, finding, evidence)) for rule, finding in found)
+    # The rules that claim first, then the rest, each in its order (a stable sort).
+    claiming = sorted(found, key=lambda pair: not pair[0].claims_first)
+    findings = claim_once((finding, _claims(rule, finding, evidence)) for rule, finding in claiming)
     if evidence.process:
         findings = [replace(f, evidence={**f.evidence, "process": evidence.process}) for f in findings]
     return _ranked(findings)

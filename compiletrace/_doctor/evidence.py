@@ -17,6 +17,7 @@ from typing import Any
 from compiletrace._data.cache_keys import RunCacheKeys
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.job import Job, JobProcess
+from compiletrace._data.nodes import node_of_process
 from compiletrace._data.ready import ReadyMark, default_mark
 from compiletrace._data.records import GraphRecord, RuntimeEvent
 from compiletrace._data.registry import Registry
@@ -63,6 +64,8 @@ class Evidence:
     cache_keys: RunCacheKeys | None = None  # the run's cache keys' process parts and facts, if saved
     ready: ReadyMark | None = None  # when the process became ready to serve (compiletrace run --ready)
     runtime: tuple[RuntimeEvent, ...] = ()  # work on compiled graphs' first calls (autotune, CUDA graphs)
+    # A job of several nodes: each node's name and rank processes, for comparing nodes' caches.
+    nodes: tuple[tuple[str, tuple[JobProcess, ...]], ...] = ()
     # Each record's owner (the user's function it belongs to), in order: derived, once.
     owners: tuple[Owner, ...] = field(init=False, repr=False, compare=False)
     # Indexes derived once, since rules ask them once per finding (thousands, in a long job):
@@ -185,5 +188,9 @@ def job_evidence(job: Job) -> list[Evidence]:
         for record in process.run.graph_records:
             registry.add(record)
         ranks.append(replace(RankTimes.of(registry, rank), pid=process.info.pid, host=""))
-    found.append(gather_evidence(ranks=ranks))
+    by_node: dict[str, list[JobProcess]] = {}
+    for process in job.ranks().values():
+        by_node.setdefault(node_of_process(process), []).append(process)
+    nodes = tuple((node, tuple(processes)) for node, processes in by_node.items()) if len(by_node) > 1 else ()
+    found.append(replace(gather_evidence(ranks=ranks), nodes=nodes))
     return found

@@ -34,6 +34,7 @@ from compiletrace._data.torch_text import (
     GUARD_VALUE,
     GUARD_WRAPPED_FUNCTION,
     GUARDED_ARGUMENT,
+    GUARDED_POSITIONAL,
     KWARGS_COUNT_GUARD,
     NUMBER_CONSTANT,
     SIZE_MISMATCH,
@@ -50,6 +51,7 @@ __all__ = [
     "SizeChangeKind",
     "by_commonest_kind",
     "classify_guard",
+    "compiled_static",
     "guard_auto_fix",
     "guard_fix",
     "guard_source",
@@ -200,12 +202,19 @@ def guard_text(reason: str | None) -> str:
     return GUARD_SOURCE_COMMENT.sub("", GUARD_ENTRY_PREFIX.sub("", lines[0])).strip() if lines else ""
 
 
-def _argument(expr: str) -> str:
-    """The name a user knows a guarded argument by: ``kwargs['input_ids']`` is ``input_ids``.
+def _argument(expr: str, arg_names: Sequence[str] = ()) -> str:
+    """The name a user knows a guarded argument by: ``kwargs['input_ids']`` is ``input_ids``;
+    a decorator's ``args[0]`` is the parameter of the method it wraps (``arg_names``, kept in
+    the record), where known.
 
     >>> _argument("L['kwargs']['attention_mask']"), _argument("L['self'].step")
     ('attention_mask', 'self.step')
+    >>> _argument("args[0]", ("pixel_values",)), _argument("L['args'][1]", ("pixel_values",))
+    ('pixel_values', 'args[1]')
     """
+    positional = GUARDED_POSITIONAL.match(expr)
+    if positional is not None and int(positional[1]) < len(arg_names):
+        return arg_names[int(positional[1])] + expr[positional.end() :]
     return GUARDED_ARGUMENT.sub(r"\1", expr)
 
 
@@ -222,9 +231,19 @@ def classify_guard(reason: str | None) -> GuardKind:
     return GuardKind.OTHER
 
 
-def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
+def compiled_static(records: Sequence[GraphRecord]) -> bool:
+    """Whether torch compiled these records' sizes static (``torch.compile(dynamic=False)``):
+    it never makes a size dynamic on its own, so each new size is a static graph of its own."""
+    return any(dict(r.settings).get("dynamic") == "False" for r in records)
+
+
+def guard_fix(
+    kind: GuardKind, reason: str | None = None, arg_names: Sequence[str] = (), *, static: bool = False
+) -> str:
     """The concrete change for a failed guard of ``kind`` (naming the tensor, dimension or
-    value from torch's reason where it gives them)."""
+    value from torch's reason where it gives them, by the user's names: ``arg_names``, what a
+    decorator's ``*args`` stand for); ``static``: the code was compiled with
+    ``dynamic=False`` (:func:`compiled_static`), so no recompile was compiled dynamic."""
     text = guard_text(reason)
     if kind is GuardKind.CACHE_STATE:
         return _cache_state_fix(text)
@@ -235,7 +254,7 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 "compile with dynamic=True, or mark the changing dimension dynamic before the first "
                 "call: torch._dynamo.mark_dynamic(t, dim)"
             )
-        name, dim = _argument(size[1]), size[2]
+        name, dim = _argument(size[1], arg_names), size[2]
         change = size_change(reason)
         assert change is not None
         if change.kind is SizeChangeKind.TO_SPECIALISED:
@@ -255,8 +274,14 @@ def guard_fix(kind: GuardKind, reason: str | None = None) -> str:
                 f"torch._dynamo.maybe_mark_dynamic({name}, {dim})) so every length shares one graph, "
                 "or pad inputs to a few lengths"
             )
+        what = (
+            f"under dynamic=False torch compiled a static graph for each size of {name} in dimension "
+            f"{dim}, never one dynamic"
+            if static
+            else f"torch compiled {name} dynamic in dimension {dim} on this recompile"
+        )
         return (
-            f"torch compiled {name} dynamic in dimension {dim} on this recompile: mark that dimension "
+            f"{what}: mark that dimension "
             "dynamic before the first call and the static graph before it is never compiled "
             f"(run --apply mark-dynamic, or torch._dynamo.maybe_mark_dynamic({name}, {dim})); "
             "dynamic=True also makes every other dimension and every float of every module dynamic, "
@@ -373,13 +398,13 @@ def guard_auto_fix(reason: str | None) -> Fix | None:
     return Fix.MARK_DYNAMIC
 
 
-def _kind_fix(kind: GuardKind, reasons: Sequence[str]) -> str:
-    """One fix per distinct cause among a kind's reasons: a cache's growth and its flag are
-    two changes, while shape guards on several tensors are one (dynamic shapes), apart from
-    the sizes torch specialises."""
+def _kind_fix(kind: GuardKind, reasons: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """One fix per distinct cause among a kind's reasons (each with its record's
+    ``arg_names``): a cache's growth and its flag are two changes, while shape guards on
+    several tensors are one (dynamic shapes), apart from the sizes torch specialises."""
     by_cause: dict[str, str] = {}
-    for reason in reasons:
-        fix = guard_fix(kind, reason)
+    for reason, arg_names in reasons:
+        fix = guard_fix(kind, reason, arg_names)
         cause = fix
         if kind is GuardKind.SHAPE:
             change = size_change(reason)
@@ -398,15 +423,16 @@ def guards_by_kind(records: Sequence[GraphRecord]) -> tuple[dict[str, Any], str]
     """Failed guards by kind (most first), each with examples and its fixes (one per distinct
     cause: the cache's growth and its flag are different changes); and the fixes joined, the
     commonest kind first."""
-    by_kind: dict[GuardKind, list[str]] = {}
+    by_kind: dict[GuardKind, list[tuple[str, Sequence[str]]]] = {}
     for r in records:
-        by_kind.setdefault(classify_guard(r.recompile_reason), []).append(r.recompile_reason or "")
+        found = (r.recompile_reason or "", r.arg_names)
+        by_kind.setdefault(classify_guard(r.recompile_reason), []).append(found)
     ordered = sorted(by_kind.items(), key=lambda kv: -len(kv[1]))
     fixes = {kind: _kind_fix(kind, reasons) for kind, reasons in ordered}
     guards = {
         kind.value: {
             "count": len(reasons),
-            "reasons": unique(guard_text(r) or "(torch gave no reason)" for r in reasons),
+            "reasons": unique(guard_text(r) or "(torch gave no reason)" for r, _ in reasons),
             "fix": fixes[kind],
         }
         for kind, reasons in ordered

@@ -46,3 +46,8 @@ class Rule:
     # Its judge reads the exit status itself: a fix that is a gate ends the program otherwise
     # on purpose (else a run that ends otherwise with the fix "broke the program").
     reads_exit_status: bool = False
+    # Its claims come before every other rule's (stake.py's ledger is first come, first
+    # served): a compile after ready is the latency a request paid, which this rule's fix (that
+    # compile in the warm-up) removes from the request; no other finding's fix (one grad mode,
+    # which a training step cannot use) may take its seconds first.
+    claims_first: bool = False

@@ -95,8 +95,9 @@ def owners(records: Sequence[GraphRecord]) -> list[Owner]:
     """Each record's :data:`Owner`. The forward of a module (a decorator around it, or its
     resume function after a graph break) is the class's forward, at that forward's own file
     and line: a library's decorator is shared by every forward it wraps, and is not the
-    model. A resume function of any other function goes to the nearest function of that
-    name above it in that file. Records without a location (older runs) are their own, by
+    model. Another method of a module is ``Class.method``, its resume functions with it. A
+    resume function of any other function goes to the nearest function of that name above
+    it in that file. Records without a location (older runs) are their own, by
     torch's frame number."""
     starts: dict[tuple[str, str, str], list[int]] = {}
     for r in records:
@@ -113,14 +114,17 @@ def owners(records: Sequence[GraphRecord]) -> list[Owner]:
             continue
         base = (r.component, r.code_filename, root_code_name(r.code_name))
         above = [line for line in starts.get(base, ()) if line <= r.code_firstlineno]
-        found.append((*base, max(above) if above else r.code_firstlineno))
+        # Another method of a module (its first part, or the rest after a break) is the
+        # module's method: "Qwen2VLModel.get_image_features".
+        name = f"{r.module_class}.{r.module_method}" if r.module_class and r.module_method else base[2]
+        found.append((base[0], base[1], name, max(above) if above else r.code_firstlineno))
     return found
 
 
 def module_forward(r: GraphRecord) -> tuple[str, int] | None:
     """(file, line) of the forward of the module the record's code belongs to, if known."""
     filename, _, line = r.module_forward.rpartition(":")
-    if not r.module_class or not filename or not line.isdigit():
+    if not r.module_class or not filename or not (line.isascii() and line.isdecimal()):  # int('²') fails
         return None
     return filename, int(line)
 

@@ -14,6 +14,14 @@ it slower, whatever it did to the counts. A fix whose point is to compile code t
 uncompiled costs compile seconds by design: when its counts verify it, its verdict is
 "compiles now", never "verified" (which promises seconds saved).
 
+Before either reading, what the fix did to the *compiled program*: a trial with the fix in
+which code runs uncompiled that compiled as it is (a frame past torch's recompile limit, a
+frame torch gave up on, blocks of a regional compile left uncompiled) "runs uncompiled"
+(:func:`uncompiled_why`), whatever its seconds: a saving made by not compiling is no
+saving. A gate (the program stopped at a compile after ready) that held says "gate held":
+it is no fix, and saves no seconds. Every verdict but "verified" says why
+(:func:`why_not_verified`).
+
 >>> seconds_effect([5.0, 5.4, 5.1], [3.9, 4.0, 4.2]).effect
 <Effect.SAVES: 'saves'>
 >>> with_seconds(VERIFIED, seconds_effect([5.0, 5.4, 5.1], [6.9, 7.0, 7.2]))
@@ -30,15 +38,18 @@ from typing import Protocol
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.fixes import Fix
+from compiletrace._data.records import GraphRecord
 from compiletrace._doctor.shared import fix_of
 
 __all__ = [
     "BROKE",
     "COMPILES",
     "DID_NOT_HELP",
+    "GATE_HELD",
     "MANUAL",
     "PARTLY",
     "SLOWER",
+    "UNCOMPILED",
     "VERDICTS",
     "VERIFIED",
     "Effect",
@@ -51,6 +62,8 @@ __all__ = [
     "regional_by_counts",
     "seconds_effect",
     "still_there",
+    "uncompiled_why",
+    "why_not_verified",
     "with_seconds",
 ]
 
@@ -63,7 +76,12 @@ MANUAL = "cannot be applied automatically"
 # What ran uncompiled compiles with the fix: the counts say so, and the seconds are not
 # judged (compiling costs them; what the program gains is its calls', not its start's).
 COMPILES = "compiles now"
-VERDICTS = (VERIFIED, PARTLY, COMPILES, DID_NOT_HELP, SLOWER, BROKE, MANUAL)  # every word a row may say
+# With the fix, code runs uncompiled that compiled as it is: never verified, whatever it saved.
+UNCOMPILED = "runs uncompiled"
+# A gate (fail-after-ready) stopped the program at a compile after ready, as it should: no fix.
+GATE_HELD = "gate held"
+# every word a row may say
+VERDICTS = (VERIFIED, PARTLY, COMPILES, DID_NOT_HELP, SLOWER, UNCOMPILED, BROKE, MANUAL, GATE_HELD)
 
 FLOOR_S = 0.05  # a saving must beat this many CPU seconds ...
 FLOOR_SHARE = 0.03  # ... and this share of the compile, whatever the spread
@@ -159,6 +177,11 @@ class Measured(Protocol):
     @property
     def findings(self) -> Sequence[Finding]: ...
 
+    @property
+    def records(self) -> Sequence[GraphRecord]:
+        """Every frame compile of the run, in every process."""
+        ...
+
 
 Judge = Callable[[Finding, Measured, Measured], str]  # (finding, before, after) -> a verdict
 
@@ -198,24 +221,153 @@ def partly(finding: Finding, before: Measured, after: Measured) -> bool:
     )
 
 
-def by_counts(finding: Finding, before: Measured, after: Measured, *, nodes_count: bool = False) -> str:
-    """The judgement most fixes get: verified when the finding is gone and fewer frames
-    compiled, with no code left running eagerly that compiled before. ``nodes_count``: a
-    fix that compiles a block's frame in place of the model's (regional compilation) is
-    verified by fewer graph nodes in no more frames, too."""
+def by_counts(finding: Finding, before: Measured, after: Measured) -> str:
+    """The judgement most fixes get (marking an input dynamic, a setting that removes a
+    recompile or a break: each lowers the frame count): verified when the finding is gone
+    and fewer frames compiled, with no code left running eagerly that compiled before."""
     if still_there(finding, after) is not None:
         return PARTLY if partly(finding, before, after) else DID_NOT_HELP
     if after.recompile_limit_hit and not before.recompile_limit_hit:
         return DID_NOT_HELP  # the fix left code running eagerly that compiled before
-    if after.frame_compiles < before.frame_compiles:
-        return VERIFIED
-    fewer_nodes = after.graph_nodes < before.graph_nodes and after.frame_compiles <= before.frame_compiles
-    return VERIFIED if nodes_count and fewer_nodes else DID_NOT_HELP
+    return VERIFIED if after.frame_compiles < before.frame_compiles else DID_NOT_HELP
 
 
 def regional_by_counts(finding: Finding, before: Measured, after: Measured) -> str:
-    """:func:`by_counts`; and for regional compilation, which compiles the block's one frame
-    in place of the model's, fewer graph nodes in no more frames (the block's code traced
-    once instead of once per block)."""
+    """Regional compilation's count judge, which compiles the block's frame in place of the
+    model's, so the frame count is no judge of it: for a block found repeated inside one
+    graph (the finding's ``instances``), the block gone from the graph in no more frames
+    than the baseline's plus one per block (where each block specialises on its own cache
+    layer or index, each compiles its own graph, as regional compilation does by design);
+    else fewer graph nodes in no more frames (the block's code traced once instead of once
+    per block). Blocks left uncompiled past torch's recompile limit are
+    :func:`uncompiled_why`'s. A finding whose fix is another: :func:`by_counts`."""
     fix = fix_of(finding)
-    return by_counts(finding, before, after, nodes_count=fix is not None and fix[0] is Fix.REGIONAL_COMPILE)
+    if fix is None or fix[0] is not Fix.REGIONAL_COMPILE:
+        return by_counts(finding, before, after)
+    if still_there(finding, after) is not None:
+        return DID_NOT_HELP
+    if after.recompile_limit_hit and not before.recompile_limit_hit:
+        return DID_NOT_HELP  # the fix left code running eagerly that compiled before
+    if after.frame_compiles < before.frame_compiles:
+        return VERIFIED
+    instances = finding.evidence.get("instances")
+    if isinstance(instances, int) and instances > 0:
+        # The block found repeated inside one graph: gone, with at most a frame per block (each
+        # block specialised on its own cache layer traces its own copy, as many nodes as before).
+        return VERIFIED if after.frame_compiles <= before.frame_compiles + instances else DID_NOT_HELP
+    fewer_nodes = after.graph_nodes < before.graph_nodes and after.frame_compiles <= before.frame_compiles
+    return VERIFIED if fewer_nodes else DID_NOT_HELP
+
+
+def _blocks_compiled(block: str, after: Measured) -> set[str]:
+    """The paths of the ``block`` modules the run with the fix compiled a graph for."""
+    return {
+        r.module_path
+        for r in after.records
+        if r.module_class.rpartition(".")[2] == block and not r.recompile_limit_hit and r.graph_node_count
+    }
+
+
+def _eager_frames(trial: Measured) -> dict[tuple[str, str], str]:
+    """Code the run left uncompiled, keyed by frame and module: each frame past torch's
+    recompile limit, and each frame torch gave up on, with why."""
+    found: dict[tuple[str, str], str] = {}
+    for r in trial.records:
+        where = f"{r.code_name}" + (f" at {r.module_path}" if r.module_path else "")
+        if r.module_class:
+            where += f" ({r.module_class.rpartition('.')[2]})"
+        key = (f"{r.code_filename}:{r.code_firstlineno}:{r.code_name}", r.module_path)
+        if r.recompile_limit_hit:
+            limit = "?" if r.recompile_limit is None else r.recompile_limit
+            found.setdefault(key, f"{where} hit torch's recompile limit ({limit})")
+        elif any(b.frame_skipped for b in r.graph_breaks):
+            found.setdefault(key, f"{where} fell back to eager (torch gave up on the frame)")
+    return found
+
+
+def uncompiled_why(finding: Finding, before: Measured, after: Measured) -> str | None:
+    """Why the run with the fix runs code uncompiled that the run as it is compiled (None
+    when it does not): frames past the recompile limit or given up on that the baseline
+    did not leave, and, for regional compilation, the blocks left without a graph.
+
+    A fix that raises the recompile limit or compiles what did not compile is judged the
+    same way: only code newly left uncompiled counts."""
+    new = {k: v for k, v in _eager_frames(after).items() if k not in _eager_frames(before)}
+    parts = list(new.values())
+    fix = fix_of(finding)
+    instances = finding.evidence.get("instances")
+    if fix is not None and fix[0] is Fix.REGIONAL_COMPILE and isinstance(instances, int) and parts:
+        compiled = _blocks_compiled(str(finding.evidence.get("block", fix[1] or "")), after)
+        if len(compiled) < instances:
+            parts.append(
+                f"{instances - len(compiled)} of the {instances} {finding.evidence.get('block')} blocks "
+                "run no compiled graph"
+            )
+    if not parts:
+        return None
+    shown = "; ".join(parts[:3]) + (f"; and {len(parts) - 3} more" if len(parts) > 3 else "")
+    return f"with the fix, code that compiled as it is runs uncompiled: {shown}"
+
+
+def why_not_verified(
+    verdict: str,
+    counts: str,
+    finding: Finding,
+    before: Measured,
+    after: Measured | None,
+    cpu: SecondsEffect | None,
+) -> str:
+    """Why a verdict is not "verified", in a line ("" for "verified"): what the counts
+    (``counts``, the judge's word) or the seconds (``cpu``) said.
+
+    >>> why_not_verified(MANUAL, MANUAL, Finding("graph_break", "lm", 1.0, "t", "f"), None, None, None)
+    'the fix is an edit to the program (the finding says which): nothing was run'
+    """
+    if verdict == VERIFIED:
+        return ""
+    if verdict == MANUAL or after is None:
+        return "the fix is an edit to the program (the finding says which): nothing was run"
+    if verdict == UNCOMPILED:
+        return (
+            "with the fix, the calls that would have compiled run uncompiled, eagerly: the request "
+            "pays no compile and runs no compiled graph; warm that call up to keep it compiled"
+        )
+    if verdict == GATE_HELD:
+        return (
+            "the program stopped at the compile after ready, as the gate should: a gate, not a fix "
+            "(no seconds saved)"
+        )
+    if verdict == BROKE:
+        return (
+            f"a run with the fix ended with exit status {after.exit_status} (as it is: {before.exit_status})"
+        )
+    if verdict == COMPILES:
+        return (
+            "it compiles what ran uncompiled, which costs compile seconds by design: the seconds are "
+            "not judged"
+        )
+    if verdict == SLOWER and cpu is not None:
+        return f"the compile cost {-cpu.saving:.2f} ± {cpu.spread:.2f} CPU s more with the fix"
+    still = still_there(finding, after)
+    if verdict == PARTLY:
+        left = (
+            f" ({_extent(still)} of {_extent(finding)} left)"
+            if still is not None and _extent(finding)
+            else ""
+        )
+        return f"the finding is still there, smaller{left}"
+    if counts not in (VERIFIED, PARTLY):
+        if still is not None:
+            return "the finding is still there with the fix"
+        if after.recompile_limit_hit and not before.recompile_limit_hit:
+            return "the fix left code past torch's recompile limit"
+        frames = f"{before.frame_compiles} -> {after.frame_compiles}"
+        return f"the counts did not move as the fix says: frame compiles {frames}, graph nodes " + (
+            f"{before.graph_nodes} -> {after.graph_nodes}"
+        )
+    if cpu is not None and cpu.effect is Effect.NOISE:
+        return (
+            f"saved {cpu.saving:.2f} ± {cpu.spread:.2f} CPU s: within the rounds' spread or the floor "
+            f"({cpu.noise:.2f} s)"
+        )
+    return ""

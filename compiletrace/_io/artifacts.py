@@ -29,7 +29,7 @@ import io
 import os
 import pickle
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,9 +42,12 @@ __all__ = [
     "ANY_GLOBAL",
     "DIGEST_SUFFIX",
     "FORMAT_VERSION",
+    "MAX_PICKLE_OPS",
     "Digest",
     "Global",
+    "PickleBudget",
     "PickleScan",
+    "PickleTooLarge",
     "RawArtifact",
     "RestrictedUnpickler",
     "digest_path",
@@ -246,18 +249,64 @@ class _EveryGlobal(Collection[Global]):
 ANY_GLOBAL: Collection[Global] = _EveryGlobal()
 
 
-class RestrictedUnpickler(pickle.Unpickler):
+# What one unpickling may do. The bytes read are capped by each reader, but not what they
+# build: a one-byte opcode makes a new empty set (216 bytes), so 4 MiB of them built about
+# 1 GB. Every opcode builds at most one object of a bounded size (or a string no longer than
+# its own bytes), so counting opcodes bounds the memory: stopped at this many (a pickle and
+# the pickles nested in it together), 4 MiB of empty sets took 249 MiB of memory at most
+# where it took 966 MiB unbounded. Torch's own entries run far fewer: 1,600 to 4,300 for
+# the built-in model's FX-graph and AOTAutograd entries.
+MAX_PICKLE_OPS = 1_000_000
+
+
+class PickleBudget:
+    """The opcodes one unpickling has left: shared by a pickle and those nested in it."""
+
+    def __init__(self, ops: int | None = None) -> None:
+        self.limit = MAX_PICKLE_OPS if ops is None else ops
+        self.left = self.limit
+
+
+class PickleTooLarge(RunFileError):
+    """A pickle that would build more than its budget allows: read no further."""
+
+
+def _counted(op: Callable[[Any], None]) -> Callable[[Any], None]:
+    def run(self: RestrictedUnpickler) -> None:
+        budget = self.budget
+        budget.left -= 1
+        if budget.left < 0:
+            raise PickleTooLarge(
+                f"{self.where} would build more than {budget.limit:,} objects when unpickled (a cache "
+                "entry of torch's builds far fewer); compiletrace stopped reading it there"
+            )
+        op(self)
+
+    return run
+
+
+class RestrictedUnpickler(pickle._Unpickler):
     """Reads a pickle without running it: a global on ``allowed`` becomes an inert
     stand-in (a subclass of ``_Inert`` that records its arguments and state); any other
     global, and any persistent id, raises :class:`RunFileError` naming ``where`` and the
-    global. ``reasons`` gives a clearer message for globals refused on purpose.
+    global. ``reasons`` gives a clearer message for globals refused on purpose. At most
+    ``budget`` opcodes run (:data:`MAX_PICKLE_OPS`): past it, :class:`PickleTooLarge`.
+
+    It is Python's own unpickler, each opcode counted on its way (the C one cannot be
+    stopped part-way): slower per opcode, and torch's entries are mostly long strings.
 
     >>> import pickle
     >>> RestrictedUnpickler(pickle.dumps(print), set(), "x.cache").load()
     Traceback (most recent call last):
       ...
     compiletrace._io.errors.RunFileError: x.cache refers to builtins.print, which is not ...
+    >>> RestrictedUnpickler(pickle.dumps([set()] * 3), set(), "x", budget=PickleBudget(4)).load()
+    Traceback (most recent call last):
+      ...
+    compiletrace._io.artifacts.PickleTooLarge: x would build more than 4 objects when unpickled ...
     """
+
+    dispatch = {code: _counted(op) for code, op in pickle._Unpickler.dispatch.items()}
 
     def __init__(
         self,
@@ -265,11 +314,14 @@ class RestrictedUnpickler(pickle.Unpickler):
         allowed: Collection[Global],
         where: str,
         reasons: Mapping[Global, str] | None = None,
+        *,
+        budget: PickleBudget | None = None,
     ) -> None:
         super().__init__(io.BytesIO(data))
         self.where = where
         self.allowed = allowed
         self.reasons = reasons or {}
+        self.budget = budget or PickleBudget()
         self.seen: collections.Counter[Global] = collections.Counter()
         self._standins: dict[Global, type[_Inert]] = {}
 
@@ -314,6 +366,7 @@ def read_pickle(
     where: str,
     reasons: Mapping[Global, str] | None = None,
     *,
+    budget: PickleBudget | None = None,
     _depth: int = 0,
 ) -> PickleScan:
     """Read ``data`` with :class:`RestrictedUnpickler`, then every pickle found in a bytes
@@ -325,11 +378,14 @@ def read_pickle(
     >>> scan.globals
     Counter({('collections', 'Counter'): 1})
     """
-    reader = RestrictedUnpickler(data, allowed, where, reasons)
+    budget = budget or PickleBudget()
+    reader = RestrictedUnpickler(data, allowed, where, reasons, budget=budget)
     try:
         root = reader.load()
     except RunFileError:
         raise
+    except MemoryError:
+        raise RunFileError(f"{where} needs more memory to unpickle than this machine gave it") from None
     except Exception as exc:  # malformed or hostile bytes: whatever the unpickler raised
         raise RunFileError(f"{where} is not a readable pickle ({type(exc).__name__}: {exc})") from None
     found = collections.Counter(reader.seen)
@@ -339,7 +395,12 @@ def read_pickle(
             if _depth >= _MAX_NESTED_DEPTH:
                 raise RunFileError(f"{where} nests pickles more than {_MAX_NESTED_DEPTH} deep")
             inner = read_pickle(
-                bytes(value), allowed, f"{where} (a pickle inside it)", reasons, _depth=_depth + 1
+                bytes(value),
+                allowed,
+                f"{where} (a pickle inside it)",
+                reasons,
+                budget=budget,
+                _depth=_depth + 1,
             )
             found.update(inner.globals)
             roots.extend(inner.roots)

@@ -85,7 +85,12 @@ class InputFile:
         """Everything, at most ``limit`` bytes; more is refused naming the file and the limit."""
         if self.size is not None and self.size > limit:
             raise self.too_large(limit)
-        data = self.stream.read(limit + 1)
+        # A read of N allocates N bytes first: ask for what the file holds, not the limit
+        # (64 MiB taken for every small cache entry), then on to the limit if it grew since.
+        want = limit + 1 if self.size is None else self.size + 1
+        data = self.stream.read(want)
+        if len(data) == want and want <= limit:
+            data += self.stream.read(limit + 1 - want)
         if len(data) > limit:
             raise self.too_large(limit)
         return data

@@ -104,7 +104,7 @@ def text_width() -> int:
     >>> del os.environ["COLUMNS"]
     """
     columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
+    if columns.isascii() and columns.isdecimal() and int(columns) > 0:  # isdigit() takes '²'
         return int(columns)
     try:
         if sys.stdout.isatty():

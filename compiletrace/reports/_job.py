@@ -8,12 +8,20 @@ from typing import Any
 
 from compiletrace._data.findings import Finding
 from compiletrace._data.job import Job, JobProcess
+from compiletrace._data.nodes import (
+    RankFigures,
+    critical_path,
+    node_figures,
+    node_name,
+    number_ranges,
+    rank_figures,
+)
 from compiletrace._data.records import ENCODER, NS_PER_S, component_totals, ordered_components
 from compiletrace._io.text import printable
 from compiletrace.reports._chrome import chrome_trace_dict
 from compiletrace.reports._table import wrap_prose
 
-__all__ = ["job_chrome_trace_dict", "job_findings_line", "job_summary_lines"]
+__all__ = ["job_chrome_trace_dict", "job_findings_line", "job_summary_lines", "nodes_summary_lines"]
 
 _MAX_ARGV_CHARS = 60
 
@@ -79,6 +87,8 @@ def job_summary_lines(job: Job) -> list[str]:
     >>> job_summary_lines(Job(("python", "x.py"), 0, ()))[0]
     'compiletrace: no process of this command compiled anything (exit status 0)'
     """
+    if len({f.node for f in rank_figures(job)}) > 1:
+        return nodes_summary_lines(job)
     compiling = job.compiling()
     if not compiling:
         lines = [
@@ -133,6 +143,61 @@ def job_summary_lines(job: Job) -> list[str]:
     return wrap_prose(lines, indent="    ")
 
 
+def _outcomes(graphs: int, hits: int, misses: int) -> str:
+    return f"{graphs} graph{'s' if graphs != 1 else ''} ({hits} hit, {misses} missed)"
+
+
+def nodes_summary_lines(job: Job) -> list[str]:
+    """A job of several nodes: the critical path first (the job is ready when its slowest
+    rank is), the CPU-seconds of every rank together, a line per node, then the ranks,
+    those alike (as many graphs, hits and misses) folded into one row.
+
+    >>> nodes_summary_lines(Job(("torchrun",), 0, ()))[0]
+    'compiletrace: no rank of this job compiled anything (exit status 0)'
+    """
+    ranks = rank_figures(job)
+    if not ranks:
+        return [f"compiletrace: no rank of this job compiled anything (exit status {job.exit_status})"]
+    nodes = node_figures(job)
+    slowest = critical_path(ranks)
+    cpu_s = sum(r.cpu_s for r in ranks)
+    lines = [
+        f"compiletrace: a job of {len(nodes)} nodes, {len(ranks)} ranks (exit status {job.exit_status})",
+        f"  critical path: {node_name(slowest.node)} rank {slowest.rank}, start-up "
+        f"{slowest.startup_s:.2f} s, compiling {slowest.compile_s:.2f} s",
+        f"  every rank: {cpu_s:.2f} CPU-seconds of compiling, "
+        + _outcomes(sum(r.graphs for r in ranks), sum(r.hits for r in ranks), sum(r.misses for r in ranks)),
+    ]
+    for node in nodes:
+        worst = node.slowest
+        lines.append(
+            f"  {node_name(node.node)}: {len(node.ranks)} rank{'s' if len(node.ranks) != 1 else ''}, "
+            f"{_outcomes(node.graphs, node.hits, node.misses)}; slowest rank {worst.rank} "
+            f"{worst.compile_s:.2f} s"
+        )
+    alike: dict[tuple[int, int, int], list[RankFigures]] = {}
+    for rank in ranks:
+        alike.setdefault((rank.graphs, rank.hits, rank.misses), []).append(rank)
+    for (graphs, hits, misses), group in alike.items():
+        where = {r.node for r in group}
+        on = node_name(next(iter(where))) if len(where) == 1 else f"{len(where)} nodes"
+        low, high = min(r.compile_s for r in group), max(r.compile_s for r in group)
+        seconds = f"{low:.2f} s" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f}-{high:.2f} s"
+        # A few ranges at most: a row per kind of rank, whatever the job's size.
+        ranges = number_ranges([r.rank for r in group], most=4)
+        who = f"rank{'s' if len(group) != 1 else ''} {ranges}"
+        if ranges.endswith("..."):
+            who = f"{len(group)} ranks, {ranges}"
+        each = " each" if len(group) != 1 else ""
+        lines.append(f"  {who} ({on}): {_outcomes(graphs, hits, misses)}{each}, {seconds}")
+    others = [p for p in job.compiling() if p not in job.ranks().values()]
+    if others:
+        lines.append(f"  {len(others)} more process{'es' if len(others) != 1 else ''} compiled, not as ranks")
+    for info in job.missing:
+        lines.append(f"  {info.label} left no run (killed before it could write one?)")
+    return wrap_prose(lines, indent="    ")
+
+
 def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
     """The last line ``compiletrace run`` prints: how many findings the doctor has and how
     to read them.
@@ -156,16 +221,20 @@ def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
 
 def job_chrome_trace_dict(job: Job) -> dict[str, Any]:
     """One Trace Event Format document for the job: each process's own trace (its start-up
-    and compiles), with the process's pid as the trace's process, on one time axis from
-    the job's first start."""
+    and compiles), with the process's pid as the trace's process (its position in the job,
+    from 1, where two nodes' processes share a pid), on one time axis from the job's first
+    start."""
     traces = [(p, chrome_trace_dict(p.run)) for p in job.processes]
     origins = [t["otherData"]["origin_unix_ns"] for _, t in traces]
     origin = min(origins, default=0)
+    # Nodes of one job may reuse each other's pids: then each process is a track by position.
+    pids = [p.info.pid for p in job.processes]
+    tracks = pids if len(set(pids)) == len(pids) else list(range(1, len(pids) + 1))
     events: list[dict[str, Any]] = []
-    for (process, trace), own_origin in zip(traces, origins, strict=True):
+    for (process, trace), own_origin, track in zip(traces, origins, tracks, strict=True):
         shift_us = (own_origin - origin) / 1000
         for event in trace["traceEvents"]:
-            moved = dict(event, pid=process.info.pid)
+            moved = dict(event, pid=track)
             if moved.get("name") == "process_name":
                 moved["args"] = {"name": f"{printable(process.info.role)} (pid {process.info.pid})"}
             if "ts" in moved:

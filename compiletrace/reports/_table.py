@@ -202,7 +202,7 @@ def graph_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
             str(r.graph_node_count),
             _fmt_s(r.dynamo_ns),
             _fmt_s(r.backend_ns),
-            _fmt_s(r.backward_ns),
+            _backward(r),
             _fmt_s(r.total_ns),
             r.cache_outcome.value,
             _status(r),
@@ -213,6 +213,12 @@ def graph_rows(records: Sequence[GraphRecord]) -> list[list[str]]:
 
 
 REASON_WIDTH = 60  # the table shows the failed guard; the full reason is in JSON, HTML, spans
+
+
+def _backward(r: GraphRecord) -> str:
+    """The lazy backward's seconds; a backward compiled ahead of time with its forward says
+    so (its seconds are the backend's), not 0.000."""
+    return "in forward" if r.backward_in_forward and not r.backward_ns else _fmt_s(r.backward_ns)
 
 
 def _status(r: GraphRecord) -> str:

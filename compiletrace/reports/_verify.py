@@ -44,12 +44,15 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
     steady = any(row.before.steady_call_s is not None for row in rows)
     slowed: dict[str | None, float] = {}
     cells = []
+    # The gates after the fixes: a gate stops the program at a compile after ready, and saves nothing.
+    rows = [*(row for row in rows if not row.gate), *(row for row in rows if row.gate)]
     for row in rows:
         pairs = _cells(row.before)  # "4", or with the fix applied "4 -> 2"
         if row.after is not None:
             pairs = [f"{b} -> {a}" for b, a in zip(pairs, _cells(row.after), strict=True)]
         fix = row.fix or "-"
-        line = [row.finding, f"{fix} (also)" if row.alternative else fix, *pairs[:3]]
+        marked = f"{fix} (gate)" if row.gate else f"{fix} (also)" if row.alternative else fix
+        line = [row.finding, marked, *pairs[:3]]
         line += [
             _seconds(row.at_stake_s),
             _saved(row.saved_cpu),
@@ -60,7 +63,8 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
             line.append(pairs[3])
             if row.slower_per_call is not None:
                 slowed.setdefault(row.fix, row.slower_per_call)
-        cells.append([printable(cell) for cell in [*line, row.verdict]])
+        verdict = f"{row.verdict}: {row.why}" if row.why else row.verdict
+        cells.append([printable(cell) for cell in [*line, verdict]])
     header = ["finding", "fix (run --apply)", "frame compiles", "graph nodes", "compile CPU s"]
     header += ["at stake s", "saved CPU s", "saved wall s", "calibration"]
     if steady:
@@ -68,6 +72,18 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
     notes = [
         f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
     ]
+    over = [row.finding for row in rows if row.calibration is not None and row.calibration > 1]
+    if over:
+        notes.append(
+            f"A calibration above 1 ({', '.join(dict.fromkeys(over))}): the fix saved seconds that "
+            "another finding put at stake too (each compile's seconds are at stake in one finding "
+            "only, the first whose fix saves them), or more than the doctor estimated."
+        )
+    if any(row.gate for row in rows):
+        notes.append(
+            "A gate (fix marked (gate)) is no fix: it stops the program at a compile after ready. "
+            "'gate held': it did; it saves no seconds, so none are judged."
+        )
     rounds = max((row.rounds for row in rows), default=1)
     notes.append(
         f"Each run: fresh processes, an empty compile cache of its own; {rounds} round"
@@ -75,8 +91,9 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
         + ", base and fixes interleaved. Frame compiles and graph nodes: the first round's counts; "
         "compile CPU s: the rounds' medians; saved: the median of the rounds' paired differences ± half "
         "their range. A fix is verified when the counts say it did what it says and its CPU saving beats "
-        "that spread (and 3% of the compile); one that costs seconds made it slower. Calibration: saved "
-        "over at stake."
+        "that spread (and 3% of the compile); one that costs seconds made it slower; one that leaves code "
+        "uncompiled that compiled as it is runs uncompiled, whatever it saved. Calibration: saved over at "
+        "stake."
         + (f" Call ms: the median of {steady_calls} calls after the warm-up." if steady else "")
         + (" One round: the seconds are not judged." if rounds == 1 else "")
     )

@@ -33,6 +33,7 @@ class Instruments(NamedTuple):
     duration: metrics.Histogram  # compiletrace.compile.duration, seconds, by component and phase
     graphs: metrics.Counter  # compiletrace.compile.graphs, by component
     recompiles: metrics.Counter  # compiletrace.compile.recompiles, by component
+    phase_duration: metrics.Histogram  # compiletrace.startup.phase.duration, seconds, by phase
 
 
 # The tracer and instruments built for the last provider pair used, with that pair.
@@ -187,6 +188,14 @@ def _build_instruments(tp: trace.TracerProvider, mp: metrics.MeterProvider) -> I
             "compiletrace.compile.recompiles",
             unit="{graph}",
             description="Recompiles (a frame compiled again after a guard failed), by component",
+        ),
+        # Named as OpenTelemetry names durations (http.server.request.duration): a histogram
+        # in seconds, ".duration" last; its sum per compiletrace.phase is each phase's time.
+        phase_duration=meter.create_histogram(
+            "compiletrace.startup.phase.duration",
+            unit="s",
+            description="Wall time of one start-up phase, by phase (compiletrace.phase)",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS_S,
         ),
     )
     return built

@@ -28,6 +28,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from compiletrace._core.startup import unix_now_ns
+from compiletrace._data.records import NS_PER_S
 from compiletrace._data.timeline import PhaseRecord
 from compiletrace._io.state import STATE, Slot, warn_once
 from compiletrace.telemetry import _providers
@@ -78,6 +79,8 @@ class PhaseSpan(NamedTuple):
     span: Span
     token: object  # the context token, detached when the phase ends
     root: _Root | None  # the start-up root it is a child of, if any
+    name: str = ""  # the phase's name: the phase metric's attribute
+    start_unix_ns: int = 0
 
 
 def _failed(exc: Exception) -> None:
@@ -99,6 +102,9 @@ def _open_root(tracer: trace.Tracer, provider: trace.TracerProvider, origin: Ori
             start_time=rec.start_unix_ns,
             attributes={"compiletrace.phase.kind": rec.kind},
         ).end(end_time=rec.end_unix_ns)
+        _providers.instruments().phase_duration.record(
+            max(0, rec.end_unix_ns - rec.start_unix_ns) / NS_PER_S, {"compiletrace.phase": rec.name}
+        )
         last = max(last, rec.end_unix_ns)
     return _Root(span, context, provider, last)
 
@@ -144,7 +150,7 @@ def start_phase_span(
             parent = root.context if root is not None else context_from_environ()
         span = tracer.start_span(name, context=parent, start_time=start_unix_ns, attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
-        return PhaseSpan(span, token, root)
+        return PhaseSpan(span, token, root, name, start_unix_ns)
     except Exception as exc:
         _failed(exc)
         return None
@@ -157,6 +163,13 @@ def end_phase_span(handle: PhaseSpan, end_unix_ns: int, error: BaseException | N
             record_error(handle.span, error)
         otel_context.detach(handle.token)  # type: ignore[arg-type]
         handle.span.end(end_time=end_unix_ns)
+        # One histogram for every phase, by name: a dashboard sums it per phase and job.
+        _providers.instruments().phase_duration.record(
+            max(0, end_unix_ns - handle.start_unix_ns) / NS_PER_S,
+            {"compiletrace.phase": handle.name, "error.type": type(error).__qualname__}
+            if error is not None
+            else {"compiletrace.phase": handle.name},
+        )
         if handle.root is not None and end_unix_ns > handle.root.last_end_ns:
             handle.root.last_end_ns = end_unix_ns
     except Exception as exc:

@@ -154,3 +154,30 @@ def test_fail_after_ready_stops_the_program_at_the_compile(tmp_path: Path) -> No
     assert meta["applied_fixes"] == ["fail-after-ready"]
     assert meta["refused_after_ready"].startswith("Detected recompile when torch.compile stance is")
     assert job["after_ready"]["count"] == 0  # the compile it refused never happened
+
+
+def test_a_training_step_after_ready_is_at_stake_in_the_after_ready_findings_first(tmp_path: Path) -> None:
+    """A no-grad warm-up, then a training step: a recompile for the grad mode and a lazy
+    backward, both after ready. The compile_after_ready findings claim their seconds first
+    (their fix, a warm-up with that mode and one .backward(), is what removes them from the
+    request); the recompiles finding's fix (one grad mode) would not serve a training step,
+    and no longer takes them (they were at 0.00 s in the after-ready findings)."""
+    from compiletrace._data.files import read
+    from compiletrace._data.job import Job
+    from compiletrace._doctor import diagnose_job
+    from compiletrace._doctor.stake import claimable_ns
+
+    status, stderr, _ = _serve(tmp_path, "--ready", "tiny_server:warm_up", request="train")
+    assert status == 0, stderr
+    job = read(tmp_path / "train-plain.json")
+    assert isinstance(job, Job)
+    findings = diagnose_job(job)
+    late = {f.evidence["kind"]: f for f in findings if f.kind == "compile_after_ready"}
+    assert set(late) == {"recompile", "lazy_backward"}
+    (recompiled,) = [r for r in job.records() if r.is_recompile]
+    (recompiles,) = [f for f in findings if f.kind == "recompiles"]
+    frame_part = round(claimable_ns(recompiled) * recompiled.frame_ns / recompiled.total_ns) / 1e9
+    assert late["recompile"].seconds == pytest.approx(frame_part, abs=1e-6) and frame_part > 0
+    backward_part = claimable_ns(recompiled) / 1e9 - frame_part
+    assert late["lazy_backward"].seconds == pytest.approx(backward_part, abs=1e-6)
+    assert recompiles.seconds == pytest.approx(0.0, abs=1e-6)  # nothing left of the record to claim

@@ -3,6 +3,7 @@ seconds, fix), and the fix it names applied to show what was at stake falls away
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import time
@@ -668,6 +669,49 @@ def test_a_cold_cache_miss_names_its_keys_and_a_warm_cache_ends_it(
     assert FindingKind.CACHE_MISS.value not in _kinds(compiletrace.diagnose(warm))
 
 
+class _Frozen(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x).relu()
+
+
+@pytest.mark.inductor
+def test_freezing_is_a_finding_of_its_own_on_every_start_not_a_cold_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TORCHINDUCTOR_FREEZING=1: torch bypasses its caches on every start, warm or not. The
+    doctor names the variable and the seconds each start pays, and never says "a cold cache:
+    fill it once" (it said so on the second start too); why's fix names it as well."""
+    from compiletrace._data.why import Side, explain
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setattr(torch._inductor.config, "freezing", True)
+    starts = []
+    for _ in range(2):  # a first start and a second on the same cache directory
+        torch._dynamo.reset()
+        reg = Registry()
+        model = compiletrace.compile(_Frozen().eval(), is_encoder=True, registry=reg)
+        with torch.no_grad():
+            model(torch.randn(4, 8))
+        starts.append(reg)
+        findings = [f for f in compiletrace.diagnose(reg) if f.kind == FindingKind.CACHE_MISS]
+        (frozen,) = findings
+        assert "TORCHINDUCTOR_FREEZING=1" in frozen.title and "on every start" in frozen.title
+        assert "cold" not in frozen.title and "fill it once" not in frozen.fix
+        assert (
+            "unset TORCHINDUCTOR_FREEZING" in frozen.fix
+            and frozen.evidence["setting"] == "TORCHINDUCTOR_FREEZING"
+        )
+        (rec,) = reg.records()
+        assert _cost(frozen) == pytest.approx(compile_ns(rec) / S, abs=1e-4)
+    report = explain(Side("first", tuple(starts[0].records())), Side("second", tuple(starts[1].records())))
+    (group,) = report.groups
+    assert "TORCHINDUCTOR_FREEZING=1" in group.reason.fix and "compiled region" not in group.reason.fix
+
+
 def test_partial_misses_and_expensive_hits_from_saved_records() -> None:
     lookups = (CacheLookup("fx_graph", "miss", "fkey1"), CacheLookup("aot_autograd", "miss", "akey1"))
     records = [
@@ -1031,3 +1075,42 @@ def test_an_engines_warm_up_phases_are_judged_by_the_compiles_inside_them() -> N
     timeline = build_timeline(phases, [inside], 0, 11 * S)
     (finding,) = [f for f in diagnose_run([inside], None, timeline) if f.kind == FindingKind.USELESS_WARMUP]
     assert finding.seconds == 3.0 and finding.evidence["phase"] == "dummy run"
+
+
+# -- the user's names in advice ---------------------------------------------------------------
+
+
+def _decorated(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A library's decorator around a forward: torch compiles it, guarding ``args[0]``."""
+
+    @functools.wraps(f)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return f(self, *args, **kwargs)
+
+    return wrapper
+
+
+class DecoratedTower(nn.Module):
+    @_decorated
+    def forward(self, pixel_values: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        return pixel_values.sin() * scale
+
+
+def test_mark_dynamic_advice_names_the_users_parameter_behind_a_decorator() -> None:
+    torch._dynamo.reset()
+    with compiletrace.observe(registry=Registry()) as observed:
+        tower = torch.compile(DecoratedTower(), backend="eager")
+        for rows in (4, 8):
+            tower(torch.ones(rows, 3))
+    records = observed.registry.records()
+    recompile = records[-1]
+    assert "'args[0]'" in (recompile.recompile_reason or "")  # torch names the wrapper's *args
+    assert recompile.arg_names == ("pixel_values", "scale")  # kept in the record...
+    again = GraphRecord.from_dict(json.loads(json.dumps(recompile.to_dict())))
+    assert again.arg_names == recompile.arg_names  # ... and in its file
+    (finding,) = [f for f in diagnose_records(records) if f.kind == FindingKind.RECOMPILES]
+    assert "maybe_mark_dynamic(pixel_values, 0)" in finding.fix and "(args, 0)" not in finding.fix
+    assert "--apply \"mark-dynamic=L['args'][0]:0\"" in finding.fix  # torch's own name, for torch
+    # A name from a file is checked.
+    with pytest.raises(RunFileError, match="arg_names"):
+        GraphRecord.from_dict({**recompile.to_dict(), "arg_names": ["pixel_values); import os"]})

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+import compiletrace
 from compiletrace import cli
 from compiletrace._data.cache_hits import COMPILE_PHASES
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind, doctor_dict
 from compiletrace._data.fixes import Fix
 from compiletrace._data.gather import GatherResult
+from compiletrace._data.job import Job
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._doctor import (
@@ -25,14 +27,20 @@ from compiletrace._doctor import (
     diagnose_evidence,
     fix_of,
     gather_evidence,
+    job_evidence,
     rule_for,
 )
 from compiletrace._doctor.stake import claimable_ns
 
 RUNS = Path(__file__).parents[1] / "inputs" / "runs"
+NODES = Path(__file__).parents[1] / "inputs" / "nodes"  # jobs of two nodes, made by two_nodes.py
 
 
 def _evidence(rule: str) -> Evidence:
+    if (NODES / rule).is_dir():  # each node's job file: read as one job, the evidence comparing nodes
+        job = compiletrace.load(NODES / rule)
+        assert isinstance(job, Job)
+        return job_evidence(job)[-1]
     paths = [RUNS / f"{rule}.run.json", RUNS / f"{rule}.gather.json"]
     (path,) = [p for p in paths if p.exists()]
     loaded = read(path)
@@ -318,6 +326,44 @@ def test_rank_divergence() -> None:
     assert "make every rank compile the same graphs" in finding.fix
 
 
+def test_node_cache_miss_names_the_node_the_key_part_and_what_it_set() -> None:
+    evidence = _evidence("node_cache_miss")
+    cold = {p.info.pid for _, ps in evidence.nodes for p in ps if p.info.node == "0"}
+    (finding,) = _check("node_cache_miss")
+    # Node 0 (OMP_NUM_THREADS=1) missed the FX graph node 1 hit: the thread count, and what set it.
+    assert finding.title.startswith("node 0 missed the compile cache on 1 graph that node 1 hit: ")
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in finding.title
+    assert finding.evidence["nodes"] == ["0"] and finding.evidence["hit_on"] == "1"
+    (change,) = [c for c in finding.evidence["changes"] if c["name"] == "cpp_runtime_thread_count"]
+    assert (change["base"], change["current"], change["kind"]) == ("2", "1", "threads")
+    assert "pin OMP_NUM_THREADS" in finding.fix
+    # Its seconds: the missing rank's compile CPU-seconds less the hitting rank's.
+    cpu = {
+        p.info.pid: sum(r.cpu_or_wall_ns for r in p.run.graph_records) / 1e9
+        for _, ps in evidence.nodes
+        for p in ps
+    }
+    hit = [pid for pid in cpu if pid not in cold]
+    assert any(finding.seconds == pytest.approx(max(0.0, cpu[c] - cpu[h])) for c in cold for h in hit)
+
+
+def test_nodes_that_missed_for_one_reason_are_one_finding() -> None:
+    evidence = _evidence("node_cache_miss")
+    cold, warm = (dict(evidence.nodes)[n] for n in "01")
+    many = replace(evidence, nodes=(("0", cold), ("1", warm), ("2", cold), ("3", warm), ("5", cold)))
+    (finding,) = rule_for("node_cache_miss").check(many)
+    assert finding.title.startswith("nodes 0, 2, 5 missed the compile cache on 1 graph that node 1 hit: ")
+    assert finding.evidence["nodes"] == ["0", "2", "5"]
+
+
+def test_node_cache_miss_finds_nothing_between_nodes_that_hit_alike() -> None:
+    evidence = _evidence("node_cache_miss")
+    warm = [(node, ps) for node, ps in evidence.nodes if node == "1"]
+    twice = replace(evidence, nodes=(warm[0], ("2", warm[0][1])))
+    assert list(rule_for("node_cache_miss").check(twice)) == []
+    assert list(rule_for("node_cache_miss").check(replace(evidence, nodes=evidence.nodes[:1]))) == []
+
+
 def test_compile_after_ready() -> None:
     evidence = _evidence("compile_after_ready")
     assert evidence.ready is not None and evidence.ready.how == "call"
@@ -344,3 +390,35 @@ def test_compile_after_ready() -> None:
     autotune = found["runtime_autotune"]
     assert autotune.seconds == pytest.approx(event.duration_ns / 1e9) and event.detail in autotune.title
     assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence
+
+
+def test_under_dynamic_false_no_recompile_is_said_to_be_compiled_dynamic() -> None:
+    """torch.compile(dynamic=False) on ten sizes: nine static graphs, then the recompile
+    limit. The fix (mark the size dynamic) is right, but the doctor no longer says torch
+    compiled the input dynamic on the recompile: it did not."""
+    import torch
+
+    import compiletrace
+    from compiletrace import Registry
+    from compiletrace._doctor import diagnose_records
+
+    def step(x: torch.Tensor) -> torch.Tensor:
+        return x.sin() + 1
+
+    torch._dynamo.reset()
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        compiled = torch.compile(step, backend="eager", dynamic=False)
+        for n in range(2, 12):
+            compiled(torch.randn(n))
+    records = reg.records()
+    assert len(records) == 9 and records[-1].recompile_limit_hit
+    assert not any(r.dynamic_sources for r in records)  # torch made nothing dynamic
+    found = {f.kind: f for f in diagnose_records(records)}
+    for kind in ("recompile_limit", "recompiles"):
+        assert "under dynamic=False torch compiled a static graph for each size" in found[kind].fix
+        assert (
+            "dynamic on the recompile" not in found[kind].fix
+            and "dynamic on this recompile" not in found[kind].fix
+        )
+    assert found["recompiles"].evidence["auto_fix"] == "mark-dynamic=L['x']:0"

@@ -115,6 +115,27 @@ def test_regional_compile_compiles_the_block_once_and_leaves_the_model_around_it
     assert block_graph.module_class == "Block"
 
 
+def test_regional_compile_leaves_room_in_the_shared_frame_for_every_block() -> None:
+    """The blocks share one frame, so torch's recompile limit: a block that specialises on
+    its own cache layer needs an entry of its own. The fix raises the limit by the number of
+    blocks it compiled (four here), and a test's undo puts it back."""
+    from compiletrace._core import torch_compat as tc
+
+    # The limit every thread reads (the config entry's default; a test may have patched its
+    # own thread's value), read as the fix reads it.
+    before = tc.raise_recompile_limit(0)
+    seen: list[int] = []
+
+    def compile_and_read(model: object, backend: object) -> object:
+        compiled = torch.compile(model, backend=backend)  # type: ignore[call-overload]
+        seen.append(tc.raise_recompile_limit(0))
+        return compiled
+
+    _compiled("regional-compile=Block", compile_and_read)
+    assert seen == [before + 4]
+    assert tc.raise_recompile_limit(0) == before
+
+
 @pytest.mark.parametrize(
     "how",
     [
@@ -268,3 +289,26 @@ def test_mark_dynamic_from_outside_compiles_the_named_dimension_dynamic_from_the
     assert len(plain.job.records()) == 4 and len(marked.job.records()) == 1
     (process,) = marked.job.processes
     assert process.run.meta["applied_fixes"] == [fix]
+
+
+def test_regional_compile_keeps_the_component_the_model_had_compiled_whole() -> None:
+    """Recorded with no compiletrace backend (as ``compiletrace run`` records), each block
+    compiled on its own is the component of the model around it, as the whole compile was:
+    a verify's before and after read per component alike."""
+
+    def components(fix: str | None) -> list[compiletrace.GraphRecord]:
+        torch._dynamo.reset()
+        model = Tower().eval()
+        with (
+            installed_for_test([fix] if fix else []),
+            compiletrace.observe(registry=compiletrace.Registry()) as seen,
+        ):
+            compiled = torch.compile(model, backend="eager")
+            with torch.no_grad():
+                compiled(torch.ones(2, 8))
+        return seen.registry.records()
+
+    whole, regional = components(None), components("regional-compile=Block")
+    assert {r.component for r in whole} == {r.component for r in regional} == {"Tower"}
+    # The record still says which block it is.
+    assert [(r.module_class, r.module_path) for r in regional] == [("Block", "blocks.0")]

@@ -427,6 +427,19 @@ def test_a_ranks_own_child_is_named_as_its_child_not_as_the_rank(tmp_path: Path)
     assert job.ranks() == {0: rank}
 
 
+def test_a_ready_mark_with_a_final_line_break_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--ready reaches every process's environment: it is matched whole, so a value that ends
+    in a line break (which "$" lets through) is bad input, exit 2, and the command never runs."""
+    marker = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    for bad in ("os:getcwd\n", "os\n:getcwd", "os:getcwd\n\n"):
+        assert main(["run", "--ready", bad, "--", *command]) == 2
+        assert "give MODULE:FUNCTION" in capsys.readouterr().err
+        assert not marker.exists()
+
+
 def test_a_mark_dynamic_fix_from_a_file_sets_input_names_only_and_nothing_else_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -443,6 +456,9 @@ def test_a_mark_dynamic_fix_from_a_file_sets_input_names_only_and_nothing_else_r
         "mark-dynamic=x:0",
         "mark-dynamic=L['a]+*']:0",  # read as a regular expression by torch: a bracket closes a class
         "mark-dynamic=L['a\\']:0",
+        "mark-dynamic=L['x']:0\n",  # "$" matches before a final line break: matched whole instead
+        "mark-dynamic=L['x']\n",
+        "mark-dynamic=L['x']:\u0663",  # a Unicode digit: \d takes it, torch never writes one
     ):
         assert main(["run", "--apply", bad, "--", *command]) == 2
         assert "is not an input as torch names it" in capsys.readouterr().err

@@ -22,6 +22,8 @@ import pytest
 
 import compiletrace
 from compiletrace import GraphRecord, RunFileError, cli
+from compiletrace._data.records import RESUME_PREFIX, root_code_name
+from compiletrace._doctor.shared import owners
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 # fixable.py's trace (eager): a graph break in forward and recompiles, four batch sizes.
@@ -442,3 +444,87 @@ def test_a_zip_read_closes_what_it_opened(
     run = compiletrace.load(zipped)
     assert isinstance(run, compiletrace.ProfileRun) and run.graph_records
     assert opened and all(z.fp is None for z in opened)  # every archive opened was closed
+
+
+# -- the encoder's seconds, against torch's own stacks ---------------------------------------
+
+
+def _under_call(trace: Path, filename: str, caller: str, lines: set[int]) -> dict[str, float]:
+    """torch's own seconds (``entire_frame_compile_time_s``) of each compile whose stack at
+    its start (``dynamo_start``) passes through a module call made by ``caller`` in
+    ``filename`` at one of ``lines``: the compiles torch's trace puts under that call."""
+    names: dict[int, str] = {}
+    under: set[str] = set()
+    seconds: dict[str, float] = {}
+    for line in _log(trace).read_text().splitlines():
+        found = re.search(r"\] (\{.*)$", line)
+        if found is None:
+            continue
+        head = json.loads(found[1])
+        if "str" in head:
+            names[head["str"][1]] = head["str"][0]
+        cid = f"{head.get('frame_id')}/{head.get('frame_compile_id')}"
+        if "dynamo_start" in head:
+            stack = head["dynamo_start"]["stack"]
+            # A frame of the caller at the call's line with a frame inside it: compiled
+            # inside the call (the caller itself, stopped there, is the last frame).
+            for here in stack[:-1]:
+                if (
+                    names.get(here["filename"], "").endswith(filename)
+                    and here["name"] == caller
+                    and here["line"] in lines
+                ):
+                    under.add(cid)
+        if "compilation_metrics" in head:
+            seconds[cid] = head["compilation_metrics"]["entire_frame_compile_time_s"]
+    return {cid: seconds[cid] for cid in under}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("case", "model", "call", "helpers"),
+    [("qwen2-vl", "Qwen2VLModel", "self.visual(", 10), ("llava", "LlavaModel", "self.vision_tower(", 1)],
+    ids=["qwen2-vl", "llava"],
+)
+def test_the_encoder_holds_what_torchs_own_stacks_put_under_the_vision_tower(
+    tmp_path: Path, case: str, model: str, call: str, helpers: int
+) -> None:
+    """A vision-language model compiled whole, no edit (Qwen2-VL's tower breaks in library
+    helpers and attention functions it calls). Every compile torch's own trace puts under
+    the tower's module call is ``encoder``, and nothing else is (the seconds within 2%); no
+    resume function is named apart from the function it continues."""
+    import inspect
+
+    import transformers
+
+    trace, live_json = tmp_path / "trace", tmp_path / "job.json"
+    _traced("hf_cases.py", trace, case, cwd=tmp_path, live=live_json)
+    method = inspect.unwrap(getattr(transformers, model).get_image_features)
+    source, first = inspect.getsourcelines(method)
+    calls = {first + i for i, text in enumerate(source) if call in text}
+    filename = Path(inspect.getsourcefile(method) or "").name
+    tower = _under_call(trace, filename, "get_image_features", calls)
+    live = compiletrace.load(live_json)
+    assert isinstance(live, compiletrace.ProfileJob)
+    (process,) = live.compiling()
+    records = process.run.graph_records
+    encoder = {r.compile_id: r.frame_ns / 1e9 for r in records if r.component == "encoder"}
+    assert len(tower) >= helpers  # Qwen2-VL: the tower's helpers are frames of their own
+    assert set(encoder) == set(tower)
+    assert abs(sum(encoder.values()) - sum(tower.values())) <= 0.02 * sum(tower.values())
+    # The rest of every function after a break is in that function's component and owner,
+    # where the function's first part is a frame of its own.
+    named = [(o, r) for o, r in zip(owners(records), records, strict=True)]
+    first_parts: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for o, r in named:
+        if not r.code_name.startswith(RESUME_PREFIX):
+            first_parts.setdefault((r.code_filename, r.code_name), set()).add((o[0], o[2]))
+    rests = [(o, r) for o, r in named if (r.code_filename, root_code_name(r.code_name)) in first_parts]
+    assert [r for _, r in rests if r.code_name.startswith(RESUME_PREFIX)]
+    apart = [
+        r.code_name
+        for o, r in rests
+        if r.code_name.startswith(RESUME_PREFIX)
+        and (o[0], o[2]) not in first_parts[(r.code_filename, root_code_name(r.code_name))]
+    ]
+    assert not apart

@@ -23,6 +23,7 @@ from compiletrace._app.verify import (
     verified_findings,
     verify_lines,
     verify_rows,
+    verify_table,
 )
 from compiletrace._core.torch_compat import apply_config_fix
 from compiletrace._data.findings import Finding, findings_from_dict
@@ -33,9 +34,11 @@ from compiletrace._doctor import (
     BROKE,
     COMPILES,
     DID_NOT_HELP,
+    GATE_HELD,
     MANUAL,
     PARTLY,
     SLOWER,
+    UNCOMPILED,
     VERIFIED,
     Effect,
     judge,
@@ -483,11 +486,12 @@ SERVE = str(Path(__file__).parents[1] / "programs" / "serve_after_ready.py")
 
 
 @pytest.mark.slow
-def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
+def test_the_stances_at_ready_run_the_late_call_uncompiled_and_hold_a_gate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A request of a size the warm-up did not cover: eager-after-ready removes the
-    recompile (that call runs eagerly); fail-after-ready stops the program at it."""
+    recompile, and that call runs eagerly ("runs uncompiled", never verified);
+    fail-after-ready stops the program at it ("gate held")."""
     monkeypatch.chdir(Path(SERVE).parent)  # where the program's module imports from
     job = tmp_path / "job.json"
     argv = ["run", "--ready", "tiny_server:warm_up", "--json", str(job), "--", sys.executable, SERVE, "shape"]
@@ -501,13 +505,14 @@ def test_the_stances_at_ready_are_verified_a_fix_and_a_gate(
     fix, gate = late.evidence["verify"], late.evidence["verify_gate"]
     assert (fix["fix"], fix["verdict"], fix["frame_compiles"], fix["exit_status"]) == (
         "eager-after-ready",
-        VERIFIED,
+        UNCOMPILED,
         [2, 1],
         [0, 0],
     )
     # The gate's verdict rests on the run's record of the compile torch refused: the trial
     # re-ran the job with its ready mark, and the stance was set there.
-    assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", VERIFIED, [0, 1])
+    assert (gate["fix"], gate["verdict"], gate["exit_status"]) == ("fail-after-ready", GATE_HELD, [0, 1])
+    assert "calibration" not in gate and "a gate, not a fix" in gate["why"]
     assert "running with --apply fail-after-ready" in printed.err
 
 
@@ -569,3 +574,157 @@ def test_a_fix_that_makes_code_compile_says_it_compiles_now_never_verified() -> 
     (finding,) = verified_findings([verdict])
     measured = finding.evidence["verify"]
     assert measured["verdict"] == COMPILES and "calibration" not in measured
+
+
+def _blocks_trial(blocks: int, *, limit: int = 8, cpu_s: float = 1.0, whole: bool = False) -> Trial:
+    """A model of ``blocks`` GPT2Block compiled whole (one frame, every block inside it), or
+    regionally with a frame per block, each specialised on its own cache layer: one shared
+    frame, so the blocks past torch's recompile ``limit`` are refused (one record) and the
+    rest run no compiled graph."""
+    shared = {"code_filename": "modeling_layers.py", "code_firstlineno": 89, "code_name": "wrapper"}
+    if whole:
+        records = [make_record("0/0", "lm", graph_node_count=blocks * 46 + 13, cpu_ns=round(cpu_s * 1e9))]
+    else:
+        records = [
+            make_record(
+                f"0/{i}",
+                f"h.{i}",
+                graph_node_count=0 if i >= limit else 46,
+                module_class="GPT2Block",
+                module_path=f"transformer.h.{i}",
+                recompile_limit=limit,
+                recompile_limit_hit=i >= limit,
+                cpu_ns=round(cpu_s * 1e9 / blocks),
+                **shared,
+            )
+            for i in range(min(blocks, limit + 1))
+        ]
+    run = Run(tuple(records), WarmupResult(True, 0.0, CompilationTimes()), {})
+    job = ProfileJob(("python", "x.py"), 0, (JobProcess(ProcessInfo(1, 0, "main", ()), run),))
+    return Trial(None, job, wall_s=1.0)
+
+
+REGIONAL = Finding(
+    "repeated_block",
+    "lm",
+    2.0,
+    "GPT2Block traced 12 times inside one graph",
+    "f",
+    "modeling_gpt2.py:647",
+    {"compile_ids": ["0/0"], "block": "GPT2Block", "instances": 12, "auto_fix": "regional-compile=GPT2Block"},
+)
+
+
+def test_a_fix_that_leaves_blocks_uncompiled_runs_uncompiled_whatever_it_saved() -> None:
+    """GPT-2's blocks compiled regionally on transformers' default cache: each specialises on
+    its own cache layer, they share one frame, and from block 8 on torch's recompile limit
+    refuses them. A clear CPU saving is then no saving: "runs uncompiled", with the frame and
+    the blocks it touched, never verified."""
+    base = [_blocks_trial(12, whole=True, cpu_s=s) for s in (9.0, 9.2, 9.1)]
+    fixed = [_blocks_trial(12, cpu_s=s) for s in (3.0, 3.1, 3.0)]
+    v = _verdict(REGIONAL, "regional-compile=GPT2Block", base, fixed, alternative=False)
+    assert v.verdict == UNCOMPILED and v.calibration is None
+    assert "wrapper at transformer.h.8 (GPT2Block) hit torch's recompile limit (8)" in v.why
+    assert "4 of the 12 GPT2Block blocks run no compiled graph" in v.why
+    (row,) = verify_rows([v])
+    assert (row.verdict, row.why) == (UNCOMPILED, v.why)
+    # Under the table, the why in full.
+    text = " ".join(" ".join(verify_lines([v])).split())
+    assert (
+        "repeated_block (lm): with the fix, code that compiled as it is runs uncompiled: wrapper at" in text
+    )
+    assert "4 of the 12 GPT2Block blocks run no compiled graph" in text
+    assert verified_findings([v])[0].evidence["verify"]["why"] == v.why
+
+
+def test_regional_compilation_is_judged_by_its_own_counts_a_frame_per_specialised_block() -> None:
+    """Every block compiled, each its own frame (1 -> 6): regional compilation raises the
+    frame count by design; with fewer graph nodes and a saving far beyond the spread it is
+    verified (it was "did not help", by a frame count meant for other fixes)."""
+    finding = replace(REGIONAL, evidence={**REGIONAL.evidence, "instances": 6})
+    base = [_blocks_trial(6, whole=True, cpu_s=s) for s in (20.6, 21.0, 20.1)]
+    fixed = [_blocks_trial(6, cpu_s=s) for s in (15.1, 14.8, 15.3)]
+    assert judge(finding, base[0], fixed[0]) == VERIFIED
+    v = _verdict(finding, "regional-compile=GPT2Block", base, fixed, alternative=False)
+    assert (v.verdict, v.why) == (VERIFIED, "")
+    # More frames than one per block is not what the fix does.
+    assert judge(finding, base[0], _blocks_trial(12, limit=16)) == DID_NOT_HELP
+    # A saving within the spread did not help, and says so under the table.
+    noisy = _verdict(
+        finding, "regional-compile=GPT2Block", base, [_blocks_trial(6, cpu_s=s) for s in (19.0, 22.5, 20.0)],
+        alternative=False,
+    )  # fmt: skip
+    assert noisy.verdict == DID_NOT_HELP and noisy.why.startswith("saved 0.10 ± 1.55 CPU s: within")
+    assert "within the rounds' spread" in " ".join(" ".join(verify_lines([noisy])).split())
+
+
+def test_every_verdict_but_verified_says_why() -> None:
+    before = _trial(4, recompiles=2, cpu_s=4.0)
+    (finding,) = before.findings
+    base = [before, _trial(4, recompiles=2, cpu_s=4.1), _trial(4, recompiles=2, cpu_s=4.2)]
+    same = [_trial(4, recompiles=2, cpu_s=s) for s in (2.0, 2.1, 2.2)]
+    assert _verdict(finding, "mark-dynamic=L['x']:0", base, same, alternative=False).why == (
+        "the finding is still there with the fix"
+    )
+    slower = _verdict(
+        finding, "dynamic-shapes", base, [_trial(2, cpu_s=s) for s in (6.0, 6.1, 6.2)], alternative=True
+    )
+    assert slower.verdict == SLOWER and slower.why == "the compile cost 2.00 ± 0.00 CPU s more with the fix"
+    broke = _verdict(finding, "dynamic-shapes", base, [_trial(2, exit_status=1)] * 3, alternative=True)
+    assert broke.verdict == BROKE and broke.why == "a run with the fix ended with exit status 1 (as it is: 0)"
+    for v in (slower, broke):
+        assert v.verdict in verify_lines([v])[2] and v.why.split(":")[0] in "\n".join(verify_lines([v]))
+
+
+def test_a_gate_that_held_is_shown_apart_from_the_fixes() -> None:
+    """fail-after-ready stops the program at a compile after ready: "gate held", after the
+    fixes, marked a gate, with no seconds saved or calibration (it was a verified row with a
+    calibration of 1.23)."""
+    late = Finding(
+        "compile_after_ready", "lm", 1.0, "forward recompiled 1 time after ready", "f", "m.py:3",
+        {"compile_ids": ["9/1"], "auto_fix": "eager-after-ready", "gate_fix": "fail-after-ready"},
+    )  # fmt: skip
+    base = [_trial(4, recompiles=1, cpu_s=s) for s in (4.0, 4.1, 4.2)]
+
+    def refused(cpu_s: float) -> Trial:
+        t = _trial(3, exit_status=1, cpu_s=cpu_s)
+        process = t.job.processes[0]
+        meta = replace(process.run.meta, refused_after_ready="torch refused to recompile forward")
+        run = replace(process.run, meta=meta)
+        return replace(t, fix="fail-after-ready", job=replace(t.job, processes=(replace(process, run=run),)))
+
+    gate = _verdict(late, "fail-after-ready", base, [refused(s) for s in (2.8, 2.9, 3.0)], alternative=False)
+    fix = _verdict(
+        late, "eager-after-ready", base, [_trial(3, cpu_s=s) for s in (3.0, 3.0, 3.1)], alternative=False
+    )
+    assert (gate.verdict, gate.calibration) == (GATE_HELD, None)
+    assert "a gate, not a fix" in gate.why
+    rows = verify_rows([gate, fix])
+    assert [r.gate for r in rows] == [True, False]
+    table = verify_table([gate, fix])
+    assert [row[1] for row in table.rows] == ["eager-after-ready", "fail-after-ready (gate)"]
+    saved = table.header.index("saved CPU s")
+    assert table.rows[1][saved : saved + 3] == ["-", "-", "-"]  # saved CPU, saved wall, calibration
+    assert table.rows[1][-1].startswith("gate held: the program stopped at the compile after ready")
+    assert any("gate held" in note for note in table.notes)
+    # The fix that lets the late call run eagerly does so uncompiled: never verified.
+    assert (fix.verdict, fix.calibration) == (UNCOMPILED, None)
+    assert fix.why.startswith("with the fix, the calls that would have compiled run uncompiled")
+
+
+def test_a_calibration_above_one_is_explained_under_the_table() -> None:
+    """A fix that saved more than its finding put at stake (another finding claimed the
+    compiles it shares first) says why its calibration is above 1."""
+    before = _trial(4, recompiles=2, cpu_s=4.0)
+    (finding,) = before.findings
+    staked = replace(finding, evidence={**finding.evidence, "at_stake": {"seconds": 0.5}})
+    base = [before, _trial(4, recompiles=2, cpu_s=4.1), _trial(4, recompiles=2, cpu_s=4.2)]
+    fixed = [_trial(2, cpu_s=s) for s in (2.0, 2.1, 2.1)]
+    v = _verdict(staked, "mark-dynamic=L['x']:0", base, fixed, alternative=False)
+    assert v.verdict == VERIFIED and v.calibration == pytest.approx(4.0)
+    (note,) = [n for n in verify_table([v]).notes if n.startswith("A calibration above 1")]
+    assert "recompiles (lm)" in note and "another finding put at stake too" in note
+    under = [
+        v for v in (replace(v, cpu=seconds_effect([4.0, 4.1], [3.9, 3.95])),) if v.calibration is not None
+    ]
+    assert not [n for n in verify_table(under).notes if n.startswith("A calibration above 1")]

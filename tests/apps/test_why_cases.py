@@ -120,6 +120,18 @@ def test_a_config_flipped(where: Path, base: Recorded) -> None:
     assert finding["fix"].startswith("pin torch._inductor.config.fallback_random")
     (stored,) = finding["evidence"]["stored"]
     assert stored["changes"] == ["inductor_config[fallback_random]: False -> True"]
+    # A crafted entry beside them (a shared cache directory's): read no further than what it
+    # may build, said unreadable, and the real entry still explains the miss.
+    bomb = current.cache / "fxgraph" / "zz" / "fzzcrafted" / "entry"
+    bomb.parent.mkdir(parents=True)
+    bomb.write_bytes(b"\x80\x04" + b"\x8f" * (4 << 20))  # 4 MiB of EMPTY_SET: about 1 GB if built
+    assert cli.main(["doctor", str(current.job), "--json", str(findings)]) == 0
+    (finding,) = [f for f in json.loads(findings.read_text())["findings"] if f["kind"] == "cache_miss"]
+    assert finding["evidence"]["stored"][0]["changes"] == ["inductor_config[fallback_random]: False -> True"]
+    (unreadable,) = finding["evidence"]["unreadable"]
+    assert unreadable["path"] == str(bomb) and "would build more than 1,000,000 objects" in unreadable["why"]
+    assert "1 unreadable entry in the cache directory, passed over" in finding["fix"]
+    bomb.unlink()
     # ... and with BASE as its baseline, as 'why' says it.
     assert cli.main(["doctor", str(current.job), "--baseline", str(base.job), "--json", str(findings)]) == 0
     (finding,) = [f for f in json.loads(findings.read_text())["findings"] if f["kind"] == "cache_miss"]

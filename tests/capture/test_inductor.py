@@ -13,6 +13,7 @@ import torch
 
 import compiletrace
 from compiletrace import CacheOutcome, Registry
+from compiletrace.reports import summary_table
 
 pytestmark = pytest.mark.inductor
 
@@ -67,3 +68,28 @@ def test_torch_compile_name_labels_a_passive_compile(tmp_path: Path, monkeypatch
     with compiletrace.observe(registry=Registry()) as seen:
         torch.compile(_fn, name="vision")(torch.randn(16))
     assert [(r.component, r.backend) for r in seen.registry.records()] == [("vision", "inductor")]
+
+
+def test_a_backward_compiled_with_its_forward_says_so_instead_of_zero(tmp_path: Path) -> None:
+    """With dynamic shapes whose backward saves sizes, AOTAutograd compiles the backward
+    inside the forward's backend call: no lazy backward follows, and the table says the
+    backward is in the forward rather than "0.000"."""
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        step = torch.compile(
+            lambda x: (x.reshape(x.shape[0] // 2, -1) * x.shape[1]).sin().sum(),
+            backend="inductor",
+            dynamic=True,
+        )
+        step(torch.randn(8, 4, requires_grad=True)).backward()
+    (record,) = reg.records()
+    assert record.backward_in_forward and record.backward_ns == 0
+    assert compiletrace.GraphRecord.from_dict(record.to_dict()).backward_in_forward
+    assert "in forward" in summary_table([record])
+    # A lazy backward is not one.
+    reg = Registry()
+    with compiletrace.observe(registry=reg):
+        lazy = torch.compile(lambda x: (x.sin() * 2).sum(), backend="inductor")
+        lazy(torch.randn(8, requires_grad=True)).backward()
+    (record,) = reg.records()
+    assert not record.backward_in_forward and record.backward_ns > 0

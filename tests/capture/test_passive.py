@@ -19,6 +19,7 @@ from compiletrace._core.components import (
     parse_component_rules,
     target_of,
 )
+from compiletrace._doctor.shared import owners
 from tests.conftest import torch_rows
 
 
@@ -412,3 +413,94 @@ def test_observers_sharing_a_registry_get_one_copy_and_any_one_asks_for_trace_co
     (record,) = shared.records()
     (theirs,) = newest.registry.records()
     assert record.trace_cost and theirs.trace_cost  # the oldest asked for it: every copy has it
+
+
+# -- a compile belongs to the module call it runs inside --------------------------------
+
+
+def _patches(x: torch.Tensor) -> torch.Tensor:
+    """A library helper the vision tower calls, which breaks the graph."""
+    y = x.sin()
+    torch._dynamo.graph_break()
+    return y.cos()
+
+
+def _mix(x: torch.Tensor) -> torch.Tensor:
+    """A helper the language model calls, which breaks the graph."""
+    y = x.tanh()
+    torch._dynamo.graph_break()
+    return y * 2
+
+
+class HelperTower(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _patches(x) + 1
+
+
+class HelperLM(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(_mix(x))
+
+
+class VisionLanguage(torch.nn.Module):
+    """A tower and a language model; ``image_features`` is a method other than forward
+    that breaks the graph (as Qwen2-VL's ``get_image_features`` does)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vision_tower = HelperTower()
+        self.language_model = HelperLM()
+
+    def image_features(self, x: torch.Tensor) -> torch.Tensor:
+        features = self.vision_tower(x)
+        torch._dynamo.graph_break()
+        return features * 3
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.language_model(self.image_features(x))
+
+
+def _whole_vision_language() -> list[compiletrace.GraphRecord]:
+    torch._dynamo.reset()
+    with compiletrace.observe(registry=compiletrace.Registry()) as observed:
+        torch.compile(VisionLanguage(), backend="eager")(torch.ones(2, 4))
+    return observed.registry.records()
+
+
+def test_a_helper_compiled_inside_the_towers_call_is_the_encoder_whatever_its_name() -> None:
+    records = _whole_vision_language()
+    by_code = {r.code_name: r for r in records}
+    tower_helper = [r for r in records if "_patches" in r.code_name]
+    assert len(tower_helper) == 2  # the helper and the rest of it after its break
+    assert {r.component for r in tower_helper} == {"encoder"}
+    # A helper inside the language model's call is that call's component, not its own name.
+    lm_helper = [r for r in records if "_mix" in r.code_name]
+    assert lm_helper and {r.component for r in lm_helper} == {"language_model"}
+    assert by_code["_patches"].module_class == ""  # the record's module is the code's own
+    # Named with no module call around it, a function keeps its own name.
+    target = target_of(_patches, (), qualname="_patches")
+    assert target.enclosing == () and name_component(target) == "_patches"
+
+
+def test_the_rest_of_any_method_after_a_break_keeps_its_module_and_method() -> None:
+    records = _whole_vision_language()
+    method = [r for r in records if r.code_name.endswith("image_features")]
+    rest = [r for r in records if r.code_name.startswith("torch_dynamo_resume_in_image_features")]
+    assert len(method) == 1 and rest  # a break after the tower's call, and the explicit one
+    for r in (*method, *rest):
+        assert (r.component, r.module_class, r.module_method) == (
+            "VisionLanguage",
+            "VisionLanguage",
+            "image_features",
+        )
+    # One function, one owner: the same row and the same finding.
+    found = set(owners([*method, *rest]))
+    assert len(found) == 1 and next(iter(found))[2] == "VisionLanguage.image_features"
+    # A function that takes a module as its first argument is no method of it.
+    model = VisionLanguage()
+    assert target_of(model, (), code=_patches.__code__).method == ""
+    assert target_of(model, (), code=VisionLanguage.image_features.__code__).method == "image_features"

@@ -33,6 +33,7 @@ import torch
 import compiletrace
 from compiletrace._core import torch_compat as tc
 from compiletrace._data import torch_text
+from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.records import GraphRecord
 from compiletrace._doctor.guards import guard_text
 
@@ -50,6 +51,7 @@ class Written:
     regions: set[str] = field(default_factory=set)  # timed-region names
     stance: list[str] = field(default_factory=list)  # what a stance that refuses a compile raises
     module_classes: list[str] = field(default_factory=list)  # the classes of DDP's frames
+    sources: list[str] = field(default_factory=list)  # the inputs torch's automatic dynamic names
 
     def add(self, records: Iterable[GraphRecord]) -> None:
         for r in records:
@@ -57,6 +59,7 @@ class Written:
                 self.reasons.append(r.recompile_reason)
             self.breaks.extend(b.reason for b in r.graph_breaks)
             self.code_names.append(r.code_name)
+            self.sources.extend(entry.rpartition(":")[0] for entry in r.dynamic_sources)
             if r.error_type:
                 self.error_types.append(r.error_type)
 
@@ -108,6 +111,10 @@ class _B:
 
 def _kwargs_size(**kwargs: torch.Tensor) -> torch.Tensor:
     return kwargs["x"].sin()
+
+
+def _varargs_size(*args: torch.Tensor) -> torch.Tensor:
+    return args[0].sin()
 
 
 def _kwargs_count(x: torch.Tensor, **kwargs: int) -> torch.Tensor:
@@ -180,6 +187,17 @@ def _wrapped_cos(x: torch.Tensor) -> torch.Tensor:
     return x.cos()
 
 
+class _Layers:
+    """A cache of layers, each with a flag, as transformers' cache holds them."""
+
+    def __init__(self, ready: bool) -> None:
+        self.layers = [_Holder(ready), _Holder(ready)]
+
+
+def _layer_flag(x: torch.Tensor, cache: _Layers) -> torch.Tensor:
+    return x + 1 if cache.layers[0].value else x - 1  # guarded on the flag of one layer
+
+
 def _size_relation(x: torch.Tensor) -> torch.Tensor:
     a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
     b = x[..., ::8]
@@ -242,11 +260,15 @@ def written() -> Written:
     w.add(_calls(lambda x, o: x * 2 if o.value is None else x + 1, *held))  # o.value is None
     w.add(_calls(lambda x, fn: fn(x), (_ones(2), f1), (_ones(2), f2)))  # ___check_obj_id
     w.add(_calls(lambda x, o: x * o.v, (_ones(2), _A()), (_ones(2), _B())))  # ___check_type_id
+    w.add(_calls(_layer_flag, (_ones(2), _Layers(False)), (_ones(2), _Layers(True))))  # c.layers[0].ready
     torch._dynamo.reset()
     reg = compiletrace.Registry()
     by_keyword = compiletrace.compile(_kwargs_size, backend="eager", registry=reg, dynamic=False)
     by_keyword(x=_ones(2))
     by_keyword(x=_ones(3))  # tensor 'kwargs['x']' size mismatch
+    by_position = compiletrace.compile(_varargs_size, backend="eager", registry=reg)
+    by_position(_ones(2))
+    by_position(_ones(3))  # tensor 'args[0]' size mismatch; automatic dynamic: L['args'][0]
     counted = compiletrace.compile(_kwargs_count, backend="eager", registry=reg)
     counted(_ones(2), a=1)
     counted(_ones(2), a=1, b=2)  # len(kwargs) == 1
@@ -408,9 +430,11 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "GUARD_WRAPPED_FUNCTION": (lambda w: w.guards, "search"),
     "GUARD_POSITIONAL_COUNT": (lambda w: w.guards, "search"),
     "SIZE_MISMATCH": (lambda w: w.guards, "search"),
+    "GUARD_SUBSCRIPT": (lambda w: w.guards, "search"),
     "VALUE_COMPARISON": (lambda w: w.guards, "match"),
     "KWARGS_COUNT_GUARD": (lambda w: w.guards, "match"),
     "GUARDED_ARGUMENT": (lambda w: w.guarded_names, "match"),
+    "GUARDED_POSITIONAL": (lambda w: [*w.guarded_names, *w.sources], "match"),
     "STACK_VALUE": (lambda w: (name for name, _ in w.compared), "match"),
     "STRING_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
     "NUMBER_CONSTANT": (lambda w: (value for _, value in w.compared), "match"),
@@ -424,6 +448,7 @@ PATTERNS: dict[str, tuple[Callable[[Written], Iterable[str]], str]] = {
     "BREAK_CONTEXT_MANAGER": (lambda w: w.breaks, "search"),
     "DDP_BREAK": (lambda w: w.breaks, "search"),
     "RESUME_NAME": (lambda w: w.code_names, "match"),
+    "RESUME_AT": (lambda w: w.code_names, "match"),
 }
 PREFIXES = (
     "AOT_AUTOGRAD_REGIONS",
@@ -446,12 +471,29 @@ NAMES = (
     "AOT_REGION",
     "BACKEND_REGION",
     "HEADER_REGION",
+    "BACKWARD_COMPILER_REGION",
     "STANCE_REFUSED",
     "DDP_CLASS",
 )
 CACHE_EVENTS = ("CACHE_EVENT_TIERS", "CACHE_EVENT_OUTCOMES")
 # The parts of a cache key: checked on the keys an inductor compile writes (below).
 CACHE_KEY_PARTS = ("KEY_PART_LINE", "TENSOR_METADATA", "PROCESS_KEY_ATTRIBUTES", "GRAPH_KEY_ATTRIBUTES")
+# A cache key's shape, and where its entry lies: checked on the keys of the same compiles.
+CACHE_KEYS = ("CACHE_KEY_LETTERS", "CACHE_KEY_DIGEST")
+
+
+# Read from torch's trace of a real inductor compile the repository's own program made
+# (tests/inputs/traces/cache_bypass: frozen_inference.py, freezing on): each setting's reason.
+WRITTEN_IN_TRACES = ("CACHE_BYPASS_SETTINGS",)
+TRACES = Path(__file__).resolve().parents[1] / "inputs" / "traces"
+
+
+def test_each_cache_bypass_setting_matches_what_torch_wrote_in_a_trace() -> None:
+    (log,) = (TRACES / "cache_bypass").glob("*.log")
+    reasons = re.findall(r'"cache_bypass_reason": "([^"]*)"', log.read_text())
+    assert reasons
+    for pattern, _, variable, _ in torch_text.CACHE_BYPASS_SETTINGS:
+        assert _unmatched(variable, pattern, reasons) == []
 
 
 def test_the_contract_covers_every_constant_of_the_module() -> None:
@@ -462,7 +504,9 @@ def test_the_contract_covers_every_constant_of_the_module() -> None:
         *NAMES,
         *CACHE_EVENTS,
         *CACHE_KEY_PARTS,
+        *CACHE_KEYS,
         *WRITTEN_ON_GPU,
+        *WRITTEN_IN_TRACES,
     }
     assert covered == set(torch_text.__all__)
     assert all(isinstance(getattr(torch_text, name), re.Pattern) for name in PATTERNS)
@@ -526,7 +570,7 @@ from compiletrace._core import torch_compat as tc
 tc.install_region_hook()
 tc.install_cache_lookup_hook()
 tc.install_cache_key_hooks()
-names, lookups, unread = set(), [], []
+names, lookups, unread, keys = set(), [], [], []
 for _ in range(2):
     torch._dynamo.reset()
     with tc.collect_timed_regions() as regions, tc.collect_cache_lookups() as seen:
@@ -534,8 +578,9 @@ for _ in range(2):
         step(torch.ones(8, requires_grad=True)).backward()
     names |= {name for name, _, _ in regions}
     lookups += [(c.tier, c.outcome) for c in seen.records()]
+    keys += [(c.tier, c.key) for c in seen.records() if c.key]
     unread += [c.key for c in seen.records() if not c.parts and not c.note.startswith("not computed")]
-json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.stdout)
+json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread, "keys": keys}, sys.stdout)
 """
     trace = tmp_path / "trace"
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "cache"), "TORCH_TRACE": str(trace)}
@@ -546,6 +591,7 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.
     found = json.loads(done.stdout)
     regions = set(found["regions"])
     assert torch_text.HEADER_REGION in regions
+    assert torch_text.BACKWARD_COMPILER_REGION in regions  # the lazy backward's compiler
     for name in PREFIXES:
         missing = _prefixes_unmatched(getattr(torch_text, name), regions)
         assert [p for p in missing if (name, p) not in NOT_WRITTEN_HERE] == [], name
@@ -558,6 +604,12 @@ json.dump({"regions": sorted(names), "lookups": lookups, "unread": unread}, sys.
     assert {"hit", "miss"} <= torch_text.CACHE_EVENT_OUTCOMES
     _check_key_lines(_key_lines(trace))
     assert found["unread"] == [], "lookups whose key's parts compiletrace could not read"
+    # Every key is in the alphabet the check admits, and its entry lies where entry_parts says.
+    assert {tier for tier, _ in found["keys"]} == set(torch_text.CACHE_KEY_LETTERS)
+    for tier, key in found["keys"]:
+        parts = entry_parts(tier, key)
+        assert parts is not None, (tier, key)
+        assert entry_file_times(str(tmp_path / "cache"), parts), (tier, key)
 
 
 def _key_lines(trace: Any) -> list[str]:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import pickle
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from compiletrace._data.cache_keys import (
     read_vllm_factors,
     split_key_lines,
 )
-from compiletrace._data.cache_store import autotune_choices, stored_entries
+from compiletrace._data.cache_store import autotune_choices, entry_parts, stored_entries
 from compiletrace._data.files import read
 from compiletrace._data.records import CacheLookup, CacheOutcome, GraphRecord
 from compiletrace._data.run import Run
@@ -287,9 +288,171 @@ def test_an_entry_that_is_a_link_is_absent(tmp_path: Path) -> None:
     elsewhere.mkdir()
     (elsewhere / "entry").write_bytes(b"x")
     (tmp_path / "cache" / "aotautograd").mkdir(parents=True)
-    (tmp_path / "cache" / "aotautograd" / "akey").symlink_to(elsewhere)
-    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "absent"
-    (tmp_path / "cache" / "aotautograd" / "akey").unlink()
-    (tmp_path / "cache" / "aotautograd" / "akey").mkdir()
-    (tmp_path / "cache" / "aotautograd" / "akey" / "entry").write_bytes(b"x")
-    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", "akey", since_ns=1 << 62) == "there before"
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY).symlink_to(elsewhere)
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", AOT_KEY, since_ns=1 << 62) == "absent"
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY).unlink()
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY).mkdir()
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY / "entry").write_bytes(b"x")
+    assert _entry_state(str(tmp_path / "cache"), "aot_autograd", AOT_KEY, since_ns=1 << 62) == "there before"
+
+
+AOT_KEY = "a" + H  # keys as torch makes them: the tier's letter, then 51 characters of base32
+FX_KEY = "f" + H
+
+
+def _same_key_miss(tmp_path: Path, tier: str, key: str) -> str:
+    """The reason ``why`` gives for a graph that missed ``key`` in ``tier`` while the base
+    run, on the same cache directory, had it."""
+    lookup = CacheLookup(tier, "miss", key, status="full_miss")
+    outcome = (
+        {"fx_graph_cache": CacheOutcome.MISS}
+        if tier == "fx_graph"
+        else {"aot_autograd_cache": CacheOutcome.MISS}
+    )
+    at = 1 << 62  # after every file the test writes: those are there before the compile
+    record = GraphRecord(
+        "0/0", "lm", "inductor", "forward", 1, at, at, 1, 2, 0, cache_lookups=(lookup,), **outcome
+    )
+    cache = str(tmp_path / "cache")
+    facts = CacheFacts(cache_dir=cache, cache_dirs=(cache,))
+    report = explain(
+        Side("a", (record,), RunCacheKeys({}, facts)), Side("b", (record,), RunCacheKeys({}, facts))
+    )
+    (group,) = report.groups
+    return group.reason.kind
+
+
+def test_a_key_from_a_file_makes_no_path(tmp_path: Path) -> None:
+    """A key is read from a run file: one that is no key torch makes (absolute, '..', a
+    separator, a final line break) is joined into no path, so an old directory elsewhere
+    is never listed and never blamed as an entry "torch could not load"."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "old").write_bytes(b"x")  # older than the compile: read as an unloadable entry
+    (tmp_path / "cache" / "aotautograd").mkdir(parents=True)
+    (tmp_path / "cache" / "fxgraph").mkdir()
+    for tier in ("aot_autograd", "fx_graph"):
+        for key in (str(victim), "a/../../victim", "f/../../../victim", "../victim", AOT_KEY[:-1] + "/"):
+            assert entry_parts(tier, key) is None, key
+            assert _same_key_miss(tmp_path, tier, key) == "gone", (tier, key)
+    for key in ("", "a", "A" + H.upper(), AOT_KEY + "\n", "a" + H[:-1] + "\u00e9", "f" + H, "a" * 80):
+        assert entry_parts("aot_autograd", key) is None, key
+    # A key torch makes, whose entry was there before the miss: torch could not load it.
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY).mkdir()
+    (tmp_path / "cache" / "aotautograd" / AOT_KEY / "entry").write_bytes(b"x")
+    assert _same_key_miss(tmp_path, "aot_autograd", AOT_KEY) == "unreadable"
+    (tmp_path / "cache" / "fxgraph" / FX_KEY[1:3] / FX_KEY).mkdir(parents=True)
+    (tmp_path / "cache" / "fxgraph" / FX_KEY[1:3] / FX_KEY / "entry").write_bytes(b"x")
+    assert _same_key_miss(tmp_path, "fx_graph", FX_KEY) == "unreadable"
+
+
+def test_an_entry_is_looked_for_inside_the_cache_directory_and_within_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No directory below the cache directory is followed through a link (torch makes
+    them; someone else's link would lead the listing anywhere), and a key's entry
+    directory costs at most MAX_ENTRY_FILES files to look at, however many it holds."""
+    from compiletrace._data import cache_store
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / AOT_KEY).mkdir(parents=True)
+    (elsewhere / AOT_KEY / "old").write_bytes(b"x")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "aotautograd").symlink_to(elsewhere)
+    assert _same_key_miss(tmp_path, "aot_autograd", AOT_KEY) == "gone"
+    # The same for the entries the doctor compares with: a link at fxgraph/ is not read.
+    entry = elsewhere / "ab" / "fabkey" / "e1"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(
+        pickle.dumps({"_fx_graph_cache_debug_lines": [f"[{H}] gm: code"], "_fx_graph_cache_key": "fabkey"})
+    )
+    (cache / "fxgraph").symlink_to(elsewhere)
+    assert stored_entries(str(cache)) == []
+    (cache / "fxgraph").unlink()
+    (cache / "fxgraph").mkdir()
+    (cache / "fxgraph" / "ab").symlink_to(elsewhere / "ab")  # below: never followed, as before
+    assert stored_entries(str(cache)) == []
+    (cache / "fxgraph" / "ab").unlink()
+    (elsewhere / "ab").rename(cache / "fxgraph" / "ab")  # the same entry, inside: read
+    assert [found.key for found in stored_entries(str(cache))] == ["fabkey"]
+    (cache / "aotautograd").unlink()
+    many = cache / "aotautograd" / AOT_KEY
+    many.mkdir(parents=True)
+    for i in range(10):
+        (many / f"e{i}").write_bytes(b"x")
+    assert len(cache_store.entry_file_times(str(cache), ("aotautograd", AOT_KEY)) or []) == 10
+    monkeypatch.setattr(cache_store, "MAX_ENTRY_FILES", 4)
+    assert len(cache_store.entry_file_times(str(cache), ("aotautograd", AOT_KEY)) or []) == 4
+
+
+# A one-byte opcode that builds a new empty set each (216 bytes): 4 MiB of it built about 1 GB.
+EMPTY_SETS = b"\x80\x04" + b"\x8f" * (4 << 20)
+
+
+def test_an_entry_stops_at_what_it_may_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What unpickling an entry builds is bounded, not only the bytes read: a crafted entry is
+    read as far as its budget of opcodes and said unreadable, with why; the memory it took
+    stays within that budget's worth."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io import artifacts
+
+    cache = tmp_path / "cache"
+    bomb = cache / "fxgraph" / "zz" / "fzzkey" / "entry"
+    bomb.parent.mkdir(parents=True)
+    bomb.write_bytes(EMPTY_SETS)
+    monkeypatch.setattr(artifacts, "MAX_PICKLE_OPS", 20_000)
+    tracemalloc.start()
+    try:
+        reading = read_store(str(cache))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reading.entries == []
+    (bad,) = reading.unreadable
+    assert bad.path == str(bomb)
+    assert bad.why == (
+        f"{bomb} would build more than 20,000 objects when unpickled (a cache entry of torch's builds "
+        "far fewer); compiletrace stopped reading it there"
+    )
+    # 20,000 empty sets are about 4.3 MB; the whole 4 MiB built (4.2 million sets) about 900 MB.
+    assert peak < 16 << 20, peak
+
+
+def test_the_budget_spans_the_pickles_nested_in_one() -> None:
+    """A pickle inside a bytes value of another is read on the same budget: nesting does not
+    multiply what one file may build."""
+    from compiletrace._io.artifacts import PickleBudget, PickleTooLarge, read_pickle
+
+    inner = pickle.dumps([set() for _ in range(300)], protocol=4)
+    outer = pickle.dumps([inner, inner[:1] + inner[1:]], protocol=4)  # two distinct bytes objects
+    read_pickle(outer, set(), "x", budget=PickleBudget(2_000))  # both fit in 2,000
+    with pytest.raises(PickleTooLarge, match=r"x \(a pickle inside it\) would build more than 700 objects"):
+        read_pickle(outer, set(), "x", budget=PickleBudget(700))  # each alone fits in 700
+
+
+def test_an_entry_of_torchs_reads_well_within_the_budget(tmp_path: Path) -> None:
+    """The budget leaves room for torch's own entries: a transformer block's FX graph entry,
+    with its kernels' source, built here as torch's entries are (a graph module's state,
+    its debug lines, its source code), runs a few thousand opcodes."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io.artifacts import MAX_PICKLE_OPS, PickleBudget, RestrictedUnpickler
+
+    lines = [f"[{H}] gm: code {i}" for i in range(640)]
+    state = {
+        "_fx_graph_cache_debug_lines": lines,
+        "_fx_graph_cache_key": "fabkey",
+        "_time_taken_ns": 9,
+        "source_code": "def call(args):\n" + "    pass\n" * 20_000,
+        "constants": {f"c{i}": (i, float(i), [i] * 4) for i in range(2_000)},
+    }
+    data = pickle.dumps(state, protocol=4)
+    budget = PickleBudget()
+    RestrictedUnpickler(data, set(), "entry", budget=budget).load()
+    used = budget.limit - budget.left
+    assert 10_000 < used < MAX_PICKLE_OPS // 20, used
+    entry = tmp_path / "cache" / "fxgraph" / "ab" / "fabkey" / "e1"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(data)
+    reading = read_store(str(tmp_path / "cache"))
+    assert [e.key for e in reading.entries] == ["fabkey"] and reading.unreadable == []

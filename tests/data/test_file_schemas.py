@@ -65,9 +65,14 @@ def _damaged(doc: Any, choice: int, value: Any) -> Path:
     return _write(_replaced(doc, places[choice % len(places)], value))
 
 
+# One directory for every example hypothesis makes, removed with the module (a directory an
+# example left in the system temp directory was never removed).
+_SCRATCH = tempfile.TemporaryDirectory(prefix="compiletrace-schema-")
+
+
 def _write(doc: Any) -> Path:
     # ensure_ascii: a lone surrogate travels as the escape JSON allows ("\ud800").
-    path = Path(tempfile.mkdtemp(prefix="compiletrace-schema-")) / "file.json"
+    path = Path(tempfile.mkdtemp(dir=_SCRATCH.name)) / "file.json"
     path.write_text(json.dumps(doc, ensure_ascii=True), encoding="utf-8")
     return path
 

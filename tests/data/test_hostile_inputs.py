@@ -450,3 +450,51 @@ def test_an_output_on_or_inside_an_input_is_refused_before_anything_is_written(
     assert log.read_bytes() == before and sorted(p.name for p in trace.iterdir()) == [log.name]
     # Beside the directory is fine.
     assert cli.main(["report", str(trace), "--json", str(tmp_path / "out.json")]) == 0
+
+
+# -- 13: values are checked whole --------------------------------------------------------------------
+
+
+def test_a_cache_artifact_name_is_matched_whole(tmp_path: Path) -> None:
+    """A lookup artifact is torch's name exactly: one with a final line break (which "$"
+    lets through) is an unknown artifact, skipped and counted, never a cache hit."""
+    payload = json.dumps({"key": "f" + "a" * 51, "components": [], "cache_state": "hit"})
+    for name, hit in (("fx_graph_cache_hit", True), ("fx_graph_cache_hit\n", False)):
+        artifact = entry({"artifact": {"name": name, "encoding": "json"}, **ids(0)}, payload)
+        path = tmp_path / "trace.log"
+        path.write_text(a_compile(0).replace(metrics(0), artifact + metrics(0)))
+        found = compiletrace.load(path)
+        assert isinstance(found, ProfileRun)
+        (record,) = found.graph_records
+        assert (record.fx_graph_cache.value == "hit") is hit, name
+        assert len(record.cache_lookups) == int(hit), name
+
+
+# str.isdigit() admits '²', which int() refuses: a number read from a file or the environment
+# is ASCII decimal digits, whole, or it is not read as one.
+
+
+def test_a_module_forwards_line_is_ascii_decimal_digits() -> None:
+    from compiletrace._doctor.shared import model_location, module_forward
+
+    forward = make_record(module_class="Tower", module_forward="model.py:12", code_filename="c.py")
+    assert module_forward(forward) == ("model.py", 12)
+    odd = make_record(module_class="Tower", module_forward="model.py:1\u00b2", code_filename="c.py")
+    assert module_forward(odd) is None and model_location(odd) == odd.code_location
+
+
+def test_a_job_dir_file_names_numbers_are_ascii_decimal_digits() -> None:
+    from compiletrace._data.job_dir import parse_key
+
+    assert parse_key("12-34-0123abcd") == (12, 34)
+    assert parse_key("1\u00b2-34-0123abcd") is None and parse_key("12-\u0663-0123abcd") is None
+
+
+def test_columns_is_ascii_decimal_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiletrace._io.text import PIPE_WIDTH, text_width
+
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    monkeypatch.setenv("COLUMNS", "2\u00b2")
+    assert text_width() == PIPE_WIDTH
+    monkeypatch.setenv("COLUMNS", "90")
+    assert text_width() == 90

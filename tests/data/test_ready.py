@@ -4,8 +4,13 @@ job's gate figures, and the mark's file format. Exact figures, made-up times."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
 
+from compiletrace import cli
 from compiletrace._data.job import Job, JobProcess, ProcessInfo
 from compiletrace._data.ready import (
     CALL,
@@ -42,7 +47,16 @@ def test_a_spec_is_a_function_or_a_phase_and_nothing_else() -> None:
     assert parse_ready("myserver:warm_up") == (FUNCTION, "myserver", "warm_up")
     assert parse_ready("pkg.app:Server.warm_up").text == "pkg.app:Server.warm_up"
     assert parse_ready("phase:vLLM: compile and warm up") == (PHASE, "", "vLLM: compile and warm up")
-    for bad in ("warm_up", "myserver:", ":warm_up", "my-server:warm_up", "m:f()", "phase:", "m:f.1"):
+    for bad in (
+        "warm_up",
+        "myserver:",
+        ":warm_up",
+        "my-server:warm_up",
+        "m:f()",
+        "phase:",
+        "m:f.1",
+        "os:getcwd\n",
+    ):
         with pytest.raises(UsageError, match=r"MODULE:FUNCTION|phase:NAME"):
             parse_ready(bad)
 
@@ -176,3 +190,26 @@ def test_a_malformed_mark_is_a_damaged_file() -> None:
     data["processes"][0]["run"]["meta"]["ready"] = {"unix_ns": 1, "pid": 10, "how": "guess", "what": "x"}
     with pytest.raises(RunFileError, match="how"):
         Job.from_dict(data)
+
+
+def test_a_job_files_ready_mark_is_checked_whole_before_verify_runs_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """doctor --verify runs a job file's command again with its ready mark in every
+    process's environment: a mark that is not one (a final line break, which "$" lets
+    through) makes the file damaged, exit 2, and nothing runs."""
+    marker = tmp_path / "ran"
+    job = Job(
+        (sys.executable, "-c", f"open({str(marker)!r}, 'w')"), 0, (), cwd=str(tmp_path), ready="os:getcwd"
+    )
+    assert Job.from_dict(job.to_dict()) == job
+    for bad in ("os:getcwd\n", "os\n:getcwd", "not a mark"):
+        data = job.to_dict()
+        data["ready"] = bad
+        with pytest.raises(RunFileError, match="field 'ready' must be a ready mark"):
+            Job.from_dict(data)
+        path = tmp_path / "job.json"
+        path.write_text(json.dumps(data))
+        assert cli.main(["doctor", "--verify", "--trust", str(path), "--rounds", "1"]) == 2
+        assert "field 'ready' must be a ready mark" in capsys.readouterr().err
+        assert not marker.exists()

@@ -21,6 +21,10 @@ user's own torch.compile. Nothing in them knows of compiletrace.
   edit that pads each prompt to 16 tokens (left, masked);
 - ``speech``: a speech encoder (wav2vec 2.0) compiled whole, on clips of three lengths;
 - ``layers``: a decoder-only LLM of ten identical layers (Qwen2) compiled whole;
+- ``gpt2-6``, ``gpt2-12``: GPT-2 of 6 or 12 blocks compiled whole, called on transformers'
+  defaults (``use_cache=True``: each block reads its own layer of the cache), three times.
+- ``qwen2-vl``: a vision-language model (Qwen2-VL: a vision tower that breaks in its own
+  helpers, a language model) compiled whole, called once on an 8x8 image;
 - ``mamba``: a state-space language model (a tiny Mamba) compiled whole, called on inputs of
   three lengths.
 """
@@ -177,6 +181,58 @@ def layers() -> None:
             compiled(input_ids=ids(8), use_cache=False)
 
 
+def gpt2(blocks: int) -> None:
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=128, n_positions=64, n_embd=32, n_layer=blocks, n_head=2, bos_token_id=2,
+        eos_token_id=1, pad_token_id=0,
+    )  # fmt: skip
+    compiled = torch.compile(transformers.GPT2LMHeadModel(config).eval(), backend="aot_eager")
+    with torch.no_grad():
+        for _ in range(3):
+            compiled(input_ids=ids(8))
+
+
+QWEN_IMAGE_TOKEN = 150
+
+
+def qwen2_vl_model() -> transformers.Qwen2VLForConditionalGeneration:
+    """A tiny Qwen2-VL: a one-block vision tower (4x4 patches, 2x2 merged) and a two-layer LM."""
+    torch.manual_seed(0)
+    vision = dict(
+        depth=1, embed_dim=32, hidden_size=32, num_heads=2, mlp_ratio=2, in_channels=3, patch_size=4,
+        spatial_merge_size=2, temporal_patch_size=2,
+    )  # fmt: skip
+    text = dict(
+        vocab_size=160, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=128, bos_token_id=0, eos_token_id=1,
+        rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+    )  # fmt: skip
+    config = transformers.Qwen2VLConfig(
+        vision_config=vision, text_config=text, image_token_id=QWEN_IMAGE_TOKEN, video_token_id=151,
+        vision_start_token_id=152, vision_end_token_id=153,
+    )  # fmt: skip
+    return transformers.Qwen2VLForConditionalGeneration(config).eval()
+
+
+def qwen2_vl_inputs() -> dict[str, torch.Tensor | bool]:
+    """One 8x8 image (four 4x4 patches, one token once merged) inside a short text."""
+    input_ids = torch.tensor([[1, 2, 152, QWEN_IMAGE_TOKEN, 153, 5, 6, 7]])
+    return {
+        "input_ids": input_ids,
+        "pixel_values": torch.randn(4, 3 * 2 * 4 * 4, generator=torch.Generator().manual_seed(0)),
+        "image_grid_thw": torch.tensor([[1, 2, 2]]),
+        "mm_token_type_ids": (input_ids == QWEN_IMAGE_TOKEN).int(),
+        "use_cache": False,
+    }
+
+
+def qwen2_vl() -> None:
+    compiled = torch.compile(qwen2_vl_model(), backend="eager")
+    with torch.no_grad():
+        compiled(**qwen2_vl_inputs())
+
+
 def mamba() -> None:
     torch.manual_seed(0)
     config = transformers.MambaConfig(
@@ -209,6 +265,10 @@ def main(case: str) -> None:
         speech()
     elif case == "layers":
         layers()
+    elif case in ("gpt2-6", "gpt2-12"):
+        gpt2(int(case.split("-")[1]))
+    elif case == "qwen2-vl":
+        qwen2_vl()
     elif case == "mamba":
         mamba()
     else:

@@ -7,6 +7,8 @@ REQUEST (what the one request after ready does):
   shape     a batch size the warm-up did not cover: a recompile
   backward  the first .backward() of the warm-up's output: a lazy backward compile
   newframe  a function compiled for the first time
+  train     a training step (forward with grad, then .backward()) after a no-grad warm-up:
+            a recompile for the grad mode and a lazy backward compile
 WARM_UP (how the program says it is ready; default: plain, the module's warm_up):
   plain     tiny_server.warm_up, at batch 4 (compiletrace run --ready tiny_server:warm_up)
   both      tiny_server.warm_up at batches 4 and 5 (the shape request is warmed up)
@@ -66,6 +68,8 @@ def main() -> None:
             model(torch.randn(5, 8))
     elif request == "backward":
         out.sum().backward()
+    elif request == "train":
+        model(torch.randn(4, 8)).sum().backward()
     elif request == "newframe":
         torch.compile(helper, backend="aot_eager")(torch.randn(4, 8))
     print(f"served {request}")

@@ -37,7 +37,11 @@ def _texts(views: dict[str, object]) -> dict[str, str]:
     assert isinstance(trace, compiletrace.ProfileRun) and isinstance(ranks, compiletrace.ProfileJob)
     assert profiled.timeline is not None
     findings = job.diagnose()
+    nodes = compiletrace.load(INPUTS / "nodes" / "node_cache_miss")  # a job of two nodes, read as one
+    assert isinstance(nodes, compiletrace.ProfileJob)
     return {
+        "nodes report": nodes.summary(),
+        "nodes doctor": findings_text(nodes.diagnose()),
         "profile": profile_text(profiled, profiled.diagnose()),
         "timeline": timeline_text(profiled.timeline),
         "job report": job.summary(),

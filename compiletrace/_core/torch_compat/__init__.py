@@ -130,6 +130,8 @@ from compiletrace._core.torch_compat.fixes import (
     apply_config_fix,
     check_config_fix_names,
     config_fixes_available,
+    raise_recompile_limit,
+    set_recompile_limit,
 )
 from compiletrace._core.torch_compat.frames import MAX_REASON_CHARS as MAX_REASON_CHARS
 from compiletrace._core.torch_compat.frames import (
@@ -265,12 +267,14 @@ __all__ = [
     "one_time_functions_available",
     "process_group_timeout",
     "quiet_cache_artifact_logs",
+    "raise_recompile_limit",
     "recompile_limit",
     "recompile_reason",
     "remove_backend_call_handler",
     "repeated_block",
     "restart_reasons",
     "run_cache_keys",
+    "set_recompile_limit",
     "set_trace_collector",
     "stance_fixes_available",
     "time_one_time_functions",

@@ -35,6 +35,8 @@ __all__ = [
     "apply_config_fix",
     "check_config_fix_names",
     "config_fixes_available",
+    "raise_recompile_limit",
+    "set_recompile_limit",
 ]
 
 
@@ -98,6 +100,22 @@ CONFIG_FIXES: dict[Fix, ConfigFix] = {
         ),
     )
 }
+
+
+def raise_recompile_limit(at_least: int) -> int:
+    """Raise torch's recompile limit (per frame, every thread's) to ``at_least``, never lower
+    it; returns the limit now in force. Raises :class:`CompiletraceError` when this torch
+    has no such setting."""
+    entry = _entry("recompile_limit")
+    current = entry.default if isinstance(entry.default, int) else 0
+    entry.default = max(current, at_least)
+    return int(entry.default)
+
+
+def set_recompile_limit(limit: int) -> None:
+    """Put torch's recompile limit back to ``limit`` (what :func:`raise_recompile_limit`
+    returned with 0 before a raise): for undoing a fix in a test."""
+    _entry("recompile_limit").default = limit
 
 
 def check_config_fix_names(names: Iterable[str]) -> None:

@@ -65,7 +65,9 @@ _COMPILE_FRAME_NAME = "_compile"
 _MAX_STACK_WALK = 40
 
 
-_MAX_CALLERS_WALK = 64  # frames beyond ``_compile`` searched for the modules that called it
+_MAX_CALLERS_WALK = (
+    256  # frames beyond ``_compile`` searched for the module calls around it (deep in a model)
+)
 
 
 def compiling_frame() -> CompilingFrame | None:

@@ -20,6 +20,7 @@ from compiletrace._doctor.rules import (
     costly_trace,
     expensive_hit,
     graph_break,
+    node_cache_miss,
     nothing_compiled,
     rank_divergence,
     recompile_limit,
@@ -47,4 +48,5 @@ RULES: tuple[Rule, ...] = (
     costly_trace.RULE,
     useless_warmup.RULE,
     rank_divergence.RULE,
+    node_cache_miss.RULE,
 )

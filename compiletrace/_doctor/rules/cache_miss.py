@@ -4,7 +4,9 @@ per component, with their keys, and why where it can be told: against a baseline
 ``compiletrace why`` explains it), or, on one run, against the entries of the same graph
 its cache directory holds under another key (their writers' parts are stored in them). The
 advice fits what the run did (a cold cache, artifacts loaded that hold other keys, a part
-of the key that changed, keys that changed while others hit)."""
+of the key that changed, keys that changed while others hit). A graph a setting of torch's
+makes the caches bypass on every start (inductor's freezing) is a finding of its own,
+naming the setting and its environment variable: no cache, cold or warm, would help it."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from typing import Any
 
 from compiletrace._data.cache_hits import compile_ns
 from compiletrace._data.cache_keys import split_key_lines
-from compiletrace._data.cache_store import StoredEntry, stored_entries
+from compiletrace._data.cache_store import StoredEntry, Unreadable, read_store
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.records import NS_PER_S, CacheOutcome, GraphRecord
+from compiletrace._data.torch_text import bypass_setting
 from compiletrace._data.why import PartChange, Reason, Side, explain, group_line, key_changes, parts_reason
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
@@ -38,6 +41,9 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     consulted = [r for r in evidence.records if r.cache_outcome is not CacheOutcome.NONE]
     stored = _StoredEntries(evidence)
     for component, group in shared.group(consulted, lambda r: r.component).items():
+        by_setting = {id(r): setting for r in group if (setting := _setting_bypass(r)) is not None}
+        yield from _bypassed_by_settings(component, [r for r in group if id(r) in by_setting], by_setting)
+        group = [r for r in group if id(r) not in by_setting]
         missed = [r for r in group if r.cache_outcome in _MISSED]
         if not missed:
             continue
@@ -77,6 +83,12 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             )
         if bypassed:
             fix += f"; inductor bypassed its cache ({bypassed[0].detail or 'no reason given'})"
+        if stored.unreadable:
+            bad = stored.unreadable[0]
+            fix += (
+                f"; {len(stored.unreadable)} unreadable entr{'y' if len(stored.unreadable) == 1 else 'ies'} "
+                f"in the cache directory, passed over ({bad.why}): remove what you did not put there"
+            )
         found: dict[str, Any] = {
             "graphs": [
                 {
@@ -105,6 +117,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             ]
         elif stored.looked_in and not cold:
             found["looked_in"] = stored.looked_in
+        if stored.unreadable:
+            found["unreadable"] = [{"path": u.path, "why": u.why} for u in stored.unreadable[:MAX_EXAMPLES]]
         yield Finding(
             KIND,
             component,
@@ -113,6 +127,47 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             fix,
             shared.model_location(missed[0]),
             found,
+        )
+
+
+def _setting_bypass(r: GraphRecord) -> tuple[str, str, str] | None:
+    """The setting that made torch's caches bypass this graph, if one did."""
+    return next(
+        (
+            found
+            for c in r.cache_lookups
+            if c.outcome == CacheOutcome.BYPASS.value and (found := bypass_setting(c.detail))
+        ),
+        None,
+    )
+
+
+def _bypassed_by_settings(
+    component: str, records: Sequence[GraphRecord], settings: dict[int, tuple[str, str, str]]
+) -> Iterator[Finding]:
+    """One finding per setting that bypassed the caches: its graphs compile afresh on every
+    start, whatever the cache holds."""
+    for (what, variable, in_code), group in shared.group(records, lambda r: settings[id(r)]).items():
+        seconds = sum(compile_ns(r) for r in group) / NS_PER_S
+        yield Finding(
+            KIND,
+            component,
+            seconds,
+            f"{len(group)} graph{'s' if len(group) != 1 else ''} bypass the compile cache on every start: "
+            f"{variable}=1 ({in_code}) is set, {what}",
+            f"every start compiles these graphs afresh ({seconds:.2f} s each start), a warm cache or not: "
+            f"unset {variable} (or set {in_code} = False) to let the cache keep them, where the frozen "
+            "graph's speed is worth less than that",
+            shared.model_location(group[0]),
+            {
+                "setting": variable,
+                "in_code": in_code,
+                "bypassed": [
+                    {"compile_id": r.compile_id, "reasons": [c.detail for c in r.cache_lookups if c.detail]}
+                    for r in group[:MAX_EXAMPLES]
+                ],
+                "compile_ids": shared.ids(group),
+            },
         )
 
 
@@ -128,6 +183,7 @@ class _StoredEntries:
             facts.cache_dirs or ((facts.cache_dir,) if facts.cache_dir else ()) if facts else ()
         )
         self.looked_in: list[str] = []
+        self.unreadable: list[Unreadable] = []  # entry files that could not be read, and why
         self._entries: list[StoredEntry] | None = None
 
     def entries(self) -> list[StoredEntry]:
@@ -135,7 +191,9 @@ class _StoredEntries:
             self._entries = []
             for directory in self.dirs:
                 self.looked_in.append(directory)
-                self._entries += stored_entries(directory)
+                reading = read_store(directory)
+                self._entries += reading.entries
+                self.unreadable += reading.unreadable
         return self._entries
 
     def explain(self, r: GraphRecord) -> tuple[StoredEntry, Reason] | None:

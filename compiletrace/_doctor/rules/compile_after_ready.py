@@ -9,8 +9,15 @@ rule's (their records say so); this rule adds the rest: the ready marks of progr
 not use ``warm_up``, lazy backwards and the work on graphs' first calls.
 
 Its fix that applies with no edit is torch's stance at the ready mark: ``eager-after-ready``
-(a call that would compile runs eagerly: no spike, an uncompiled call) and, as a gate,
-``fail-after-ready`` (the call raises at the compile). ``doctor --verify`` measures both.
+(a call that would compile runs eagerly: no spike, an uncompiled call, so ``doctor
+--verify`` says "runs uncompiled" of it, never "verified") and, as a gate,
+``fail-after-ready`` (the call raises at the compile: "gate held", apart from the fixes).
+
+What it puts at stake, it claims before every other rule: each compile after ready (a lazy
+backward: the record's backward part; a recompile or a new frame: its frame part), the
+latency a request paid, which its fix (that compile in the warm-up) removes from the
+request; the ``recompiles`` finding keeps the rest (a static graph that marking a size
+dynamic would never compile).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import guards_by_kind
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, VERIFIED, Measured, still_there
+from compiletrace._doctor.stake import Claim
+from compiletrace._doctor.verdicts import BROKE, DID_NOT_HELP, GATE_HELD, UNCOMPILED, Measured, still_there
 
 KIND = FindingKind.COMPILE_AFTER_READY
 
@@ -100,17 +108,44 @@ def check(evidence: Evidence) -> Iterator[Finding]:
 
 
 def judge(finding: Finding, before: Measured, after: Measured) -> str:
-    """``eager-after-ready``: verified when the finding is gone, fewer frames compiled and
-    the program ended alike (the calls that would have compiled ran eagerly, unseen).
-    ``fail-after-ready``: verified when the program stopped at a compile torch refused (a
-    gate: its run ends otherwise, as it should)."""
+    """``eager-after-ready``: "runs uncompiled" when the finding is gone, fewer frames
+    compiled and the program ended alike: the calls that would have compiled ran eagerly,
+    unseen (no spike, an uncompiled call: never "verified"). ``fail-after-ready``: "gate
+    held" when the program stopped at a compile torch refused (a gate, not a fix: its run
+    ends otherwise, as it should, and saves no seconds)."""
     if after.fix == Fix.FAIL_AFTER_READY.value:
-        return VERIFIED if after.refused_after_ready else DID_NOT_HELP
+        return GATE_HELD if after.refused_after_ready else DID_NOT_HELP
     if after.exit_status != before.exit_status:
         return BROKE
     if still_there(finding, after) is None and after.frame_compiles < before.frame_compiles:
-        return VERIFIED
+        return UNCOMPILED
     return DID_NOT_HELP
 
 
-RULE = Rule(KIND, check, (Fix.EAGER_AFTER_READY, Fix.FAIL_AFTER_READY), judge, reads_exit_status=True)
+def claims(finding: Finding, evidence: Evidence) -> list[Claim] | None:
+    """Each compile after ready the finding names, the part of its record that compiled after
+    ready (a lazy backward's, a frame's). A finding of no record (a CUDA-graph recording, an
+    autotune) keeps its seconds."""
+    kind = finding.evidence.get("kind")
+    if kind not in (NEW_FRAME, RECOMPILE, LAZY_BACKWARD):
+        return None
+    ids = finding.evidence.get("compile_ids")
+    wanted = {str(i) for i in ids} if isinstance(ids, list) else set()
+    found = []
+    for r in evidence.records:
+        if r.compile_id not in wanted or r.total_ns <= 0:
+            continue
+        part = r.backward_ns if kind == LAZY_BACKWARD else r.frame_ns
+        found.append(Claim(r, min(part / r.total_ns, 1.0)))
+    return found
+
+
+RULE = Rule(
+    KIND,
+    check,
+    (Fix.EAGER_AFTER_READY, Fix.FAIL_AFTER_READY),
+    judge,
+    claims,
+    reads_exit_status=True,
+    claims_first=True,
+)

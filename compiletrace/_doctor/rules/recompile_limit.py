@@ -11,6 +11,7 @@ from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import (
     classify_guard,
+    compiled_static,
     guard_auto_fix,
     guard_fix,
     guard_text,
@@ -42,7 +43,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             shared.seconds(spent),
             f"{owner[2]}{shared.at(spent)} hit torch's recompile limit "
             f"({limit if limit is not None else '?'}) and now runs eagerly, uncompiled",
-            f"{guard_fix(kind, last.recompile_reason)}; or, if every variant is needed, raise "
+            f"{guard_fix(kind, last.recompile_reason, last.arg_names, static=compiled_static(spent))}; "
+            "or, if every variant is needed, raise "
             "torch._dynamo.config.recompile_limit",
             shared.located(owner),
             {

@@ -19,17 +19,18 @@ from the count of recompiles:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import Fix
-from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT, GUARDED_ARGUMENT
+from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT, GUARDED_ARGUMENT, GUARDED_POSITIONAL
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import (
     GuardKind,
     by_commonest_kind,
     classify_guard,
+    compiled_static,
     guard_auto_fix,
     guard_text,
     guards_by_kind,
@@ -78,7 +79,11 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         if entries:
             spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))
             rest = [r for r in group if guard_auto_fix(r.recompile_reason) is not Fix.MARK_DYNAMIC]
-            fix = _mark_dynamic_fix(entries, spelled) + (f"; {guards_by_kind(rest)[1]}" if rest else "")
+            # The names a decorator's *args stand for, from the compiled method's signature.
+            arg_names = next((r.arg_names for r in spent if r.arg_names), ())
+            fix = _mark_dynamic_fix(entries, spelled, arg_names, compiled_static(spent)) + (
+                f"; {guards_by_kind(rest)[1]}" if rest else ""
+            )
         elif auto_fix is not None and auto_fix is not Fix.MARK_DYNAMIC:
             spelled = auto_fix.spelled()
         shapes = any(classify_guard(r.recompile_reason) is GuardKind.SHAPE for r in group)
@@ -108,18 +113,33 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         )
 
 
-def _in_code(entry: str) -> str:
-    """``torch._dynamo.maybe_mark_dynamic(input_ids, 1)`` for ``L['kwargs']['input_ids']:1``."""
+def _in_code(entry: str, arg_names: Sequence[str] = ()) -> str:
+    """``torch._dynamo.maybe_mark_dynamic(input_ids, 1)`` for ``L['kwargs']['input_ids']:1``;
+    a decorator's ``L['args'][0]:0`` by the name of the parameter it stands for.
+
+    >>> _in_code("L['args'][0]:0", ("pixel_values",))
+    'torch._dynamo.maybe_mark_dynamic(pixel_values, 0)'
+    """
     source, _, dim = entry.rpartition(":")
-    named = GUARDED_ARGUMENT.match(source)
+    positional = GUARDED_POSITIONAL.fullmatch(source)
+    if positional is not None and int(positional[1]) < len(arg_names):
+        return f"torch._dynamo.maybe_mark_dynamic({arg_names[int(positional[1])]}, {dim})"
+    named = None if positional is not None else GUARDED_ARGUMENT.match(source)
     return f"torch._dynamo.maybe_mark_dynamic({named[1] if named else 'tensor'}, {dim})"
 
 
-def _mark_dynamic_fix(entries: list[str], spelled: str) -> str:
+def _mark_dynamic_fix(
+    entries: list[str], spelled: str, arg_names: Sequence[str] = (), static: bool = False
+) -> str:
     names = ", ".join(entries)
-    in_code = ", ".join(dict.fromkeys(_in_code(e) for e in entries[:MAX_IN_CODE]))
+    in_code = ", ".join(dict.fromkeys(_in_code(e, arg_names) for e in entries[:MAX_IN_CODE]))
+    what = (
+        f"under dynamic=False torch compiled a static graph for each size of {names}, never one dynamic"
+        if static
+        else f"torch compiled {names} dynamic on the recompile"
+    )
     return (
-        f"torch compiled {names} dynamic on the recompile: mark {'them' if len(entries) > 1 else 'it'} "
+        f"{what}: mark {'them' if len(entries) > 1 else 'it'} "
         "dynamic before the first call and the static graph before is never compiled, from outside "
         f'the program: compiletrace run --apply "{spelled}" (in code, before the first call: '
         f"{in_code}, or the same names in TORCH_COMPILE_DYNAMIC_SOURCES); dynamic=True would make "

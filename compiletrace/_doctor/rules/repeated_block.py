@@ -31,6 +31,15 @@ FIXES = (Fix.REGIONAL_COMPILE,)
 MIN_INSTANCES = 4  # calls of the block inside one graph
 MIN_SHARE = 0.5  # ... covering at least this share of the graph's operations
 MIN_ALIKE = 0.75  # ... each near one size (identical layers: equal)
+# A library whose blocks read a cache layer of their own by default (transformers'
+# use_cache=True): each block then specialises on it and compiles a graph of its own.
+_CACHED = "transformers."
+_SPECIALISED = (
+    "; if the blocks read a cache (transformers' default, use_cache=True), each {name} specialises "
+    "on its own cache layer and compiles a graph of its own: {n} graphs in one shared frame (the fix "
+    "raises torch's recompile limit for them), which saves less than the estimate; use_cache=False "
+    "where no cache is needed keeps one graph for all"
+)
 
 
 def saved_share(block: RepeatedBlock) -> float:
@@ -65,7 +74,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             f"{first.graph_ops} operations{shared.at(records)}): a regional-compile candidate",
             f"compile {name} on its own, once, instead of the whole model: torch.compile(block) for "
             f"each {name} (run --apply regional-compile={name}); Dynamo then traces one {name} and its "
-            f"graph serves all {first.instances}, and the model around the blocks runs as it is",
+            f"graph serves all {first.instances}, and the model around the blocks runs as it is"
+            + (_SPECIALISED.format(name=name, n=first.instances) if first.module.startswith(_CACHED) else ""),
             shared.model_location(records[0]),
             {
                 "compile_ids": shared.ids(records),

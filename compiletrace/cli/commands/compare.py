@@ -25,8 +25,12 @@ EPILOG = None
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
-    parser.add_argument("base", metavar="BASE", help="the reference run, job or trace")
-    parser.add_argument("new", metavar="NEW", help="the run, job or trace to check")
+    parser.add_argument(
+        "base",
+        metavar="BASE",
+        help="the reference run, job or trace (or a directory of a job's nodes' files)",
+    )
+    parser.add_argument("new", metavar="NEW", help="the run, job or trace to check (or a directory, as BASE)")
     parser.add_argument(
         "--threshold", type=float, default=10.0, metavar="PCT", help="allowed growth in percent (default: 10)"
     )

@@ -33,8 +33,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run",
         metavar="RUN",
+        nargs="+",
         help="a run saved by 'profile --json', a job saved by 'run --json', a gathered result, or\n"
-        "torch's trace (a TORCH_TRACE directory, log, .gz or .zip)",
+        "torch's trace (a TORCH_TRACE directory, log, .gz or .zip); several jobs (each node's of one\n"
+        "job), or a directory of them, are read as one job, its nodes compared with each other",
     )
     add_trace_components(parser)
     parser.add_argument(
@@ -131,12 +133,14 @@ def run(args: argparse.Namespace) -> int:
         bad = ", ".join(sorted(fail_on - set(known))) or repr(args.fail_on)
         raise UsageError(f"--fail-on: unknown finding kind {bad}; kinds: {', '.join(known)}")
     check_outputs(
-        [(args.json, "--json"), (args.html, "--html")], inputs=[args.run, *filter(None, [args.baseline])]
+        [(args.json, "--json"), (args.html, "--html")], inputs=[*args.run, *filter(None, [args.baseline])]
     )
     if args.trust and not args.verify:
         raise UsageError("--trust is for --verify, which runs the job's command")
     if args.baseline and args.verify:
         raise UsageError("--baseline compares two runs; --verify re-runs one: give one of them")
+    if args.verify and len(args.run) > 1:
+        raise UsageError("--verify re-runs one command on this machine: give one node's job, not several")
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
     check_seconds(args.grace, "--grace", minimum=0.0)
@@ -146,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None:
         check_seconds(args.budget, "--budget", minimum=1.0)
     job = load(
-        args.run,
+        args.run[0] if len(args.run) == 1 else args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
         command="compiletrace doctor",
         components=args.component,
@@ -169,7 +173,7 @@ def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
 
     if isinstance(job, GatherResult):
         raise UsageError(
-            f"{args.run}: --baseline compares a run or a job with another; this is a gathered result"
+            f"{args.run[0]}: --baseline compares a run or a job with another; this is a gathered result"
         )
     base = load(
         args.baseline,
@@ -220,7 +224,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     profiled = isinstance(job, ProfileRun) and job.meta.source is None and job.meta.model is not None
     if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks
         raise UsageError(
-            f"{args.run}: --verify re-runs a job's command or a profile run's MODEL, and this file names "
+            f"{args.run[0]}: --verify re-runs a job's command or a profile run's MODEL, and this file names "
             "neither; give a job saved by 'compiletrace run --json JOB.json -- COMMAND' or a run saved "
             "by 'compiletrace profile --json RUN.json'"
         )
@@ -231,7 +235,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
         shown = printable(" ".join(job.command)) + (f" in {printable(job.cwd)}" if job.cwd else "")
     if not args.trust:
         raise UsageError(
-            f"{args.run}: --verify would run what this file names ({shown}), and a file can "
+            f"{args.run[0]}: --verify would run what this file names ({shown}), and a file can "
             "name any code: give --trust if the file is your own"
         )
     from compiletrace._app.job import UntilReady

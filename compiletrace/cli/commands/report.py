@@ -26,8 +26,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "run",
         metavar="RUN",
+        nargs="+",
         help="a run saved by 'compiletrace profile --json', a job ('run --json'), or a TORCH_TRACE\n"
-        "directory, log, .gz or .zip",
+        "directory, log, .gz or .zip; several jobs (each node's of one job), or a directory of them,\n"
+        "are read as one job",
     )
     add_trace_components(parser)
     parser.add_argument("--html", metavar="OUT", help="write the self-contained HTML report")
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from compiletrace.reports import run_ledger_lines, timeline_text
 
     outputs = [(args.html, "--html"), (args.chrome_trace, "--chrome-trace"), (args.json, "--json")]
-    check_outputs(outputs, inputs=[args.run])
+    check_outputs(outputs, inputs=args.run)
     run = load(
         args.run,
         accept={FileKind.RUN, FileKind.JOB},

@@ -68,6 +68,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "they happen (its own providers: the program's OpenTelemetry set-up stays its own)",
     )
     parser.add_argument(
+        "--job-id",
+        metavar="ID",
+        help="with --otlp-endpoint: the id every process's spans carry as compiletrace.job.id, the\n"
+        "same on every node (default: the launcher's, TORCHELASTIC_RUN_ID or SLURM_JOB_ID, else one\n"
+        "per run)",
+    )
+    parser.add_argument(
         "--component",
         action="append",
         default=[],
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         fixes=args.apply,
         otlp_endpoint=args.otlp_endpoint,
         ready=args.ready,
+        job_id=args.job_id,
     ) as outcome:
         job = outcome.job
         for line in job_summary_lines(job):

@@ -1,0 +1,290 @@
+"""A job of several nodes read as one (``report``, ``doctor``, ``compare``, ``why`` and
+``compiletrace.load`` on several job files or a directory of them), on the job files two
+"nodes" of two ranks wrote on this machine (``tests/inputs/nodes/two_nodes.py``); and the
+whole scenario once, live, with its spans received over OTLP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace import cli
+from compiletrace._data.files import read
+from compiletrace._data.job import Job
+from compiletrace._data.nodes import cold, number_ranges, warm
+from compiletrace._io.errors import UsageError
+
+NODES = Path(__file__).parents[1] / "inputs" / "nodes" / "node_cache_miss"
+FILES = [NODES / "node0.json", NODES / "node1.json"]
+
+
+def _nodes() -> list[Job]:
+    jobs = [read(path) for path in FILES]
+    assert all(isinstance(job, Job) for job in jobs)
+    return jobs  # type: ignore[return-value]
+
+
+def test_each_process_recorded_its_node_and_host() -> None:
+    for node, job in enumerate(_nodes()):
+        ranks = job.ranks()
+        assert len(ranks) == 2 and all(p.info.node == str(node) and p.info.host for p in ranks.values())
+
+
+def test_several_job_files_load_as_one_job_named_by_node_and_global_rank() -> None:
+    job = compiletrace.load(FILES)
+    assert isinstance(job, compiletrace.ProfileJob)
+    by_rank = {rank: p.info.role for rank, p in job.ranks().items()}
+    nodes = _nodes()
+    expected = {rank: f"node {n} rank {rank}" for n, one in enumerate(nodes) for rank in one.ranks()}
+    assert by_rank == expected and sorted(by_rank) == [0, 1, 2, 3]
+    assert len(job.processes) == sum(len(one.processes) for one in nodes)
+    # A directory of them reads the same.
+    again = compiletrace.load(NODES)
+    assert isinstance(again, Job) and [p.info for p in again.processes] == [p.info for p in job.processes]
+
+
+def test_the_report_leads_with_the_critical_path_then_nodes_then_alike_ranks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cli.main(["report", *map(str, FILES)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    job = compiletrace.load(FILES)
+    assert isinstance(job, Job)
+    ranks = job.ranks()
+    startup = {r: p.run.timeline.total_s if p.run.timeline else 0.0 for r, p in ranks.items()}
+    compile_s = {r: sum(g.total_s for g in p.run.graph_records) for r, p in ranks.items()}
+    whole = {r: max(startup[r], compile_s[r]) for r in ranks}
+    slowest = max(ranks, key=lambda r: (whole[r], compile_s[r], -r))
+    node = ranks[slowest].info.node
+    assert lines[0] == "compiletrace: a job of 2 nodes, 4 ranks (exit status 0)"
+    assert lines[1] == (
+        f"  critical path: node {node} rank {slowest}, start-up {whole[slowest]:.2f} s, "
+        f"compiling {compile_s[slowest]:.2f} s"
+    )
+    cpu = sum(g.cpu_or_wall_ns for p in ranks.values() for g in p.run.graph_records) / 1e9
+    assert lines[2].startswith(f"  every rank: {cpu:.2f} CPU-seconds of compiling, 4 graphs")
+    # A line per node, then the ranks alike (as many graphs, hits and misses) folded: node 0
+    # (another thread count) missed; its ranks compiled side by side, so a rank of it that
+    # looked in the cache after the other had compiled may have hit what that one wrote.
+    counts = {
+        r: (
+            len(p.run.graph_records),
+            sum(map(warm, p.run.graph_records)),
+            sum(map(cold, p.run.graph_records)),
+        )
+        for r, p in ranks.items()
+    }
+    for n in "01":
+        mine = [r for r, p in ranks.items() if p.info.node == n]
+        hits, misses = sum(counts[r][1] for r in mine), sum(counts[r][2] for r in mine)
+        worst = max(mine, key=lambda r: (whole[r], compile_s[r], -r))
+        assert f"  node {n}: 2 ranks, 2 graphs ({hits} hit, {misses} missed); slowest rank {worst} " in out
+    assert sum(c[2] for r, c in counts.items() if ranks[r].info.node == "0") >= 1
+    assert all(c == (1, 1, 0) for r, c in counts.items() if ranks[r].info.node == "1")
+    folded = {c: sorted(r for r in ranks if counts[r] == c) for c in counts.values()}
+    rows = [line for line in lines if line.startswith("  rank")]
+    assert len(rows) == len(folded)
+    for (graphs, hits, misses), alike in folded.items():
+        who = f"rank{'s' if len(alike) > 1 else ''} {number_ranges(alike)}"
+        outcome = f"{graphs} graph ({hits} hit, {misses} missed){' each' if len(alike) > 1 else ''}, "
+        assert any(row.startswith(f"  {who} (") and outcome in row for row in rows), (who, outcome, rows)
+    assert f"== pid {ranks[slowest].info.pid} (node {node} rank {slowest})" in out  # its tables alone
+    assert out.count("\n== ") == 1
+
+
+def test_the_doctor_names_the_node_that_missed_and_the_key_part(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor", *map(str, FILES)]) == 0
+    out = capsys.readouterr().out
+    assert "[node_cache_miss]" in out
+    assert "node 0 missed the compile cache on 1 graph that node 1 hit:" in out
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in " ".join(out.split())
+
+
+def test_compare_and_why_read_a_directory_of_nodes_as_one_job(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = tmp_path / "base"
+    shutil.copytree(NODES, base)
+    assert cli.main(["compare", str(base), str(NODES)]) == 0
+    assert cli.main(["why", str(base), str(NODES)]) == 0
+    out = capsys.readouterr().out
+    assert "node 1 rank 3" in out
+    assert "no graph missed the compile cache in CURRENT" not in out  # node 0's misses are there
+
+
+def test_one_rank_in_two_files_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match=r"rank 0 is in both .*node0.json and .*node0.json"):
+        compiletrace.load([FILES[0], FILES[0]])
+    assert cli.main(["report", str(FILES[0]), str(FILES[0])]) == 2
+    err = capsys.readouterr().err
+    assert "these are not the nodes of one job" in err
+
+
+def test_a_link_in_a_directory_of_nodes_is_not_followed(tmp_path: Path) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    shutil.copy(FILES[0], folder / "node0.json")
+    os.symlink(FILES[1], folder / "node1.json")
+    with pytest.raises(compiletrace.RunFileError, match="symbolic link"):
+        compiletrace.load(folder)
+
+
+def test_a_run_file_of_no_process_is_no_node(tmp_path: Path) -> None:
+    run = tmp_path / "run.json"
+    compiletrace.profile(backend="eager").save(run)
+    with pytest.raises(compiletrace.RunFileError, match="not a node's job"):
+        compiletrace.load([FILES[0], run])
+
+
+def test_a_node_name_that_is_no_plain_name_is_refused(tmp_path: Path) -> None:
+    data = json.loads(FILES[0].read_text())
+    data["processes"][0]["process"]["node"] = "0 rank 9"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(compiletrace.RunFileError, match=r"field 'processes\[0\]\.process\.node'"):
+        compiletrace.load(bad)
+
+
+@pytest.mark.slow
+def test_two_nodes_side_by_side_read_as_one_job_and_one_job_in_the_collector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole scenario once (inductor on four ranks is the cost): two nodes' ``compiletrace
+    run -- torchrun ...`` side by side on one filled cache, node 0 with OMP_NUM_THREADS=1."""
+    from tests.apps.test_run import _OtlpReceiver
+    from tests.inputs.nodes.two_nodes import RUN_ID, run_two_nodes
+
+    receiver = _OtlpReceiver()
+    try:
+        node0, node1 = run_two_nodes(tmp_path, otlp_endpoint=receiver.url)
+    finally:
+        receiver.close()
+    assert cli.main(["report", str(node0), str(node1)]) == 0
+    report = capsys.readouterr().out
+    assert report.startswith("compiletrace: a job of 2 nodes, 4 ranks (exit status 0)\n")
+    assert "  node 0: 2 ranks, " in report and "  node 1: 2 ranks, 2 graphs (2 hit, 0 missed)" in report
+    assert cli.main(["doctor", str(node0), str(node1)]) == 0
+    doctor = " ".join(capsys.readouterr().out.split())
+    assert (
+        "[node_cache_miss]" in doctor
+        and "node 0 missed the compile cache on 1 graph that node 1 hit" in doctor
+    )
+    assert "cpp_runtime_thread_count: 2 -> 1, set by OMP_NUM_THREADS: '2' -> '1'" in doctor
+
+    # Every rank's compile reached the collector, each from its process, with one job id,
+    # its node and its global rank on the resource.
+    job = compiletrace.load([node0, node1])
+    assert isinstance(job, Job)
+    graph_spans = [(res, s) for res, s in receiver.spans() if s.name == "Compile graph"]
+    by_pid = {res["process.pid"].int_value: res for res, _ in graph_spans}
+    for rank, process in job.ranks().items():
+        res = by_pid[process.info.pid]
+        assert res["compiletrace.job.id"].string_value == RUN_ID
+        assert res["compiletrace.node.rank"].int_value == int(process.info.node)
+        assert res["compiletrace.rank"].int_value == rank
+        assert res["host.name"].string_value == process.info.host
+        assert res["service.name"].string_value == "compiletrace"
+    assert len(graph_spans) == len(job.records())
+
+
+def test_reading_a_nodes_file_allocates_about_its_size_not_the_readers_limit() -> None:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        read(FILES[0])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The file is 111 KB; its parsed data a few times that. The limit (1 GiB) is never allocated.
+    assert peak < 20 * FILES[0].stat().st_size
+
+
+@pytest.mark.slow
+def test_the_report_of_64_nodes_of_8_ranks_fits_80_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        from bench_nodes import build
+    finally:
+        sys.path.pop(0)
+    build(tmp_path, 64, 8)
+    monkeypatch.setenv("COLUMNS", "80")
+    job = compiletrace.load(tmp_path)
+    assert isinstance(job, compiletrace.ProfileJob) and len(job.ranks()) == 512
+    text = job.summary()
+    assert max(map(len, text.splitlines())) <= 80
+    summary = text.split("\n\n== ")[0].splitlines()
+    assert summary[0] == "compiletrace: a job of 64 nodes, 512 ranks (exit status 0)"
+    assert sum(line.startswith("  node ") for line in summary) == 64
+    # The ranks alike fold into one row per kind: warm and cold, a few ranges each.
+    rows = [line for line in summary if line.startswith(("  ranks", "  480 ranks", "  32 ranks"))]
+    assert [row.split(" (")[0] for row in rows] == [
+        "  480 ranks, 0, 2, 4, 6, ...",
+        "  32 ranks, 1, 3, 5, 7, ...",
+    ]
+    assert "(64 nodes): 1 graph (1 hit, 0 missed) each" in rows[0]
+
+
+def test_two_nodes_processes_of_one_pid_are_two_tracks_of_the_chrome_trace(tmp_path: Path) -> None:
+    data = json.loads(FILES[1].read_text())
+    first = json.loads(FILES[0].read_text())["processes"][0]["process"]["pid"]
+    data["processes"][0]["process"]["pid"] = data["processes"][0]["run"]["meta"]["pid"] = first
+    same = tmp_path / "node1.json"
+    same.write_text(json.dumps(data))
+    job = compiletrace.load([FILES[0], same])
+    assert isinstance(job, compiletrace.ProfileJob)
+    names = {
+        e["pid"]: e["args"]["name"]
+        for e in job.chrome_trace()["traceEvents"]
+        if e.get("name") == "process_name"
+    }
+    assert sorted(names) == [1, 2, 3, 4]
+    assert sorted(names.values()) == sorted(f"{p.info.role} (pid {p.info.pid})" for p in job.processes)
+
+
+def test_torchs_traces_of_two_nodes_read_as_one_job_each_node_named_by_its_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    traces = Path(__file__).parents[1] / "inputs" / "traces" / "ranks"
+    for node, log in enumerate(sorted(traces.glob("*.log"))):  # rank 0's log, then rank 1's
+        (tmp_path / f"node{node}").mkdir()
+        shutil.copy(log, tmp_path / f"node{node}" / log.name)
+    job = compiletrace.load([tmp_path / "node0", tmp_path / "node1"])
+    assert isinstance(job, compiletrace.ProfileJob)
+    assert {rank: p.info.role for rank, p in job.ranks().items()} == {0: "node 0 rank 0", 1: "node 1 rank 1"}
+    assert cli.main(["report", str(tmp_path / "node0"), str(tmp_path / "node1")]) == 0
+    assert capsys.readouterr().out.startswith("compiletrace: a job of 2 nodes, 2 ranks (exit status 0)\n")
+    # One directory of both logs is torch's trace of one job, as it was.
+    both = compiletrace.load(traces)
+    assert isinstance(both, Job) and {p.info.role for p in both.processes} == {"rank 0", "rank 1"}
+
+
+def test_the_ranks_equal_cache_key_sets_are_held_once_and_only_equal_ones(tmp_path: Path) -> None:
+    data = json.loads(FILES[1].read_text())
+    sets = data["processes"][1]["run"]["meta"]["cache_keys"]["config_sets"]
+    sid = next(iter(sets))
+    name, digest, value = sets[sid][0]  # a set saved whole: [name, hash, value] per part
+    sets[sid][0] = [name, "0" * len(digest), value]  # one id, other content
+    crafted = tmp_path / "node1.json"
+    crafted.write_text(json.dumps(data))
+    job = compiletrace.load([FILES[0], crafted])
+    assert isinstance(job, Job)
+    held = [p.run.meta.cache_keys.config_sets for p in job.ranks().values()]  # type: ignore[union-attr]
+    assert all(h[sid] is held[0][sid] for h in held[:3])  # ranks 0-2: equal sets, one object
+    assert held[3][sid] is not held[0][sid] and held[3][sid] != held[0][sid]  # rank 3 keeps its own
+
+
+def test_verify_re_runs_one_nodes_command_not_several(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["doctor", "--verify", "--trust", *map(str, FILES)]) == 2
+    assert "--verify re-runs one command on this machine: give one node's job" in capsys.readouterr().err
