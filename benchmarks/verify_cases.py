@@ -5,13 +5,17 @@ processes on an empty compile cache, other fixes a finding names measured too
 (``--alternatives``). A fix that needs an edit is measured the same way where the case names
 the edited program (the program as it is and as edited, interleaved).
 
+Each run goes only until the program is ready (its warm-up's end, or the end: these programs
+end by itself), a grace, then it is stopped; ``--jobs N`` runs a round's trials side by side,
+a fix decided after two rounds runs no third, and ``--budget S`` bounds each case's proof.
+
 Prints one Markdown row per finding and fix: case, finding, fix, frame compiles, seconds at
 stake (CPU, what the doctor said the fix can save), seconds saved (the median of the rounds'
 paired differences ± half their range, CPU and wall), calibration (saved / at stake, CPU) and
-the verdict with its why (every verdict but verified's); then the machine's load before and
-after.
+the verdict with its why (every verdict but verified's); then each case's plan (every
+verified fix together, measured once more) and the machine's load before and after.
 
-    python benchmarks/verify_cases.py [--cases llm-lengths,layers] [--rounds 3] [--json OUT]
+    python benchmarks/verify_cases.py [--cases llm-lengths,layers] [--rounds 3] [--jobs 2] [--json OUT]
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ CASES: dict[str, list[str]] = {
     "early-exit": ["early_exit.py", "whole"],
     "ddp-outer": ["torchrun", "ddp_step.py", "outer", "sequential"],
     "ddp-outer-net": ["torchrun", "ddp_step.py", "outer", "net"],
+    "mamba": ["hf_cases.py", "mamba"],  # a state-space model: a tiny Mamba
 }
 _INNER = "DDP(torch.compile(model))"  # the edit for torch.compile(DDP(model))
 EDITS: dict[str, list[Edit]] = {
@@ -107,7 +112,12 @@ def _row(case: str, finding: dict[str, Any], measured: dict[str, Any]) -> dict[s
     }
 
 
-def _verify(case: str, argv: list[str], tmp: str, rounds: int) -> list[dict[str, Any]]:
+PLANS: dict[str, str] = {}  # case -> its plan line
+
+
+def _verify(
+    case: str, argv: list[str], tmp: str, rounds: int, extra: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     job = f"{tmp}/{case}.json"
     out = f"{tmp}/{case}.verified.json"
     ct = [sys.executable, "-m", "compiletrace"]
@@ -123,12 +133,16 @@ def _verify(case: str, argv: list[str], tmp: str, rounds: int) -> list[dict[str,
         job,
         "--json",
         out,
+        *extra,
     ]
     verified = subprocess.run(verify, capture_output=True)
     if verified.returncode not in (0, 1):  # 1: a --fail-on kind was found (none is asked for)
         raise SystemExit(f"{case}: doctor --verify failed: {verified.stderr.decode()[-2000:]}")
     rows = []
-    for finding in json.loads(Path(out).read_text())["findings"]:
+    written = json.loads(Path(out).read_text())
+    if "plan" in written:
+        PLANS[case] = _portable(str(written["plan"]["line"]))
+    for finding in written["findings"]:
         evidence = finding["evidence"]
         rows.append(_row(case, finding, evidence.get("verify", {})))
         rows += [
@@ -179,13 +193,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=1, help="trials of a round side by side")
+    parser.add_argument("--budget", type=float, default=None, help="seconds each case's proof may take")
     parser.add_argument("--json", dest="json_out")
     args = parser.parse_args()
+    extra = ["--jobs", str(args.jobs)] + (["--budget", str(args.budget)] if args.budget else [])
     rows: list[dict[str, Any]] = []
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="verify-cases-") as tmp:
         for case in args.cases.split(","):
-            found = _verify(case, CASES[case], tmp, args.rounds)
+            found = _verify(case, CASES[case], tmp, args.rounds, extra)
             found += _edits(case, CASES[case], tmp, args.rounds)
             rows += found or [{"case": case, "finding": "(no finding)", "verdict": "-"}]
             print(f"{case}: {len(found)} rows (load {_load()})", file=sys.stderr, flush=True)
@@ -208,7 +225,12 @@ def main() -> None:
             r["verdict"] + (f": {_portable(r['why'])}" if r.get("why") else ""),
         ]
         print("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
-    print(f"\nload average (1, 5, 15 min): {load_before} before, {_load()} after; {args.rounds} rounds")
+    for case, line in PLANS.items():
+        print(f"\n{case}: {line}")
+    print(
+        f"\nload average (1, 5, 15 min): {load_before} before, {_load()} after; {args.rounds} rounds, "
+        f"--jobs {args.jobs}"
+    )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=1))
 

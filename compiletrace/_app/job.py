@@ -29,8 +29,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -51,21 +52,23 @@ from compiletrace._data.job_dir import (
     OPTIONS_ENV,
     PROGRAM_FIXES_ENV,
     READY_ENV,
+    READY_SUFFIX,
     RUN_SUFFIX,
     STARTED_SUFFIX,
     check_job_id,
     parse_key,
+    read_ready,
     read_started,
 )
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.nodes import critical_path, rank_figures
-from compiletrace._data.ready import parse_ready
+from compiletrace._data.ready import ReadyMark, parse_ready
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
 from compiletrace._io.errors import CommandNotFound, CompiletraceError, RunFileError, UsageError
 from compiletrace._io.files import write_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory, private_cache_directory, unsafe_reason
-from compiletrace._io.signals import disown, owned_temporary_directory, process_alive
+from compiletrace._io.signals import disown, owned_temporary_directory, parent_death_preexec, process_alive
 from compiletrace._io.text import first_line, printable
 
 __all__ = [
@@ -73,6 +76,7 @@ __all__ = [
     "CommandNotFound",
     "ProfileJob",
     "RunOutcome",
+    "UntilReady",
     "bootstrap_directory",
     "child_environment",
     "collect_job",
@@ -266,9 +270,11 @@ def child_environment(
 
 
 @contextlib.contextmanager
-def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
+def _forwarding_signals(child: subprocess.Popen[bytes], group: bool = False) -> Iterator[None]:
     """Pass terminating signals sent to this process on to the command, and outlive
-    Ctrl-C (the command gets it too), so the job is still collected and written."""
+    Ctrl-C (the command gets it too), so the job is still collected and written. With
+    ``group`` (a command in a process group of its own, out of the terminal's reach), Ctrl-C
+    is passed on to that group."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -278,7 +284,9 @@ def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
             child.send_signal(signum)
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
-        pass  # the command got it from the terminal; its exit decides
+        if group:  # else the command got it from the terminal; its exit decides
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signum)
 
     previous: dict[signal.Signals, Any] = {}
     try:
@@ -291,6 +299,32 @@ def _forwarding_signals(child: subprocess.Popen[bytes]) -> Iterator[None]:
             signal.signal(signum, old if old is not None else signal.SIG_DFL)
 
 
+# How a trial to ready ended (RunOutcome.stopped).
+STOPPED_READY = "ready"  # it became ready, ran its grace, and was stopped
+NEVER_READY = "never ready"  # it ran past UntilReady.timeout_s without a mark, and was stopped
+
+
+@dataclass(frozen=True)
+class UntilReady:
+    """Run a command only until it is ready, as a trial does (``doctor --verify``, ``bench
+    startup -- COMMAND``): once a process of it writes its ready mark, it runs ``grace_s``
+    more (a compile right after ready is still seen; each further mark starts the grace
+    again, so every rank of a job gets there), then it is stopped as a user stops it:
+    SIGINT to its process group, then SIGTERM, then SIGKILL, ``stop_timeout_s`` apart,
+    until no process of it is left. A command that never becomes ready is stopped the same
+    way after ``timeout_s``; one that ends by itself before is left to end.
+
+    >>> UntilReady(grace_s=2).grace_s
+    2
+    """
+
+    grace_s: float = 3.0  # seconds run after the last ready mark
+    timeout_s: float = 900.0  # never ready in this long: stopped, and said so
+    stop_timeout_s: float = 10.0  # each signal's wait before the next, harder one
+    poll_s: float = 0.05  # how often the job directory is read for ready marks
+    clock: Callable[[], float] = time.monotonic  # injectable: tests drive the timeouts
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     """What ``compiletrace run`` ends with: the merged job and the command's exit status
@@ -301,6 +335,12 @@ class RunOutcome:
     signal: int | None = None  # the signal that killed the command, if one did
     job_dir: str = ""  # where the processes wrote their run files
     temporary: bool = False  # job_dir is job_run's own, removed when its block ends
+    # With UntilReady: STOPPED_READY or NEVER_READY when the launcher stopped the command
+    # (None: it ended by itself), the seconds from its start to its first ready mark, and
+    # the ready marks its processes wrote, as they wrote them.
+    stopped: str | None = None
+    ready_after_s: float | None = None
+    marks: tuple[ReadyMark, ...] = ()
 
     def keep_run_files(self) -> str:
         """Keep a temporary job directory past the end of :func:`job_run` (when an output
@@ -323,6 +363,7 @@ def run_command(
     stdout: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
     job_id: str | None = None,
 ) -> RunOutcome:
     """Run ``command`` with every compile of every Python process recorded, and merge
@@ -339,6 +380,7 @@ def run_command(
         stdout=stdout,
         otlp_endpoint=otlp_endpoint,
         ready=ready,
+        until_ready=until_ready,
         job_id=job_id,
     ) as outcome:
         return outcome
@@ -357,6 +399,7 @@ def job_run(
     stdout: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
     job_id: str | None = None,
 ) -> Iterator[RunOutcome]:
     """Run ``command`` with every compile of every Python process recorded, merge what each
@@ -369,6 +412,8 @@ def job_run(
     never the program's global ones). ``ready`` (``--ready``): when each process is ready
     to serve, ``MODULE:FUNCTION`` or ``phase:NAME`` (default: the end of its warm-up);
     what compiles after it is the job's :meth:`~compiletrace._data.job.Job.after_ready`.
+    ``until_ready``: run it only until it is ready (:class:`UntilReady`), in a process group
+    of its own.
     ``job_id`` (``--job-id``): the id every process's spans carry as ``compiletrace.job.id``
     where the launcher gives none (torchrun's run id, Slurm's job id); else one per run.
     Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
@@ -397,16 +442,134 @@ def job_run(
             ready=spec,
             job_id=job_id,
         )
+        # A trial runs in a process group of its own: it is stopped as a whole, and no
+        # signal meant for it reaches compiletrace.
+        group = 0 if until_ready is not None else None
+        started = until_ready.clock() if until_ready is not None else 0.0
         try:
-            child = subprocess.Popen([executable, *command[1:]], env=env, cwd=cwd, stdout=stdout)
+            child = subprocess.Popen(
+                [executable, *command[1:]],
+                env=env,
+                cwd=cwd,
+                stdout=stdout,
+                process_group=group,
+                preexec_fn=_trial_preexec() if until_ready is not None else None,
+            )
         except OSError as exc:
             raise CommandNotFound(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
-        with _forwarding_signals(child):
-            returncode = child.wait()
+        stopped: str | None = None
+        ready_after: float | None = None
+        marks: tuple[ReadyMark, ...] = ()
+        with _forwarding_signals(child, group=until_ready is not None):
+            if until_ready is None:
+                returncode = child.wait()
+            else:
+                try:
+                    stopped, ready_after, marks = _run_until_ready(child, directory, until_ready, started)
+                finally:
+                    # Whatever happened here (Ctrl-C included), nothing of the command is left.
+                    _stop_group(child, directory, until_ready)
+                returncode = child.wait()
         status = 128 - returncode if returncode < 0 else returncode
         job = collect_job(directory, command, status, cwd=cwd, ready=spec)
-        killed_by = -returncode if returncode < 0 else None
-        yield RunOutcome(job, status, killed_by, directory.path, temporary=job_dir is None)
+        killed_by = -returncode if returncode < 0 and stopped is None else None
+        yield RunOutcome(job, status, killed_by, directory.path, job_dir is None, stopped, ready_after, marks)
+
+
+def _trial_preexec() -> Callable[[], None]:
+    """A trial's ``preexec_fn``: it dies with this process (its group is out of a terminal's
+    reach), and Ctrl-C reaches it even where this process was started with SIGINT ignored
+    (a background job of a script, ``nohup``), which a child would inherit: its stop begins
+    with SIGINT. The standard library only, and no lock: it runs between fork and exec."""
+    parent_death = parent_death_preexec()
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+    def preexec() -> None:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if parent_death is not None:
+            parent_death()
+
+    return preexec
+
+
+def _ready_marks(directory: PrivateDirectory) -> list[ReadyMark]:
+    """The ready marks the job's processes have written so far (a damaged one is skipped:
+    its process's run keeps the mark too)."""
+    marks = []
+    for name in directory.names():
+        if name.endswith(READY_SUFFIX):
+            data = directory.read_regular(name, MAX_MARKER_BYTES)
+            with contextlib.suppress(CompiletraceError):
+                if data is not None:
+                    marks.append(read_ready(data, name))
+    return sorted(marks, key=lambda m: m.unix_ns)
+
+
+def _run_until_ready(
+    child: subprocess.Popen[bytes], directory: PrivateDirectory, until: UntilReady, started: float
+) -> tuple[str | None, float | None, tuple[ReadyMark, ...]]:
+    """Wait for the command's ready marks, then its grace: how it ended (None: by itself),
+    the seconds to its first mark, and its marks."""
+    seen = 0
+    first: float | None = None
+    deadline: float | None = None
+    marks: list[ReadyMark] = []
+    while child.poll() is None:
+        now = until.clock()
+        marks = _ready_marks(directory)
+        if len(marks) > seen:
+            seen = len(marks)
+            first = now if first is None else first
+            deadline = now + until.grace_s  # each new mark: the grace again
+        if deadline is not None and now >= deadline:
+            return STOPPED_READY, first - started if first is not None else None, tuple(marks)
+        if deadline is None and now - started >= until.timeout_s:
+            return NEVER_READY, None, tuple(marks)
+        time.sleep(until.poll_s)
+    marks = _ready_marks(directory)
+    if marks and first is None:
+        first = until.clock()
+    return None, first - started if first is not None else None, tuple(marks)
+
+
+def _signal_all(pgid: int, directory: PrivateDirectory, signum: int) -> bool:
+    """Send ``signum`` to the process group, and to each recorded process still running that
+    left the group (never twice to one process: a second Ctrl-C would cut short the run it
+    writes as it exits); whether any was there to get it."""
+    any_left = False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+        any_left = True
+    for pid, _ in _live_processes(directory.names()):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(pid) != pgid:
+                os.kill(pid, signum)
+                any_left = True
+    return any_left
+
+
+def _group_left(child: subprocess.Popen[bytes], directory: PrivateDirectory) -> bool:
+    if child.poll() is None:
+        return True
+    try:
+        os.killpg(child.pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return bool(_live_processes(directory.names()))
+    return True
+
+
+def _stop_group(child: subprocess.Popen[bytes], directory: PrivateDirectory, until: UntilReady) -> None:
+    """Stop the command as a user does: SIGINT (Ctrl-C) to its whole process group, then
+    SIGTERM, then SIGKILL, each given ``stop_timeout_s``, until none of it is left."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if not _group_left(child, directory):
+            return
+        _signal_all(child.pid, directory, signum)
+        end = until.clock() + until.stop_timeout_s
+        while _group_left(child, directory) and until.clock() < end:
+            child.poll()  # reap the leader: a zombie still counts in its group
+            time.sleep(until.poll_s)
 
 
 def _identity_of(path: str) -> str:

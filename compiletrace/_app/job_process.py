@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from compiletrace._app import program_fixes
 from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.environment_fixes import is_environment_fix
+from compiletrace._app.ready_watch import watch_port, watch_steps
 from compiletrace._app.timeline import startup_timeline
 from compiletrace._core import recorder
 from compiletrace._core import torch_compat as tc
@@ -51,15 +52,19 @@ from compiletrace._data.job_dir import (
     OPTIONS_ENV,
     RANK_PID_ENV,
     READY_ENV,
+    READY_SUFFIX,
     RUN_SUFFIX,
     STARTED_SUFFIX,
     job_resource_attributes,
     process_key,
+    ready_marker,
     started_marker,
 )
 from compiletrace._data.ready import (
     PHASE,
+    PORT,
     READY_ARTIFACT,
+    STEP,
     WARM_UP,
     ReadyMark,
     ReadySpec,
@@ -458,6 +463,19 @@ def _became_ready(recording: _Recording, fixes: list[str], mark: ReadyMark) -> N
         if name == "fail-after-ready":
             _note_refusals(recording)
     tc.write_trace_artifact(READY_ARTIFACT, mark.to_dict())
+    if mark.pid == recording.pid:
+        try:  # the launcher of a trial to ready reads it while the process runs
+            recording.job_dir.write(recording.key + READY_SUFFIX, ready_marker(mark))
+        except Exception as exc:
+            _warn("the ready mark could not be told to the launcher", exc)
+
+
+def _watch_ready(spec: ReadySpec | None) -> None:
+    """Start what marks ``--ready port:PORT`` and ``--ready step:N`` (:mod:`ready_watch`)."""
+    if spec is not None and spec.how == PORT:
+        watch_port(spec)
+    elif spec is not None and spec.how == STEP:
+        watch_steps(spec)
 
 
 def _note_refusals(recording: _Recording) -> None:
@@ -518,8 +536,10 @@ def start() -> None:
     except Exception as exc:
         _warn("engine start-up phases are off in this process", exc)
     try:
-        _watch_phases(_ready_spec())
+        spec = _ready_spec()
+        _watch_phases(spec)
         on_ready(lambda mark: _became_ready(recording, fixes, mark))
+        _watch_ready(spec)
     except Exception as exc:
         _warn("the ready mark is off in this process", exc)
     atexit.register(_write_quietly)

@@ -47,13 +47,15 @@ its own to measure.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from compiletrace._app.job import ProfileJob, run_command
+from compiletrace._app.job import NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.job import Job
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BROKE",
     "COMPILES",
+    "DECIDED_MARGIN",
     "DID_NOT_HELP",
     "GATE_HELD",
     "MANUAL",
@@ -104,10 +107,15 @@ __all__ = [
     "SLOWER",
     "UNCOMPILED",
     "VERIFIED",
+    "Plan",
     "Trial",
+    "UntilReady",
     "Verdict",
+    "decided",
     "judge",
     "measure_edit",
+    "measure_plan",
+    "plan_fixes",
     "profile_command",
     "slowdown",
     "verified_findings",
@@ -136,10 +144,23 @@ class Trial:
     wall_s: float
     steady_call_s: float | None = None  # median seconds per call after the warm-up (profile runs)
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
+    stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
+    ready_after_s: float | None = None  # seconds from its start to its first ready mark
+
+    @property
+    def startup_s(self) -> float:
+        """Its start-up, wall time: to its first ready mark, or its whole run without one."""
+        return self.ready_after_s if self.ready_after_s is not None else self.wall_s
 
     @property
     def exit_status(self) -> int:
-        return self.job.exit_status
+        """The command's exit status; 0 for one stopped after its ready mark and grace (it ran
+        as it should until compiletrace ended it, whatever it does on Ctrl-C)."""
+        return 0 if self.stopped == STOPPED_READY else self.job.exit_status
+
+    @property
+    def never_ready(self) -> bool:
+        return self.stopped == NEVER_READY
 
     @property
     def frame_compiles(self) -> int:
@@ -235,12 +256,15 @@ def slowed_beyond_noise(before: Trial, after: Trial) -> bool:
 
 def _run_once(
     command: Sequence[str],
-    fix: str | None,
+    fix: str | tuple[str, ...] | None,
     cwd: str | None,
     clock: Callable[[], float],
     profiled: bool,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
 ) -> Trial:
+    # A profile run measures its steady calls after its warm-up, and ends by itself.
+    until = None if profiled else until_ready or UntilReady()
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
         env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
         run_file = os.path.join(cache, "profile.json")
@@ -250,11 +274,38 @@ def _run_once(
         # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
         # the doctor's, --json - included.
         outcome = run_command(
-            command, fixes=() if fix is None else (fix,), extra_env=env, cwd=cwd, stdout=2, ready=ready
+            command,
+            fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
+            extra_env=env,
+            cwd=cwd,
+            stdout=2,
+            ready=ready,
+            until_ready=until,
         )
         wall = clock() - start
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
-    return Trial(fix, outcome.job, wall, steady, spread)
+    named = " + ".join(fix) if isinstance(fix, tuple) else fix
+    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+
+def never_ready_verdict(until_ready: UntilReady) -> str:
+    """The verdict of a fix whose run never became ready within the trials' limit.
+
+    >>> never_ready_verdict(UntilReady(timeout_s=300))
+    'never ready in 300 s'
+    """
+    return f"{NEVER_READY} in {until_ready.timeout_s:g} s"
+
+
+def _check_baseline(trial: Trial, until_ready: UntilReady, ready: str | None) -> None:
+    """A baseline that never became ready gives nothing to compare: bad input, said so."""
+    if trial.never_ready:
+        mark = f"--ready {printable(ready)}" if ready else "its warm-up's end or compiletrace.ready()"
+        raise UsageError(
+            f"the command as it is was never ready in {until_ready.timeout_s:g} s ({mark} never came), "
+            "so no fix can be judged on its start-up: give the ready mark it reaches (run --ready "
+            "port:PORT, step:N, MODULE:FUNCTION or phase:NAME), or a longer --ready-timeout"
+        )
 
 
 def _steady_call_s(run_file: str) -> tuple[float | None, float]:
@@ -275,28 +326,52 @@ def verify_command(
     rounds: int = ROUNDS,
     alternatives: bool = False,
     ready: str | None = None,
+    until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
     """Run ``command`` as it is and once per fix the doctor can apply to what it found, in
     ``rounds`` interleaved rounds, and judge each finding (see the module docstring).
+    ``jobs``: the trials of a round run that many side by side (the verdict rests on compile
+    CPU seconds, which other work moves little); a fix whose saving is far outside the
+    spread after two rounds runs no more (:func:`decided`), and rounds stop once every fix
+    is; ``budget_s`` bounds the whole proof: no round starts that would end past it.
     ``profiled``: the command is a ``compiletrace profile`` that measures its steady state
     (``--json PATH`` is added); ``alternatives``: measure the other fixes findings name too;
-    ``ready``: the job's ready mark (``run --ready``), the same in every run."""
+    ``ready``: the job's ready mark (``run --ready``), the same in every run. Each run goes
+    only until the command is ready, its grace, and its stop (``until_ready``, default
+    :class:`UntilReady`'s); a baseline never ready within its limit is refused
+    (:class:`~compiletrace.UsageError`), a fix whose run never is gets that verdict."""
     if rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
+    until_ready = until_ready or UntilReady()
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
-    base = [_run_once(command, None, cwd, clock, profiled, ready)]
+    began = clock()  # the whole proof, for --budget
+    base = [_run_once(command, None, cwd, clock, profiled, ready, until_ready)]
+    _check_baseline(base[0], until_ready, ready)
     findings = base[0].findings
     fixes = list(dict.fromkeys(fix for f in findings for fix in _fixes_of(f, alternatives)))
     runs: dict[str, list[Trial]] = {fix: [] for fix in fixes}
     for round_number in range(1, rounds + 1):
-        if round_number > 1:
-            say(f"the baseline (round {round_number} of {rounds})")
-            base.append(_run_once(command, None, cwd, clock, profiled, ready))
-        for fix in fixes:
-            say(f"with --apply {fix}" + (f" (round {round_number} of {rounds})" if rounds > 1 else ""))
-            runs[fix].append(_run_once(command, fix, cwd, clock, profiled, ready))
+        open_fixes = [fix for fix in fixes if not decided(base, runs[fix])]
+        if round_number > 1 and not open_fixes:
+            say(f"every fix decided after {round_number - 1} rounds: no round {round_number}")
+            break
+        spent = clock() - began
+        if round_number > 1 and budget_s is not None and spent * round_number / (round_number - 1) > budget_s:
+            say(f"--budget {budget_s:g} s: {spent:.0f} s spent, no room for round {round_number}")
+            break
+        of = f" (round {round_number} of {rounds})" if rounds > 1 else ""
+        todo: list[tuple[str | None, str]] = [(None, f"the baseline{of}")] if round_number > 1 else []
+        todo += [(fix, f"with --apply {fix}{of}") for fix in open_fixes]
+        for (fix, _), trial in zip(
+            todo, _run_all(todo, jobs, say, command, cwd, clock, profiled, ready, until_ready), strict=True
+        ):
+            (base if fix is None else runs[fix]).append(trial)
     verdicts = []
     for finding in findings:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
@@ -305,8 +380,55 @@ def verify_command(
             verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base), why=why))
             continue
         for fix in _fixes_of(finding, alternatives):
-            verdicts.append(_verdict(finding, fix, base, runs[fix], alternative=fix not in own))
+            verdicts.append(
+                _verdict(finding, fix, base, runs[fix], alternative=fix not in own, until_ready=until_ready)
+            )
     return verdicts
+
+
+# A fix whose saving (or cost) is this many times its noise after two rounds is decided:
+# a third round cannot turn it (its pairs' half range would have to grow past the saving).
+DECIDED_MARGIN = 2.0
+
+
+def decided(base: Sequence[Trial], runs: Sequence[Trial]) -> bool:
+    """Whether a fix's rounds so far decide its seconds: at least two, and a saving (or a
+    cost) :data:`DECIDED_MARGIN` times beyond their noise (the spread, or the floor); a fix
+    that broke the program is decided too.
+
+    >>> decided([], [])
+    False
+    """
+    if len(runs) < 2:
+        return False
+    if any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
+        return True
+    effect = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
+    return effect.rounds >= 2 and abs(effect.saving) >= DECIDED_MARGIN * effect.noise
+
+
+def _run_all(
+    todo: Sequence[tuple[str | None, str]],
+    jobs: int,
+    say: Callable[[str], None],
+    command: Sequence[str],
+    cwd: str | None,
+    clock: Callable[[], float],
+    profiled: bool,
+    ready: str | None,
+    until_ready: UntilReady | None,
+) -> list[Trial]:
+    """The trials of one round, in ``todo``'s order: one after another, or ``jobs`` side by
+    side (each its own processes, process group and empty cache)."""
+
+    def one(item: tuple[str | None, str]) -> Trial:
+        say(item[1])
+        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready)
+
+    if jobs <= 1 or len(todo) <= 1:
+        return [one(item) for item in todo]
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compiletrace-trial") as pool:
+        return list(pool.map(one, todo))
 
 
 def measure_edit(
@@ -319,21 +441,28 @@ def measure_edit(
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
+    ready: str | None = None,
+    until_ready: UntilReady | None = None,
 ) -> Verdict | None:
     """A fix that needs an edit, measured as :func:`verify_command` measures one applied
     from outside: the program as it is (``command``) and as edited (``edited``, the edit
-    ``change`` names), interleaved, ``rounds`` times; the first finding of ``kind`` the
-    program as it is shows is judged on them (None when it shows none)."""
+    ``change`` names), interleaved, ``rounds`` times, each run only until it is ready; the
+    first finding of ``kind`` the program as it is shows is judged on them (None when it
+    shows none)."""
     say = progress or (lambda line: None)
+    until_ready = until_ready or UntilReady()
     base: list[Trial] = []
     runs: list[Trial] = []
     for round_number in range(1, rounds + 1):
         say(f"the baseline (round {round_number} of {rounds})")
-        base.append(_run_once(command, None, cwd, clock, False))
+        base.append(_run_once(command, None, cwd, clock, False, ready, until_ready))
+        _check_baseline(base[-1], until_ready, ready)
         say(f"edited: {change} (round {round_number} of {rounds})")
-        runs.append(_run_once(edited, None, cwd, clock, False))
+        runs.append(_run_once(edited, None, cwd, clock, False, ready, until_ready))
     found = [f for f in base[0].findings if f.kind == FindingKind(kind)]
-    return _verdict(found[0], change, base, runs, alternative=False) if found else None
+    if not found:
+        return None
+    return _verdict(found[0], change, base, runs, alternative=False, until_ready=until_ready)
 
 
 def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
@@ -347,7 +476,13 @@ def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
 
 
 def _verdict(
-    finding: Finding, fix: str, base: Sequence[Trial], runs: Sequence[Trial], *, alternative: bool
+    finding: Finding,
+    fix: str,
+    base: Sequence[Trial],
+    runs: Sequence[Trial],
+    *,
+    alternative: bool,
+    until_ready: UntilReady | None = None,
 ) -> Verdict:
     before, after = base[0], runs[0]
     cpu = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
@@ -359,7 +494,10 @@ def _verdict(
     uncompiled = next(
         (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
     )
-    if rule.reads_exit_status:
+    if any(t.never_ready for t in runs):
+        # Its start-up never ended: no seconds to compare, and no saving to claim.
+        verdict, judged = never_ready_verdict(until_ready or UntilReady()), False
+    elif rule.reads_exit_status:
         verdict = counts  # a gate ends the program on purpose: its judge reads how
         judged = judged and verdict not in (GATE_HELD, UNCOMPILED)  # seconds saved by no compile are none
     elif any(t.exit_status != b.exit_status for b, t in zip(base, runs, strict=False)):
@@ -386,14 +524,22 @@ def verify_job(
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
     alternatives: bool = False,
+    until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
-    """:func:`verify_command` on a saved job's command, in the directory it ran in. Raises
-    :class:`~compiletrace.UsageError`, running nothing, for a job that a signal ended (a
-    server stopped by hand: a re-run would not end) or whose directory is gone."""
-    if job.exit_status >= SIGNALLED:
+    """:func:`verify_command` on a saved job's command, in the directory it ran in, each run
+    only until it is ready (``until_ready``). A job that a signal ended after its ready mark
+    (a server stopped with Ctrl-C once it served, a training job stopped after its first
+    steps) is verified; raises :class:`~compiletrace.UsageError`, running nothing, for one a
+    signal ended before any process was ready (nothing says when its start-up ended) or
+    whose directory is gone."""
+    if job.exit_status >= SIGNALLED and not job.after_ready().fired:
         raise UsageError(
-            f"the job ended by a signal (exit status {job.exit_status}): --verify re-runs the command "
-            "to its end, so give a job whose command ends by itself (a script, not a server)"
+            f"the job ended by a signal (exit status {job.exit_status}) before any process of it was "
+            "ready: --verify runs the command until it is ready, and nothing said when that is; run it "
+            "again with its ready mark (run --ready port:PORT for a server, step:N for a training "
+            "job, MODULE:FUNCTION, phase:NAME, or compiletrace.ready() in the program) and stop it after"
         )
     if job.cwd and not os.path.isdir(job.cwd):
         raise UsageError(f"the directory the job ran in ({printable(job.cwd)}) is gone; --verify runs there")
@@ -404,6 +550,9 @@ def verify_job(
         rounds=rounds,
         alternatives=alternatives,
         ready=job.ready or None,
+        until_ready=until_ready,
+        jobs=jobs,
+        budget_s=budget_s,
     )
 
 
@@ -451,6 +600,9 @@ def verify_profile_run(
     progress: Callable[[str], None] | None = None,
     rounds: int = ROUNDS,
     alternatives: bool = False,
+    until_ready: UntilReady | None = None,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> list[Verdict]:
     """:func:`verify_command` on the ``compiletrace profile`` command a run was made by
     (:func:`profile_command`), in ``cwd`` (where its MODEL imports from)."""
@@ -461,6 +613,9 @@ def verify_profile_run(
         profiled=True,
         rounds=rounds,
         alternatives=alternatives,
+        until_ready=until_ready,
+        jobs=jobs,
+        budget_s=budget_s,
     )
 
 
@@ -593,3 +748,99 @@ def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
 def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
     """The before/after table as text, one row per finding."""
     return table_lines(verify_rows(verdicts), steady_calls=STEADY_CALLS)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every verified fix applied together (fixes interact), measured in one more trial
+    against the rounds' baseline: what ``compiletrace run --apply ... --apply ...`` gives."""
+
+    fixes: tuple[str, ...]
+    command: tuple[str, ...]
+    base_runs: tuple[Trial, ...]  # the program as it is, every round
+    after: Trial  # with every fix
+
+    @property
+    def cpu_s(self) -> tuple[float, float]:
+        """Compile CPU seconds, before (the rounds' median) and after."""
+        return _median(t.compile_cpu_s for t in self.base_runs), self.after.compile_cpu_s
+
+    @property
+    def wall_s(self) -> tuple[float, float]:
+        """Start-up wall seconds (to the first ready mark, or the whole run without one),
+        before (the rounds' median) and after."""
+        return _median(t.startup_s for t in self.base_runs), self.after.startup_s
+
+    @property
+    def run_line(self) -> str:
+        """The ``compiletrace run`` that applies the plan."""
+        applies = " ".join(f"--apply {shlex.quote(f)}" for f in self.fixes)
+        return f"compiletrace run {applies} -- {shlex.join(self.command)}"
+
+    def line(self) -> str:
+        """``plan: compile CPU 2.10 s -> 0.80 s, start-up 9.5 s -> 8.1 s (wall): compiletrace run ...``"""
+        (cpu0, cpu1), (wall0, wall1) = self.cpu_s, self.wall_s
+        if self.after.never_ready:
+            return f"plan: with every verified fix together the program was never ready; {self.run_line}"
+        if self.after.exit_status != self.base_runs[0].exit_status:
+            return (
+                f"plan: every verified fix together broke the program (exit status "
+                f"{self.after.exit_status}); apply them one by one: {self.run_line}"
+            )
+        return (
+            f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s, start-up {wall0:.2f} s -> {wall1:.2f} s "
+            f"(wall), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
+            f"{printable(self.run_line)}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "fixes": list(self.fixes),
+            "command": self.run_line,
+            "compile_cpu_s": [round(v, 4) for v in self.cpu_s],
+            "startup_wall_s": [round(v, 4) for v in self.wall_s],
+            "exit_status": [self.base_runs[0].exit_status, self.after.exit_status],
+            "never_ready": self.after.never_ready,
+            "line": self.line(),
+        }
+
+
+def plan_fixes(verdicts: Iterable[Verdict]) -> list[str]:
+    """The fixes of the plan: per finding, its verified fix that saved the most CPU seconds
+    (one of a finding's alternatives, not all of them); never a gate, which ends the program
+    on purpose.
+
+    >>> plan_fixes([])
+    []
+    """
+    best: dict[int, Verdict] = {}
+    for v in verdicts:
+        if v.verdict != VERIFIED or v.fix is None or rule_for(v.finding.kind).reads_exit_status:
+            continue
+        held = best.get(id(v.finding))
+        saving = v.cpu.saving if v.cpu is not None else 0.0
+        if held is None or saving > (held.cpu.saving if held.cpu is not None else 0.0):
+            best[id(v.finding)] = v
+    return list(dict.fromkeys(v.fix for v in best.values() if v.fix is not None))
+
+
+def measure_plan(
+    verdicts: Sequence[Verdict],
+    command: Sequence[str],
+    *,
+    cwd: str | None = None,
+    ready: str | None = None,
+    until_ready: UntilReady | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    progress: Callable[[str], None] | None = None,
+) -> Plan | None:
+    """One more trial of ``command`` with every fix :func:`plan_fixes` picks, on an empty
+    cache of its own, to ready: the :class:`Plan` (None when no fix was verified)."""
+    fixes = tuple(plan_fixes(verdicts))
+    base = next((v.base_runs for v in verdicts if v.base_runs), ())
+    if not fixes or not base:
+        return None
+    if progress is not None:
+        progress(f"the plan: every verified fix together ({', '.join(fixes)})")
+    after = _run_once(command, fixes, cwd, clock, False, ready, until_ready)
+    return Plan(fixes, tuple(command), tuple(base), after)

@@ -34,7 +34,7 @@ _TORCH = "torch"
 _JOB_DIR_ENV = "COMPILETRACE_JOB_DIR"  # as compiletrace._app.job_process names it
 _PROGRAM_FIXES_ENV = "COMPILETRACE_PROGRAM_FIXES"  # set by compiletrace._app.job, "1" when asked
 _RANK_PID_ENV = "COMPILETRACE_RANK_PID"  # as compiletrace._data.job_dir names it
-_READY_ENV = "COMPILETRACE_READY"  # as compiletrace._data.job_dir names it: MODULE:FUNCTION or phase:NAME
+_READY_ENV = "COMPILETRACE_READY"  # as compiletrace._data.job_dir names it: MODULE:FUNCTION, phase:NAME, ...
 _MAIN = "__main__"
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect
 _WRAPPED = "_compiletrace_ready"  # set on a wrapper: never wrapped twice
@@ -319,8 +319,8 @@ class _ReadyInMain:
 
 def _watch_ready(spec: str) -> None:
     module, sep, dotted = spec.partition(":")
-    if not sep or module == "phase":
-        return  # phase:NAME: the recording watches phases
+    if not sep or module in ("phase", "port", "step"):
+        return  # phase:NAME, port:PORT, step:N: the recording watches them
     in_main = _ReadyInMain(module, dotted, spec)
     _when_imported(_TORCH, lambda: in_main.attempt(last=False))
     _when_imported(_WATCHED, lambda: in_main.attempt(last=True))

@@ -7,7 +7,10 @@ it started, and a random part, so two processes that share a pid never share a n
 
 - ``KEY.started.json``, a start marker (the process, as :class:`ProcessInfo`), so that a
   process killed before it could write its run is still known to the job;
-- ``KEY.run.json``, the process's run, written at its end.
+- ``KEY.run.json``, the process's run, written at its end;
+- ``KEY.ready.json``, its ready mark, written the moment it becomes ready, so a launcher
+  that runs the command only until it is ready (``doctor --verify``, ``bench startup --
+  COMMAND``) sees it while the process runs.
 
 >>> key = process_key()
 >>> parse_key(key)[0] == os.getpid()
@@ -23,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiletrace._data.kinds import FileKind
+from compiletrace._data.ready import ReadyMark
 from compiletrace._data.run_meta import ProcessInfo, node_of
 from compiletrace._io.envelope import Fields, parse_json
 from compiletrace._io.errors import UsageError
@@ -41,6 +45,7 @@ __all__ = [
     "PROGRAM_FIXES_ENV",
     "RANK_PID_ENV",
     "READY_ENV",
+    "READY_SUFFIX",
     "RUN_SUFFIX",
     "STARTED_KIND",
     "STARTED_SUFFIX",
@@ -48,7 +53,9 @@ __all__ = [
     "job_resource_attributes",
     "parse_key",
     "process_key",
+    "read_ready",
     "read_started",
+    "ready_marker",
     "started_marker",
 ]
 
@@ -69,6 +76,7 @@ READY_ENV = "COMPILETRACE_READY"
 RANK_PID_ENV = "COMPILETRACE_RANK_PID"
 STARTED_SUFFIX = ".started.json"
 RUN_SUFFIX = ".run.json"
+READY_SUFFIX = ".ready.json"
 STARTED_KIND = FileKind.JOB_STARTED.value  # the marker's envelope (read by the launcher only)
 MAX_MARKER_BYTES = 1 << 20  # a start marker is a few hundred bytes: argv, role, pids
 
@@ -103,6 +111,18 @@ def read_started(data: bytes, source: str) -> ProcessInfo:
     FileKind.JOB_STARTED.check(f)
     process: Any = f.obj("process").data
     return ProcessInfo.from_dict(process, source, "process")
+
+
+def ready_marker(mark: ReadyMark) -> bytes:
+    """The ready marker's bytes: the mark, as the run keeps it."""
+    return json_bytes({"ready": mark.to_dict()}, READY_SUFFIX)
+
+
+def read_ready(data: bytes, source: str) -> ReadyMark:
+    """The mark a ready marker holds, every field checked; :class:`~compiletrace.RunFileError`
+    when damaged."""
+    f = Fields(parse_json(data, source), source)
+    return ReadyMark.from_dict(f.obj("ready").data, source, "ready")
 
 
 # The resource attribute naming a job, as the docs' table does. Spelled in parts: a literal

@@ -2,8 +2,10 @@
 
 A process is *ready* at its ready mark (:class:`ReadyMark`): the first return of a function
 (``compiletrace run --ready MODULE:FUNCTION``), the end of a phase (``--ready phase:NAME``),
-a call of ``compiletrace.ready()``, or, with no ``--ready``, the end of its first top-level
-warm-up phase (``compiletrace.warm_up``'s ``Warmup (CPU)``, vLLM's ``compile and warm up``).
+the moment it listens on a port (``--ready port:PORT``: any server), the end of its N-th
+optimizer step (``--ready step:N``: any training loop), a call of ``compiletrace.ready()``,
+or, with no ``--ready``, the end of its first top-level warm-up phase
+(``compiletrace.warm_up``'s ``Warmup (CPU)``, vLLM's ``compile and warm up``).
 A compile is *after ready* when it starts at or after the mark and outside every warm-up
 phase: a frame, a recompile, a lazy backward, a CUDA-graph recording, a runtime autotune
 (:class:`AfterReady`), each with what triggered it and the seconds it added to a request.
@@ -37,7 +39,9 @@ __all__ = [
     "CALL",
     "FUNCTION",
     "PHASE",
+    "PORT",
     "READY_ARTIFACT",
+    "STEP",
     "WARM_UP",
     "AfterReady",
     "JobAfterReady",
@@ -57,7 +61,10 @@ FUNCTION = "function"  # --ready MODULE:FUNCTION returned
 PHASE = "phase"  # --ready phase:NAME ended
 CALL = "call"  # compiletrace.ready() was called
 WARM_UP = "warm-up"  # no --ready: its first top-level warm-up phase ended
-HOWS = (FUNCTION, PHASE, CALL, WARM_UP)
+PORT = "port"  # --ready port:PORT: a socket of the process listened on PORT
+STEP = "step"  # --ready step:N: the process's N-th optimizer step ended
+HOWS = (FUNCTION, PHASE, CALL, WARM_UP, PORT, STEP)
+MAX_PORT = 65535
 
 AFTER_READY_MODES = ("warn", "error")  # compiletrace run --after-ready
 # The artifact compiletrace writes into torch's trace (TORCH_TRACE) at a ready mark.
@@ -97,34 +104,58 @@ def is_warm_up_phase(name: str) -> bool:
 class ReadySpec(NamedTuple):
     """What ``compiletrace run --ready WHEN`` asked for (:func:`parse_ready`)."""
 
-    how: str  # FUNCTION or PHASE
+    how: str  # FUNCTION, PHASE, PORT or STEP
     module: str = ""  # FUNCTION: the module that defines it ("myserver", "__main__")
-    name: str = ""  # FUNCTION: the function ("warm_up", "Server.warm_up"); PHASE: the phase's name
+    # FUNCTION: the function ("warm_up", "Server.warm_up"); PHASE: the phase's name;
+    # PORT: the port's number; STEP: the optimizer step's number (both as digits)
+    name: str = ""
 
     @property
     def text(self) -> str:
         """As the user wrote it."""
-        return f"phase:{self.name}" if self.how == PHASE else f"{self.module}:{self.name}"
+        return f"{self.module}:{self.name}" if self.how == FUNCTION else f"{self.how}:{self.name}"
+
+    @property
+    def number(self) -> int:
+        """PORT's port, STEP's step (0 for the others)."""
+        return int(self.name) if self.how in (PORT, STEP) else 0
+
+
+def _number(kind: str, tail: str, low: int, high: int, example: str) -> str:
+    value = tail.strip()
+    if not value.isdigit() or len(value) > 6 or not low <= int(value) <= high:
+        raise UsageError(
+            f"--ready {kind}:{printable(shorten(tail, 40))!r}: {kind}:N needs a whole number from {low} "
+            f"to {high}, e.g. {example}"
+        )
+    return str(int(value))
 
 
 def parse_ready(text: str) -> ReadySpec:
-    """``MODULE:FUNCTION`` (``FUNCTION`` may be ``Class.method``) or ``phase:NAME``; raises
-    :class:`~compiletrace.UsageError` for anything else.
+    """``MODULE:FUNCTION`` (``FUNCTION`` may be ``Class.method``), ``phase:NAME``,
+    ``port:PORT`` or ``step:N``; raises :class:`~compiletrace.UsageError` for anything else.
 
     >>> parse_ready("myserver.app:Server.warm_up")
     ReadySpec(how='function', module='myserver.app', name='Server.warm_up')
     >>> parse_ready("phase:vLLM: compile and warm up").name
     'vLLM: compile and warm up'
+    >>> parse_ready("port:8000").number, parse_ready("step:5").text
+    (8000, 'step:5')
     """
     head, sep, tail = text.partition(":")
     if sep and head == "phase":
         if not tail.strip():
             raise UsageError("--ready phase:NAME needs the phase's name, e.g. 'phase:Warmup (CPU)'")
         return ReadySpec(PHASE, name=tail)
+    if sep and head == PORT:
+        return ReadySpec(PORT, name=_number(PORT, tail, 1, MAX_PORT, "port:8000"))
+    if sep and head == STEP:
+        return ReadySpec(STEP, name=_number(STEP, tail, 1, 999_999, "step:5"))
     if not sep or not _DOTTED.fullmatch(head) or not _DOTTED.fullmatch(tail):
         raise UsageError(
             f"--ready {printable(shorten(text, 80))!r}: give MODULE:FUNCTION (ready when that function "
-            "first returns, e.g. myserver:warm_up) or phase:NAME (when that phase ends)"
+            "first returns, e.g. myserver:warm_up), phase:NAME (when that phase ends), port:PORT (when "
+            "the process listens on that port) or step:N (when its N-th optimizer step ends)"
         )
     return ReadySpec(FUNCTION, head, tail)
 
@@ -158,6 +189,8 @@ class ReadyMark(NamedTuple):
             PHASE: f"{what} ended",
             CALL: f"{what} was called",
             WARM_UP: f"its warm-up ({what}) ended",
+            PORT: f"it listened ({what})",
+            STEP: f"its optimizer step ended ({what})",
         }.get(self.how, what)
 
 
@@ -332,7 +365,8 @@ class JobAfterReady:
             )
             return [
                 f"compiletrace: ready never fired ({why}): nothing can be said of compiles after "
-                "ready; give --ready MODULE:FUNCTION or phase:NAME, or call compiletrace.ready()"
+                "ready; give --ready MODULE:FUNCTION, phase:NAME, port:PORT or step:N, or call "
+                "compiletrace.ready()"
             ]
         first = min(marks, key=lambda p: p.mark.unix_ns if p.mark else 0)
         assert first.mark is not None

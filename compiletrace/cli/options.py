@@ -7,13 +7,15 @@ Torch-free, as every command module is at import time.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 
 from compiletrace._app.model_spec import DEFAULT_MODEL, parse_component
+from compiletrace._io.errors import UsageError
 from compiletrace._io.files import check_writable
 from compiletrace._io.inputs import check_outputs_apart
 
-__all__ = ["add_model_options", "add_trace_components", "check_outputs", "component_pairs"]
+__all__ = ["add_model_options", "add_trace_components", "check_outputs", "check_seconds", "component_pairs"]
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -65,3 +67,13 @@ def check_outputs(pairs: Sequence[tuple[str | None, str]], inputs: Sequence[str]
     for path, what in named:
         check_writable(path, what)
     check_outputs_apart(named, inputs)
+
+
+def check_seconds(value: float, option: str, *, minimum: float) -> None:
+    """A number of seconds an option gives: finite and at least ``minimum``, else
+    :class:`~compiletrace.UsageError` naming the option.
+
+    >>> check_seconds(3.0, "--grace", minimum=0.0)
+    """
+    if not math.isfinite(value) or value < minimum:
+        raise UsageError(f"{option} must be a number of seconds of at least {minimum:g}, got {value:g}")

@@ -192,3 +192,121 @@ def test_requests_the_warm_up_did_not_cover_compile_nothing_after_ready(tmp_path
     assert (job["after_ready"]["fired"], job["after_ready"]["count"]) == (True, 0)
     (mark,) = job["after_ready"]["ready"]
     assert mark["how"] == "warm-up" and mark["what"] == engine_phases.VLLM_WARM_UP
+
+
+# --- vLLM's OpenAI-compatible server: run to ready on its port, verified, benchmarked ---------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _server_env(tmp_path: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"),
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+    }
+    env.pop("VLLM_CPU_CI_ENV", None)
+    return env
+
+
+def _server_command(model: Path, port: int) -> list[str]:
+    # Its 'vllm' command fails on the CPU build (the distribution is named vllm-cpu): the
+    # server starts as a module, as the facts file says.
+    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+            "--dtype", "float32", "--max-model-len", "256", "--port", str(port)]  # fmt: skip
+
+
+def _answers(port: int) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def _left_running(marker: str) -> list[int]:
+    """Processes whose command line names ``marker`` (the model's own directory)."""
+    left = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            left.append(int(entry))
+    return left
+
+
+def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked(tmp_path: Path) -> None:
+    """The server never ends by itself: run with --ready port:PORT, stopped with Ctrl-C once
+    it answers, then verified (each trial to ready, then stopped) and benchmarked cold and warm;
+    nothing of it is left running."""
+    import signal
+    import time
+
+    model = tmp_path / "model"
+    subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(PROGRAM.parent)!r}); "
+         f"from serve_tiny import build; build({str(model)!r})"],
+        check=True, timeout=TIMEOUT_S,
+    )  # fmt: skip
+    port, env, job_json = _free_port(), _server_env(tmp_path), tmp_path / "job.json"
+    with open(tmp_path / "run.err", "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--ready", f"port:{port}",
+             "--", *_server_command(model, port)],
+            stdout=err, stderr=err, env=env, cwd=tmp_path, start_new_session=True,
+        )  # fmt: skip
+        try:
+            end = time.monotonic() + TIMEOUT_S
+            while not _answers(port):
+                assert proc.poll() is None, (tmp_path / "run.err").read_text()[-4000:]
+                assert time.monotonic() < end, "the server never answered"
+                time.sleep(1)
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C, as in a terminal
+            proc.wait(TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    job = json.loads(job_json.read_text())
+    assert job["after_ready"]["fired"] is True
+    (mark,) = [m for m in job["after_ready"]["ready"] if m["how"] == "port"]
+    assert mark["what"] == f"port:{port}"
+
+    verified = tmp_path / "verified.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "doctor", "--verify", "--trust", str(job_json),
+         "--rounds", "1", "--grace", "5", "--json", str(verified)],
+        capture_output=True, text=True, timeout=4 * TIMEOUT_S, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "running the baseline: " in done.stderr
+    findings = json.loads(verified.read_text())["findings"]
+    for finding in findings:  # every fix measured to ready: none timed out
+        measured = finding["evidence"].get("verify")
+        if measured is not None:
+            assert not str(measured["verdict"]).startswith("never ready"), measured
+
+    bench = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "bench", "startup", "--ready", f"port:{port}",
+         "--num-iters-cold", "1", "--num-iters-warmup", "0", "--num-iters-warm", "1", "--grace", "2",
+         "--output-json", str(bench), "--", *_server_command(model, port)],
+        capture_output=True, text=True, timeout=4 * TIMEOUT_S, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    figures = json.loads(bench.read_text())
+    assert figures["cold_startup_times"][0] > 0 and figures["warm_startup_times"][0] > 0
+    assert _left_running(str(model)) == []

@@ -18,7 +18,9 @@ from compiletrace._data.ready import (
     LAZY_BACKWARD,
     NEW_FRAME,
     PHASE,
+    PORT,
     RECOMPILE,
+    STEP,
     WARM_UP,
     ReadyMark,
     after_ready,
@@ -57,6 +59,17 @@ def test_a_spec_is_a_function_or_a_phase_and_nothing_else() -> None:
     ):
         with pytest.raises(UsageError, match=r"MODULE:FUNCTION|phase:NAME"):
             parse_ready(bad)
+
+
+def test_a_port_or_an_optimizer_step_marks_any_server_or_training_loop() -> None:
+    assert parse_ready("port:8000") == (PORT, "", "8000") and parse_ready("port:8000").number == 8000
+    assert parse_ready("step:5") == (STEP, "", "5") and parse_ready("step:05").text == "step:5"
+    for bad in ("port:", "port:0", "port:65536", "port:http", "step:0", "step:-1", "step:1.5", "port:8 0"):
+        with pytest.raises(UsageError, match=r"needs a whole number from 1 to"):
+            parse_ready(bad)
+    mark = ReadyMark(5 * S, 7, PORT, "port:8000")
+    assert ReadyMark.from_dict(mark.to_dict()) == mark and mark.described == "it listened (port:8000)"
+    assert ReadyMark(5 * S, 7, STEP, "step:5").described == "its optimizer step ended (step:5)"
 
 
 def test_what_starts_at_or_after_the_mark_outside_warm_up_is_after_ready() -> None:
@@ -157,7 +170,8 @@ def test_a_gate_that_never_fired_says_so() -> None:
     assert not after.fired and after.count == 0
     assert after.lines() == [
         "compiletrace: ready never fired (--ready m:nope was never reached): nothing can be said of compiles "
-        "after ready; give --ready MODULE:FUNCTION or phase:NAME, or call compiletrace.ready()"
+        "after ready; give --ready MODULE:FUNCTION, phase:NAME, port:PORT or step:N, or call "
+        "compiletrace.ready()"
     ]
     # With no --ready, a warm-up phase is the mark; none seen says that.
     plain = Job(("python", "serve.py"), 0, job.processes)

@@ -24,7 +24,9 @@ user's own torch.compile. Nothing in them knows of compiletrace.
 - ``gpt2-6``, ``gpt2-12``: GPT-2 of 6 or 12 blocks compiled whole, called on transformers'
   defaults (``use_cache=True``: each block reads its own layer of the cache), three times.
 - ``qwen2-vl``: a vision-language model (Qwen2-VL: a vision tower that breaks in its own
-  helpers, a language model) compiled whole, called once on an 8x8 image.
+  helpers, a language model) compiled whole, called once on an 8x8 image;
+- ``mamba``: a state-space language model (a tiny Mamba) compiled whole, called on inputs of
+  three lengths.
 """
 
 import sys
@@ -231,6 +233,18 @@ def qwen2_vl() -> None:
         compiled(**qwen2_vl_inputs())
 
 
+def mamba() -> None:
+    torch.manual_seed(0)
+    config = transformers.MambaConfig(
+        vocab_size=128, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+        use_cache=False, pad_token_id=0, eos_token_id=1, bos_token_id=2,
+    )  # fmt: skip
+    compiled = torch.compile(transformers.MambaForCausalLM(config).eval(), backend="aot_eager")
+    with torch.no_grad():
+        for n in (4, 8, 12):
+            compiled(input_ids=ids(n), use_cache=False)
+
+
 def main(case: str) -> None:
     torch.manual_seed(0)
     if case == "t5-generate":
@@ -255,6 +269,8 @@ def main(case: str) -> None:
         gpt2(int(case.split("-")[1]))
     elif case == "qwen2-vl":
         qwen2_vl()
+    elif case == "mamba":
+        mamba()
     else:
         sys.exit(f"unknown case {case!r}")
     print("done", case)

@@ -30,7 +30,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         description="Start MODEL in fresh Python processes: cold ones each on a fresh empty compile cache,\n"
         "warm ones on a cache filled by untimed warm-up iterations. Prints the average and the\n"
         "10/25/50/75/90/99th percentiles (of one iteration, its value) of start-up, non-encoder\n"
-        "compilation and encoder compilation time. Without a terminal, a line per stage on stderr.",
+        "compilation and encoder compilation time. Without a terminal, a line per stage on stderr.\n\n"
+        "With '-- COMMAND' instead of MODEL: start any command (a server, a training job) the same\n"
+        "way, each run under 'compiletrace run' and only until it is ready (--ready WHEN), a grace,\n"
+        "then stopped (SIGINT, SIGTERM, SIGKILL to its process group); its start-up is from its start\n"
+        "to the last ready mark of its processes (the critical path).",
+        usage="%(prog)s [OPTIONS] [MODEL]\n       %(prog)s [OPTIONS] -- COMMAND [ARGS...]",
     )
     add_common_options(startup)
     add_model_options(startup)
@@ -64,6 +69,26 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="portable iterations (default: as many as cold)",
     )
+    startup.add_argument(
+        "--ready",
+        metavar="WHEN",
+        help="with -- COMMAND: when it is ready, as 'run --ready' takes it: port:PORT, step:N,\n"
+        "MODULE:FUNCTION or phase:NAME (default: the end of its warm-up, or compiletrace.ready())",
+    )
+    startup.add_argument(
+        "--grace",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="with -- COMMAND: seconds it runs after ready before it is stopped (default 3)",
+    )
+    startup.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="with -- COMMAND: a run not ready in S seconds fails the benchmark (default 900)",
+    )
     startup.add_argument("--output-json", metavar="PATH", help="write the figures as JSON")
     startup.add_argument(
         "--pytorch-records",
@@ -90,6 +115,14 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 0, got {getattr(args, name)}")
     if args.num_iters_cold + args.num_iters_warm == 0:
         raise UsageError("nothing to measure: --num-iters-cold and --num-iters-warm are both 0")
+    command = getattr(args, "command_argv", None)
+    if command is not None:
+        return _run_command(args, command)
+    for option, given in (("--ready", args.ready is not None), ("--grace", args.grace != 3.0)):
+        if given:
+            raise UsageError(
+                f"{option} is for '-- COMMAND', which runs until it is ready; MODEL ends by itself"
+            )
     load_factory(args.model or DEFAULT_MODEL)  # a bad MODEL fails here, not in every child
     validate_backend(args.backend)
     if args.mode is not None and args.backend == "inductor":
@@ -129,5 +162,55 @@ def run(args: argparse.Namespace) -> int:
         from compiletrace.bench.pytorch_records import write_pytorch_records
 
         written = write_pytorch_records(data, args.output_json, args=vars(args))
+        print(f"wrote {len(written)} PyTorch benchmark record file(s) beside {args.output_json}")
+    return EXIT_OK
+
+
+def _run_command(args: argparse.Namespace, command: list[str]) -> int:
+    """``bench startup [OPTIONS] -- COMMAND``: :func:`compiletrace.bench.command.run_command_bench`."""
+    from compiletrace._app.job import UntilReady
+    from compiletrace._data.ready import parse_ready
+    from compiletrace.bench.command import run_command_bench
+    from compiletrace.cli.options import check_seconds
+    from compiletrace.reports import bench_text
+
+    if not command:
+        raise UsageError("bench startup -- COMMAND needs a command after '--'")
+    if args.model is not None:
+        raise UsageError(f"give MODEL ({args.model}) or '-- COMMAND', not both")
+    if args.cache_artifacts or args.num_iters_portable:
+        raise UsageError("--cache-artifacts (portable start-ups) is for MODEL; a command loads no artifacts")
+    if args.ready is not None:
+        parse_ready(args.ready)  # bad input, before anything runs
+    check_seconds(args.grace, "--grace", minimum=0.0)
+    check_seconds(args.ready_timeout, "--ready-timeout", minimum=1.0)
+    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
+
+    def note(line: str) -> None:
+        print(f"{PROG}: {line}", file=sys.stderr)
+
+    try:
+        result = run_command_bench(
+            command,
+            ready=args.ready,
+            num_iters_cold=args.num_iters_cold,
+            num_iters_warmup=args.num_iters_warmup,
+            num_iters_warm=args.num_iters_warm,
+            until_ready=until,
+            note=note,
+        )
+    except ChildFailed as exc:
+        print(f"{PROG}: error: {exc}: {exc.stderr_tail}", file=sys.stderr)
+        return EXIT_FAILED
+    data = result.to_dict()
+    print(bench_text(data))
+    if args.output_json:
+        write_json(args.output_json, data)
+        print(f"wrote figures to {args.output_json}")
+    if args.pytorch_records:
+        from compiletrace.bench.pytorch_records import write_pytorch_records
+
+        named = {**vars(args), "model": " ".join(command)}  # the records' model.name: the command
+        written = write_pytorch_records(data, args.output_json, args=named)
         print(f"wrote {len(written)} PyTorch benchmark record file(s) beside {args.output_json}")
     return EXIT_OK

@@ -12,7 +12,7 @@ from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json, write_text
 from compiletrace._io.text import printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.options import add_trace_components, check_outputs, check_seconds
 from compiletrace.cli.parsing import PROG, add_common_options
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
@@ -76,6 +76,40 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "one dimension dynamic), each on a row of its own",
     )
     parser.add_argument(
+        "--grace",
+        type=float,
+        default=3.0,
+        metavar="S",
+        help="with --verify: each run goes until the command is ready (its ready mark), then S\n"
+        "seconds more (a compile right after ready is still seen), then it is stopped: SIGINT to\n"
+        "its process group, SIGTERM, SIGKILL (default 3)",
+    )
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="with --verify: a run not ready in S seconds is stopped; its fix is 'never ready in S s'\n"
+        "(default 900)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --verify: run N trials of a round side by side (each on its own empty cache; the\n"
+        "verdict rests on compile CPU seconds, which other work moves little); 1 for a server on a\n"
+        "fixed port (default 1)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --verify: start no round that would end past S seconds of the proof (a fix\n"
+        "decided after two rounds runs no third either way)",
+    )
+    parser.add_argument(
         "--trust",
         action="store_true",
         help="with --verify: run the command or MODEL the file names (a file can name any code)",
@@ -109,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--verify re-runs one command on this machine: give one node's job, not several")
     if args.rounds < 1:
         raise UsageError(f"--rounds must be at least 1, got {args.rounds}")
+    check_seconds(args.grace, "--grace", minimum=0.0)
+    check_seconds(args.ready_timeout, "--ready-timeout", minimum=1.0)
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.budget is not None:
+        check_seconds(args.budget, "--budget", minimum=1.0)
     job = load(
         args.run[0] if len(args.run) == 1 else args.run,
         accept={FileKind.RUN, FileKind.GATHER, FileKind.JOB},
@@ -144,13 +184,17 @@ def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
     return diagnose_against(job, baseline_evidence(base))  # type: ignore[arg-type]
 
 
-def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None) -> None:
-    """The doctor's --json and --html outputs (``verify``: the before/after table)."""
+def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None) -> None:
+    """The doctor's --json and --html outputs (``verify``: the before/after table; ``plan``:
+    every verified fix together, measured, beside the findings in the JSON)."""
     from compiletrace._data.findings import doctor_dict
     from compiletrace.reports import doctor_html_report
 
     if args.json:
-        write_json(args.json, doctor_dict(findings))
+        data = doctor_dict(findings)
+        if plan is not None:
+            data["plan"] = plan.to_dict()
+        write_json(args.json, data)
         if args.json != "-":
             print(f"wrote findings to {args.json}")
     if args.html:
@@ -163,6 +207,7 @@ def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None)
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.profile_run import ProfileRun
     from compiletrace._app.verify import (
+        measure_plan,
         profile_command,
         verified_findings,
         verify_job,
@@ -193,12 +238,29 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             f"{args.run[0]}: --verify would run what this file names ({shown}), and a file can "
             "name any code: give --trust if the file is your own"
         )
+    from compiletrace._app.job import UntilReady
+
+    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
+    how.update(until_ready=until, jobs=args.jobs, budget_s=args.budget)
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
+    # A profile run's MODEL takes no --apply: the plan is a job's command's.
+    plan = None
+    if not profiled:
+        plan = measure_plan(
+            verdicts,
+            job.command,
+            cwd=job.cwd or None,
+            ready=job.ready or None,
+            until_ready=until,
+            progress=progress,
+        )
     if args.json != "-":
         print(findings_text(findings))
         print()
         print("\n".join(verify_lines(verdicts)))
-    _write_findings(args, findings, verify_table(verdicts) if verdicts else None)
+        if plan is not None:
+            print(plan.line())
+    _write_findings(args, findings, verify_table(verdicts) if verdicts else None, plan)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK

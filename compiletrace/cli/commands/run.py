@@ -34,13 +34,18 @@ EPILOG = (
     + "\n\n"
     "ready (--ready WHEN): when a process is ready to serve, and every compile after it is a latency\n"
     "spike a request paid: MODULE:FUNCTION (when that function first returns, in each process),\n"
-    "phase:NAME (when that phase ends), or the program's own compiletrace.ready(); by default the end\n"
-    "of its first warm-up phase (compiletrace.warm_up's, vLLM's compile and warm-up).\n\n"
+    "phase:NAME (when that phase ends), port:PORT (when the process listens on PORT: any server),\n"
+    "step:N (when its N-th optimizer step ends: any training loop), or the program's own\n"
+    "compiletrace.ready(); by default the end of its first warm-up phase (compiletrace.warm_up's,\n"
+    "vLLM's compile and warm-up). A job stopped with Ctrl-C after its ready mark can be verified\n"
+    "('doctor --verify' runs it again only until it is ready).\n\n"
     "examples:\n"
     "  compiletrace run -- python train.py --epochs 1\n"
     "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
     "  compiletrace run --component 'vision_tower*=encoder' -- python serve.py\n"
     "  compiletrace run --ready myserver:warm_up --after-ready error -- python -m myserver\n"
+    "  compiletrace run --json job.json --ready port:8000 -- python serve.py --port 8000\n"
+    "  compiletrace run --json job.json --ready step:5 -- python train.py\n"
     "  compiletrace report job.json; compiletrace doctor job.json"
 )
 
@@ -93,8 +98,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ready",
         metavar="WHEN",
-        help="when each process is ready to serve: MODULE:FUNCTION (its first return) or phase:NAME\n"
-        "(its end); default: the end of the first warm-up phase, or compiletrace.ready()",
+        help="when each process is ready to serve: MODULE:FUNCTION (its first return), phase:NAME\n"
+        "(its end), port:PORT (it listens on PORT) or step:N (its N-th optimizer step ends); default:\n"
+        "the end of the first warm-up phase, or compiletrace.ready()",
     )
     parser.add_argument(
         "--after-ready",

@@ -1,0 +1,192 @@
+"""``compiletrace bench startup -- COMMAND``: cold and warm start-ups of any command, to ready.
+
+Each iteration runs the command under ``compiletrace run`` (every Python process recorded)
+only until it is ready (:class:`~compiletrace._app.job.UntilReady`: its ready mark, a grace,
+then SIGINT, SIGTERM, SIGKILL to its process group), so a server or a training job is
+measured in its start-up's time, not its life. COLD iterations each get a fresh, empty
+compile cache; WARM ones share one cache that untimed warm-up iterations filled.
+
+An iteration's start-up is the job's critical path: from the command's start to the last
+ready mark of its processes (a job is ready when its slowest process is). Beside it: each
+process's own start-up (its start to its mark), the job's compile seconds (wall, and the CPU
+of the compile work), and its graphs' cache hits and misses. The JSON keeps the standard
+start-up benchmark keys (``avg_cold_startup_time``, ``cold_startup_times``,
+``cold_startup_percentiles``, ...), as ``bench startup MODEL`` writes them, so the same
+dashboards and PyTorch benchmark-database records read it.
+
+>>> it = CommandIteration(startup_time=4.0, process_startups={"pid 7 (main)": 4.0},
+...                       compilation_time=1.5, compilation_cpu_time=1.25, encoder_compilation_time=0.0,
+...                       cache_hits=0, cache_misses=2, process_time=5.5)
+>>> CommandBenchResult(("python", "serve.py"), "port:8000", cold=[it]).to_dict()["avg_cold_startup_time"]
+4.0
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiletrace._app.job import NEVER_READY, ProfileJob, RunOutcome, UntilReady, run_command
+from compiletrace._data.kinds import FileKind
+from compiletrace._data.records import NS_PER_S, CacheOutcome
+from compiletrace._io.errors import ChildFailed, UsageError
+from compiletrace._io.signals import owned_temporary_directory
+from compiletrace.bench.startup import CACHE_ENV_DIRS, _stats
+
+__all__ = ["CommandBenchResult", "CommandIteration", "iteration_of", "run_command_bench"]
+
+ENCODER = "encoder"  # the component whose compile seconds are reported on their own
+
+
+@dataclass(frozen=True)
+class CommandIteration:
+    """One run of the command to ready (seconds)."""
+
+    startup_time: float  # the command's start to its last process's ready mark: the critical path
+    process_startups: dict[str, float]  # each ready process: its start to its own mark
+    compilation_time: float  # compile wall seconds of every component but the encoder
+    compilation_cpu_time: float  # ... and the CPU seconds of that compile work
+    encoder_compilation_time: float
+    cache_hits: int  # graphs whose cache lookups all hit
+    cache_misses: int  # graphs with at least one cache miss
+    process_time: float  # the command's whole wall time, its grace and stop included
+    encoder_compiled: bool = False
+
+
+def iteration_of(
+    outcome: RunOutcome, started_unix_ns: int, process_time: float, label: str
+) -> CommandIteration:
+    """An iteration's figures from the job it ran; :class:`ChildFailed` for a command that
+    was never ready (or ended by itself before any process of it was)."""
+    job: ProfileJob = outcome.job
+    marks = [p for p in job.processes if p.run.meta.ready is not None]
+    if outcome.stopped == NEVER_READY or not marks:
+        why = "it was never ready" if outcome.stopped == NEVER_READY else "no process of it marked ready"
+        raise ChildFailed(label, outcome.exit_status, f"{why} (exit status {outcome.exit_status})")
+    per_process = {}
+    for p in marks:
+        mark = p.run.meta.ready
+        assert mark is not None
+        start = p.run.timeline.start_unix_ns if p.run.timeline is not None else started_unix_ns
+        per_process[p.info.label] = max(0, mark.unix_ns - start) / NS_PER_S
+    last = max(p.run.meta.ready.unix_ns for p in marks if p.run.meta.ready is not None)
+    by_component = job.by_component()
+    records = job.records()
+    encoder_cpu = sum(r.cpu_or_wall_ns for r in records if r.component == ENCODER)
+    return CommandIteration(
+        startup_time=max(0, last - started_unix_ns) / NS_PER_S,
+        process_startups=per_process,
+        compilation_time=sum(s for name, s in by_component.items() if name != ENCODER),
+        compilation_cpu_time=(sum(r.cpu_or_wall_ns for r in records) - encoder_cpu) / NS_PER_S,
+        encoder_compilation_time=by_component.get(ENCODER, 0.0),
+        cache_hits=sum(r.cache_outcome is CacheOutcome.HIT for r in records),
+        cache_misses=sum(r.cache_outcome is CacheOutcome.MISS for r in records),
+        process_time=process_time,
+        encoder_compiled=ENCODER in by_component,
+    )
+
+
+@dataclass
+class CommandBenchResult:
+    """Every iteration's figures; :meth:`to_dict` gives the standard start-up benchmark keys."""
+
+    command: tuple[str, ...]
+    ready: str  # the ready mark each run went to ("": the default, its warm-up's end)
+    cold: list[CommandIteration] = field(default_factory=list)
+    warm: list[CommandIteration] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": FileKind.BENCH.value, "schema_version": FileKind.BENCH.schema_version}
+        for prefix, its in (("cold", self.cold), ("warm", self.warm)):
+            if not its:
+                continue
+            out.update(
+                _stats(f"{prefix}_startup", [i.startup_time for i in its], f"avg_{prefix}_startup_time")
+            )
+            out.update(
+                _stats(
+                    f"{prefix}_compilation",
+                    [i.compilation_time for i in its],
+                    f"avg_{prefix}_compilation_time",
+                )
+            )
+            out.update(
+                _stats(
+                    f"{prefix}_compilation_cpu",
+                    [i.compilation_cpu_time for i in its],
+                    f"avg_{prefix}_compilation_cpu_time",
+                )
+            )
+            if any(i.encoder_compiled for i in its):
+                out.update(
+                    _stats(
+                        f"{prefix}_encoder_compilation",
+                        [i.encoder_compilation_time for i in its],
+                        f"avg_{prefix}_encoder_compilation_time",
+                    )
+                )
+            out[f"{prefix}_cache_hits"] = [i.cache_hits for i in its]
+            out[f"{prefix}_cache_misses"] = [i.cache_misses for i in its]
+            out[f"{prefix}_process_times"] = [i.process_time for i in its]
+            out[f"{prefix}_process_startup_times"] = [dict(i.process_startups) for i in its]
+        out["options"] = {"command": list(self.command), "ready": self.ready, **self.options}
+        return out
+
+
+def _cache_env(cache: str) -> dict[str, str]:
+    return {var: os.path.join(cache, sub) for var, sub in CACHE_ENV_DIRS.items()}
+
+
+def run_command_bench(
+    command: Sequence[str],
+    *,
+    ready: str | None = None,
+    num_iters_cold: int = 3,
+    num_iters_warmup: int = 1,
+    num_iters_warm: int = 3,
+    until_ready: UntilReady | None = None,
+    note: Callable[[str], None] | None = None,
+) -> CommandBenchResult:
+    """Run ``command`` to ready: ``num_iters_cold`` times each on a fresh empty compile cache,
+    then ``num_iters_warmup`` untimed times and ``num_iters_warm`` timed times on one shared
+    cache. The command's output goes to stderr. Raises :class:`ChildFailed` for a run that
+    was never ready, :class:`~compiletrace.UsageError` for bad counts or a bad ready mark."""
+    for name, value in (("cold", num_iters_cold), ("warmup", num_iters_warmup), ("warm", num_iters_warm)):
+        if value < 0:
+            raise UsageError(f"--num-iters-{name} must be >= 0, got {value}")
+    until = until_ready or UntilReady()
+    say = note or (lambda line: None)
+    result = CommandBenchResult(
+        tuple(command),
+        ready or "",
+        options={
+            "num_iters_cold": num_iters_cold,
+            "num_iters_warmup": num_iters_warmup,
+            "num_iters_warm": num_iters_warm,
+            "grace_s": until.grace_s,
+            "ready_timeout_s": until.timeout_s,
+        },
+    )
+
+    def once(cache: str, label: str) -> CommandIteration:
+        started_ns = time.time_ns()
+        began = time.perf_counter()
+        outcome = run_command(command, extra_env=_cache_env(cache), stdout=2, ready=ready, until_ready=until)
+        it = iteration_of(outcome, started_ns, time.perf_counter() - began, label)
+        say(f"{label}: start-up {it.startup_time:.2f} s (compile {it.compilation_cpu_time:.2f} s CPU)")
+        return it
+
+    for i in range(num_iters_cold):
+        with owned_temporary_directory("compiletrace-bench-cache-") as cache:
+            result.cold.append(once(cache, f"cold {i + 1} of {num_iters_cold}"))
+    if num_iters_warm:
+        with owned_temporary_directory("compiletrace-bench-cache-") as cache:
+            for i in range(num_iters_warmup):
+                once(cache, f"warm-up {i + 1} of {num_iters_warmup} (untimed)")
+            for i in range(num_iters_warm):
+                result.warm.append(once(cache, f"warm {i + 1} of {num_iters_warm}"))
+    return result

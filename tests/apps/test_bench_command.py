@@ -1,0 +1,62 @@
+"""``compiletrace bench startup -- COMMAND``: cold and warm start-ups of any command, each run
+only until it is ready; here a compiled model behind ``http.server`` that would serve forever
+(tests/programs/serve_forever.py, aot_eager), with ``--ready port:PORT``."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiletrace import cli
+
+SERVER = str(Path(__file__).resolve().parent.parent / "programs" / "serve_forever.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_a_server_that_never_ends_gets_cold_and_warm_start_ups_to_ready(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port, out = _free_port(), tmp_path / "bench.json"
+    argv = ["bench", "startup", "--ready", f"port:{port}", "--num-iters-cold", "1", "--num-iters-warmup", "0",
+            "--num-iters-warm", "1", "--grace", "0.5", "--output-json", str(out), "--pytorch-records",
+            "--", sys.executable, SERVER, str(port)]  # fmt: skip
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr()
+    assert "COLD (1 iteration)" in printed.out and "WARM (1 iteration)" in printed.out
+    data = json.loads(out.read_text())
+    assert data["options"]["command"] == [sys.executable, SERVER, str(port)]
+    assert data["options"]["ready"] == f"port:{port}"
+    for prefix in ("cold", "warm"):
+        (startup,) = data[f"{prefix}_startup_times"]
+        (processes,) = data[f"{prefix}_process_startup_times"]
+        (own,) = processes.values()  # the one process that compiled and listened
+        # The job's start-up (from the command's start) holds its process's (from its start).
+        assert 0 < own <= startup == data[f"avg_{prefix}_startup_time"]
+        assert set(data[f"{prefix}_startup_percentiles"]) == {"10", "25", "50", "75", "90", "99"}
+        (cpu,) = data[f"{prefix}_compilation_cpu_times"]
+        assert cpu > 0 and data[f"{prefix}_compilation_times"][0] > 0
+    record = json.loads(out.with_name("bench.cold_startup.pytorch.json").read_text())[0]
+    assert record["model"]["name"] == f"{sys.executable} {SERVER} {port}"
+    assert record["metric"]["benchmark_values"] == [data["avg_cold_startup_time"]]
+
+
+def test_a_command_with_a_model_or_without_words_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in (
+        (["pkg.mod:build", "--", "python", "x.py"], "give MODEL (pkg.mod:build) or '-- COMMAND', not both"),
+        (["--"], "needs a command after '--'"),
+        (["--ready", "port:0", "--", "python"], "port:N needs a whole number from 1 to 65535"),
+        (["--grace", "-1", "--", "python"], "--grace must be a number of seconds of at least 0"),
+        (["--ready", "port:80"], "--ready is for '-- COMMAND'"),
+    ):
+        assert cli.main(["bench", "startup", *argv]) == 2, argv
+        assert message in capsys.readouterr().err, argv
