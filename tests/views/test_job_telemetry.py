@@ -90,13 +90,11 @@ def test_each_start_up_phase_is_one_histogram_point_by_name(tel: telemetry.Telem
         with compiletrace.phase("Warm up", registry=reg, clock=lambda: next(ticks)):
             pass
     points = _phase_points(tel)
-    # The phases measured before telemetry could record them count too (the start-up root's).
-    assert set(points) == {
-        "Load weights",
-        "Warm up",
-        "import compiletrace",
-        "interpreter start + earlier imports",
-    }
+    # The phases measured before telemetry could record them count too (the start-up root's:
+    # which of them a process has depends on what it imported first, so another test's).
+    early = set(points) - {"Load weights", "Warm up"}
+    assert {"import compiletrace", "interpreter start + earlier imports"} <= early
+    assert early <= {"import compiletrace", "import compiletrace core", "interpreter start + earlier imports"}
     assert (points["Load weights"].count, points["Load weights"].sum) == (1, 1.25)
     assert (points["Warm up"].count, points["Warm up"].sum) == (2, 2.5)
     # The point is its span's time: a dashboard's sum per phase is the trace's.

@@ -1,8 +1,8 @@
 """``shared_frame``: one frame compiled by several components (a wrapper they all call
 through), which share torch's recompile limit for it.
 
-Blocks of one class compiled one by one (regional compilation: each block a component of
-its own) share their forward's frame by design; where each compiled a graph of its own,
+Blocks of one class compiled one by one (regional compilation, whose blocks stay in the
+model's component) share their forward's frame by design; where each compiled a graph of its own,
 the guards say why (each fails on another index of one attribute: its own layer of
 transformers' cache, ``args[1].layers[i].is_initialized``), and the finding says what the
 blocks need: an entry each in the frame's recompile limit, or no specialisation."""
@@ -26,7 +26,10 @@ KIND = FindingKind.SHARED_FRAME
 def check(evidence: Evidence) -> Iterator[Finding]:
     for (name, where), group in shared.group(evidence.records, shared.frame).items():
         components = list(dict.fromkeys(r.component for r in group))
-        if len(components) < 2 or not any(r.shared_with for r in group):
+        blocks = _blocks(group)
+        # Blocks compiled one by one share a frame within one component too (a regional fix
+        # keeps them under the model's): their shared limit matters all the same.
+        if (len(components) < 2 or not any(r.shared_with for r in group)) and blocks is None:
             continue
         used = max(r.frame_attempt for r in group) + 1
         limits = [r.recompile_limit for r in group if r.recompile_limit is not None]
@@ -42,7 +45,6 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             "all call through), so each has its own frame; or raise torch._dynamo.config.recompile_limit"
         )
         found: dict[str, object] = {}
-        blocks = _blocks(group)
         if blocks is not None:
             block, attribute, guard, cache = blocks
             paths = list(dict.fromkeys(r.module_path for r in group))
