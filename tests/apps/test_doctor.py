@@ -688,13 +688,14 @@ def test_freezing_is_a_finding_of_its_own_on_every_start_not_a_cold_cache(
     from compiletrace._data.why import Side, explain
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    monkeypatch.setattr(torch._inductor.config, "freezing", True)
     starts = []
     for _ in range(2):  # a first start and a second on the same cache directory
         torch._dynamo.reset()
         reg = Registry()
         model = compiletrace.compile(_Frozen().eval(), is_encoder=True, registry=reg)
-        with torch.no_grad():
+        # torch's own patch, which puts the setting back as it was (monkeypatch's undo deleted
+        # it from torch's config module, and every later compile failed on its absence).
+        with torch.no_grad(), torch._inductor.config.patch(freezing=True):
             model(torch.randn(4, 8))
         starts.append(reg)
         findings = [f for f in compiletrace.diagnose(reg) if f.kind == FindingKind.CACHE_MISS]
