@@ -11,6 +11,7 @@ that kind of file in-process.
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -65,14 +66,21 @@ def _damaged(doc: Any, choice: int, value: Any) -> Path:
     return _write(_replaced(doc, places[choice % len(places)], value))
 
 
-# One directory for every example hypothesis makes, removed with the module (a directory an
-# example left in the system temp directory was never removed).
-_SCRATCH = tempfile.TemporaryDirectory(prefix="compiletrace-schema-")
+# One directory for every example hypothesis makes, removed with the process (a directory
+# an example left in the system temp directory was never removed); made again if a cleaner
+# of the temp directory took it meanwhile.
+_SCRATCH: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _scratch() -> str:
+    if not _SCRATCH or not os.path.isdir(_SCRATCH[-1].name):
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="compiletrace-schema-"))
+    return _SCRATCH[-1].name
 
 
 def _write(doc: Any) -> Path:
     # ensure_ascii: a lone surrogate travels as the escape JSON allows ("\ud800").
-    path = Path(tempfile.mkdtemp(dir=_SCRATCH.name)) / "file.json"
+    path = Path(tempfile.mkdtemp(dir=_scratch())) / "file.json"
     path.write_text(json.dumps(doc, ensure_ascii=True), encoding="utf-8")
     return path
 
