@@ -34,7 +34,7 @@ from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CacheOutcome
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.signals import owned_temporary_directory
-from compiletrace.bench.startup import CACHE_ENV_DIRS, _stats
+from compiletrace.bench.startup import CACHE_ENV_DIRS, series_stats
 
 __all__ = ["CommandBenchResult", "CommandIteration", "iteration_of", "run_command_bench"]
 
@@ -104,31 +104,14 @@ class CommandBenchResult:
         for prefix, its in (("cold", self.cold), ("warm", self.warm)):
             if not its:
                 continue
-            out.update(
-                _stats(f"{prefix}_startup", [i.startup_time for i in its], f"avg_{prefix}_startup_time")
-            )
-            out.update(
-                _stats(
-                    f"{prefix}_compilation",
-                    [i.compilation_time for i in its],
-                    f"avg_{prefix}_compilation_time",
-                )
-            )
-            out.update(
-                _stats(
-                    f"{prefix}_compilation_cpu",
-                    [i.compilation_cpu_time for i in its],
-                    f"avg_{prefix}_compilation_cpu_time",
-                )
-            )
+            series: dict[str, Sequence[float]] = {
+                "startup": [i.startup_time for i in its],
+                "compilation": [i.compilation_time for i in its],
+                "compilation_cpu": [i.compilation_cpu_time for i in its],
+            }
             if any(i.encoder_compiled for i in its):
-                out.update(
-                    _stats(
-                        f"{prefix}_encoder_compilation",
-                        [i.encoder_compilation_time for i in its],
-                        f"avg_{prefix}_encoder_compilation_time",
-                    )
-                )
+                series["encoder_compilation"] = [i.encoder_compilation_time for i in its]
+            out.update(series_stats(prefix, series))
             out[f"{prefix}_cache_hits"] = [i.cache_hits for i in its]
             out[f"{prefix}_cache_misses"] = [i.cache_misses for i in its]
             out[f"{prefix}_process_times"] = [i.process_time for i in its]

@@ -158,32 +158,15 @@ class StartupBenchResult:
         for prefix, its in (("cold", self.cold), ("warm", self.warm), ("portable", self.portable)):
             if not its:
                 continue
-            out.update(
-                _stats(f"{prefix}_startup", [i.startup_time for i in its], f"avg_{prefix}_startup_time")
-            )
-            out.update(
-                _stats(
-                    f"{prefix}_compilation",
-                    [i.compilation_time for i in its],
-                    f"avg_{prefix}_compilation_time",
-                )
-            )
+            series: dict[str, Sequence[float]] = {
+                "startup": [i.startup_time for i in its],
+                "compilation": [i.compilation_time for i in its],
+            }
             if any(i.encoder_compiled for i in its):
-                out.update(
-                    _stats(
-                        f"{prefix}_encoder_compilation",
-                        [i.encoder_compilation_time for i in its],
-                        f"avg_{prefix}_encoder_compilation_time",
-                    )
-                )
+                series["encoder_compilation"] = [i.encoder_compilation_time for i in its]
             if prefix == "portable":
-                out.update(
-                    _stats(
-                        "portable_artifact_load",
-                        [i.artifact_load_time for i in its],
-                        "avg_portable_artifact_load_time",
-                    )
-                )
+                series["artifact_load"] = [i.artifact_load_time for i in its]
+            out.update(series_stats(prefix, series))
             out[f"{prefix}_cache_hits"] = [i.cache_hits for i in its]
             out[f"{prefix}_cache_misses"] = [i.cache_misses for i in its]
             out[f"{prefix}_import_times"] = [i.import_time for i in its]
@@ -212,6 +195,15 @@ def _stats(name: str, values: Sequence[float], avg_key: str) -> dict[str, Any]:
         f"{name}_times": [float(v) for v in arr],
         f"{name}_percentiles": {str(p): float(v) for p, v in zip(PERCENTILES, pcts, strict=True)},
     }
+
+
+def series_stats(prefix: str, series: dict[str, Sequence[float]]) -> dict[str, Any]:
+    """:func:`_stats` of each named series of one kind of iteration (``cold``, ``warm``...):
+    ``avg_<prefix>_<name>_time``, ``<prefix>_<name>_times`` and ``<prefix>_<name>_percentiles``."""
+    out: dict[str, Any] = {}
+    for name, values in series.items():
+        out.update(_stats(f"{prefix}_{name}", values, f"avg_{prefix}_{name}_time"))
+    return out
 
 
 def _phase_stats(prefix: str, per_iteration: Sequence[dict[str, float]]) -> dict[str, Any]:
