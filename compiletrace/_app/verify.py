@@ -47,7 +47,6 @@ its own to measure.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -58,6 +57,7 @@ from typing import TYPE_CHECKING
 from compiletrace._app.job import NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
+from compiletrace._data.fixes import apply_line
 from compiletrace._data.job import Job
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, GraphRecord
@@ -773,9 +773,10 @@ class Plan:
 
     @property
     def run_line(self) -> str:
-        """The ``compiletrace run`` that applies the plan."""
-        applies = " ".join(f"--apply {shlex.quote(f)}" for f in self.fixes)
-        return f"compiletrace run {applies} -- {shlex.join(self.command)}"
+        r"""The ``compiletrace run`` that applies the plan, as a shell line: pasted, it runs
+        exactly the command verified, with exactly its arguments (shown as it is, never
+        through ``printable``, which would double a ``\d+``'s backslash)."""
+        return apply_line(self.fixes, self.command)
 
     def line(self) -> str:
         """``plan: compile CPU 2.10 s -> 0.80 s, start-up 9.5 s -> 8.1 s (wall): compiletrace run ...``"""
@@ -790,7 +791,7 @@ class Plan:
         return (
             f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s, start-up {wall0:.2f} s -> {wall1:.2f} s "
             f"(wall), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
-            f"{printable(self.run_line)}"
+            f"{self.run_line}"
         )
 
     def to_dict(self) -> dict[str, object]:

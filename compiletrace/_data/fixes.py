@@ -20,19 +20,22 @@ from __future__ import annotations
 import enum
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from compiletrace._io.errors import UsageError
+from compiletrace._io.text import shell_line
 
 __all__ = [
     "DYNAMIC_SOURCES_ENV",
     "RAISED_RECOMPILE_LIMIT",
     "Fix",
+    "apply_line",
     "check_fixes",
     "dynamic_source_entries",
     "fix_names",
     "fixes_help",
+    "is_dynamic_source",
     "parse_fix",
 ]
 
@@ -40,11 +43,13 @@ RAISED_RECOMPILE_LIMIT = 64  # what raise-recompile-limit sets; torch's default 
 # torch's own setting of the inputs to compile dynamic from the first call (read at import)
 DYNAMIC_SOURCES_ENV = "TORCH_COMPILE_DYNAMIC_SOURCES"
 # One entry of it, as torch names a source: L['x'], L['kwargs']['input_ids'], G['buf'],
-# L['self'].layers[0].keys, and an optional dimension (":1"). Built to match only that: no
-# spaces (torch removes them), no commas (torch splits the list on them), and inside quotes
-# no bracket, quote or backslash, so that torch's second reading of an entry, as a regular
-# expression, puts every quoted character in a character class and finds nothing to repeat.
-_QUOTED = r"""[^'",\s\[\]\\]*"""  # what may stand between a key's quotes
+# L['self'].layers[0].keys, L['self']._modules['0'], and an optional dimension (":1"). Built
+# to match only that: no spaces (torch removes them), no commas (torch splits the list on
+# them), and inside quotes a key of word characters and hyphens only (a name, a dict's or
+# a ModuleDict's key): no bracket, quote or backslash, so that torch's second reading of an
+# entry, as a regular expression, finds nothing to repeat; and nothing a shell reads (a run
+# file's "L['$(...)']" is no source, and never reaches a command line the doctor prints).
+_QUOTED = r"[\w-]+"  # what may stand between a key's quotes
 _KEY = f"'{_QUOTED}'|\"{_QUOTED}\""
 # Matched whole (fullmatch): "$" would also match before a final line break.
 _SOURCE_ENTRY = re.compile(
@@ -93,8 +98,24 @@ class Fix(str, enum.Enum):
 
     def spelled(self, argument: str | None = None) -> str:
         """The fix's name with its argument, as ``run --apply`` takes it and the doctor's
-        JSON carries it (``regional-compile=LlamaDecoderLayer``)."""
-        return self.value if argument is None else f"{self.value}={argument}"
+        JSON carries it (``regional-compile=LlamaDecoderLayer``). Raises
+        :class:`~compiletrace.UsageError` for an argument :func:`parse_fix` refuses."""
+        spelled = self.value if argument is None else f"{self.value}={argument}"
+        parse_fix(spelled)
+        return spelled
+
+    def offered(self, argument: str | None = None) -> str | None:
+        """:meth:`spelled`, or None where the argument is not what torch writes (a class
+        name that is no Python identifier, an input torch would not name so): what a
+        finding read from a file may offer, so that no run file's text reaches a command.
+
+        >>> Fix.REGIONAL_COMPILE.offered("Block"), Fix.REGIONAL_COMPILE.offered("Block$(id)")
+        ('regional-compile=Block', None)
+        """
+        try:
+            return self.spelled(argument)
+        except UsageError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -224,12 +245,39 @@ def dynamic_source_entries(argument: str) -> list[str]:
     """
     entries = argument.split(",")
     for entry in entries:
-        if not _SOURCE_ENTRY.fullmatch(entry):
+        if not is_dynamic_source(entry):
             raise UsageError(
                 f"mark-dynamic: {entry!r} is not an input as torch names it, with an optional "
-                "dimension (L['x']:0, L['kwargs']['input_ids']:1; no spaces)"
+                "dimension (L['x']:0, L['kwargs']['input_ids']:1; no spaces, and a quoted key of letters, "
+                "digits, '_' and '-' only)"
             )
     return entries
+
+
+def is_dynamic_source(entry: str) -> bool:
+    """Whether ``entry`` is one input as torch names it, with an optional dimension: what
+    ``mark-dynamic`` takes (:func:`dynamic_source_entries`).
+
+    >>> is_dynamic_source("L['kwargs']['input_ids']:1"), is_dynamic_source("L['$(id)']:0")
+    (True, False)
+    """
+    return _SOURCE_ENTRY.fullmatch(entry) is not None
+
+
+def apply_line(fixes: Iterable[str], command: Sequence[str] = ()) -> str:
+    """The ``compiletrace run`` that applies ``fixes`` (to ``command``, when given), as the
+    doctor prints it for pasting: every word quoted for a shell
+    (:func:`~compiletrace._io.text.shell_line`), so that pasted it runs exactly that.
+
+    >>> print(apply_line(["mark-dynamic=L['x']:0"]))
+    compiletrace run --apply "mark-dynamic=L['x']:0"
+    >>> print(apply_line(["regional-compile=Block"], ["python", "serve.py", "--name", "a b"]))
+    compiletrace run --apply regional-compile=Block -- python serve.py --name 'a b'
+    """
+    words = ["compiletrace", "run"]
+    for fix in fixes:
+        words += ["--apply", fix]
+    return shell_line([*words, "--", *command] if command else words)
 
 
 def check_fixes(names: Iterable[str]) -> list[tuple[Fix, str | None]]:

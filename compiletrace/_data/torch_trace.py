@@ -90,7 +90,7 @@ from compiletrace._data.run_meta import MAX_TEXT_CHARS, RunMeta, TraceInfo
 from compiletrace._data.torch_text import CUDAGRAPH_REGIONS, RUNTIME_AUTOTUNE_REGIONS, break_reason
 from compiletrace._io.errors import RunFileError
 from compiletrace._io.inputs import HEAD_BYTES, InputFile, open_input
-from compiletrace._io.text import clip, shorten
+from compiletrace._io.text import clip, shell_word, shorten
 
 __all__ = [
     "MISSING_FIELDS",
@@ -235,7 +235,8 @@ def _directory_logs(name: str) -> list[TraceLog]:
     logs = [TraceLog(f, _rank_of(f, f), _file_opener(f)) for f in files if _is_regular(f)]
     if not logs:
         raise RunFileError(
-            f"{name} holds no TORCH_TRACE logs (*.log): run the program with TORCH_TRACE={name} first"
+            f"{name} holds no TORCH_TRACE logs (*.log): run the program with "
+            f"TORCH_TRACE={shell_word(name)} first"
         )
     return logs
 

@@ -36,6 +36,7 @@ from compiletrace._data.records import NS_PER_S, CacheLookup, CacheOutcome, Grap
 from compiletrace._data.run_meta import RunMeta
 from compiletrace._data.torch_text import bypass_setting
 from compiletrace._io.envelope import envelope
+from compiletrace._io.text import shell_word
 
 __all__ = [
     "WHY_KIND",
@@ -841,19 +842,35 @@ def _dir_changes(
     return out
 
 
+def _setting(name: str, value: str, what: str) -> str:
+    """``NAME=VALUE`` to paste, the value (a path from a run file) quoted for a shell
+    (``TORCHINDUCTOR_CACHE_DIR='/tmp/a b'``), so that pasting it sets exactly that and runs
+    nothing; ``NAME to WHAT`` where the value is not known, or holds what a text view would
+    change (a backslash, which it doubles; a control character)."""
+    if not value:
+        return f"{name} to {what}"
+    if not value.isprintable() or "\\" in value:
+        return (
+            f"{name} to {what} (its name holds a backslash or a control character, which this "
+            "line cannot show as it is: --json has it)"
+        )
+    return f"{name}={shell_word(value)}"
+
+
 def _cache_dir_fix(base: CacheFacts | None, current: CacheFacts | None) -> str:
     target = base.cache_dir if base is not None else ""
     if current is not None and current.cache_dir_from == "default":
         return (
-            f"set TORCHINDUCTOR_CACHE_DIR={target or 'the filled directory'} where the cache is used: the "
-            "default directory is named after the temporary directory and the user, which change between "
-            "machines and users"
+            f"set {_setting('TORCHINDUCTOR_CACHE_DIR', target, 'the filled directory')} where the cache is "
+            "used: the default directory is named after the temporary directory and the user, which change "
+            "between machines and users"
         )
     if _VLLM_DIR in target and current is not None and _VLLM_DIR in current.cache_dir:
         base_root, _, base_named = target.partition(_VLLM_DIR)
         current_root, _, current_named = current.cache_dir.partition(_VLLM_DIR)
         if base_named == current_named:
-            return f"vLLM's cache root moved ({base_root} -> {current_root}): set VLLM_CACHE_ROOT={base_root}"
+            root = _setting("VLLM_CACHE_ROOT", base_root, "BASE's root")
+            return f"vLLM's cache root moved ({base_root} -> {current_root}): set {root}"
         return (
             "vLLM named the two directories after different hashes of its config, environment and code: "
             f"keep those the same {_BOTH} (vLLM writes them to cache_key_factors.json beside a cache its "

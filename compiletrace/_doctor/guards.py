@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from compiletrace._data.fixes import Fix
+from compiletrace._data.fixes import Fix, is_dynamic_source
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.torch_text import (
     GUARD_BACKEND,
@@ -61,6 +61,7 @@ __all__ = [
     "reading",
     "size_change",
     "superseded",
+    "unnamed_sources",
 ]
 
 
@@ -489,7 +490,19 @@ def mark_dynamic_entries(records: Sequence[GraphRecord]) -> list[str]:
     """The tensor dimensions to mark dynamic for these records' code: what torch's automatic
     dynamic made dynamic (its state after the last record of each code), else, in a run
     without the state, what the failed size guards name (the first failing guard of each
-    recompile only)."""
+    recompile only). Only inputs as torch names them (:func:`is_dynamic_source`): a run
+    file's text that is none (``L['$(...)']:0``) is never offered, and never printed in a
+    command; :func:`unnamed_sources` lists what was left out."""
+    return [e for e in _named_dimensions(records) if is_dynamic_source(e)]
+
+
+def unnamed_sources(records: Sequence[GraphRecord]) -> list[str]:
+    """What :func:`mark_dynamic_entries` left out: named dimensions that are no input as
+    torch names one (a run file from elsewhere, or a torch that names them otherwise)."""
+    return [e for e in _named_dimensions(records) if not is_dynamic_source(e)]
+
+
+def _named_dimensions(records: Sequence[GraphRecord]) -> list[str]:
     entries: list[str] = []
     for code_records in group(records, _code).values():
         entries += [e for e in code_records[-1].dynamic_sources if ":" in e.rpartition("]")[2]]

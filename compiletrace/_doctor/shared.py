@@ -24,7 +24,9 @@ __all__ = [
     "AUTO_FIX",
     "GATE_FIX",
     "MAX_EXAMPLES",
+    "NO_CLASS_LINE",
     "OTHER_FIXES",
+    "UNNAMED",
     "Owner",
     "at",
     "automatic_fix",
@@ -49,6 +51,12 @@ MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a 
 AUTO_FIX = "auto_fix"  # the evidence key of a finding's fix that applies with no edit
 GATE_FIX = "gate_fix"  # ... and of a setting that stops the program at the problem instead (a gate)
 OTHER_FIXES = "other_fixes"  # ... and of fixes that also apply, measured only when asked (--verify)
+# ... and of what a fix would have named but is not as torch writes it (a run file's
+# "L['$(...)']"): left out of every command the doctor prints
+UNNAMED = "not_offered"
+# Said where a fix would name a block's class that is no Python identifier (a run file's
+# "Block$(...)"): regional-compile cannot take it, and no command is printed with it.
+NO_CLASS_LINE = "its class name is no Python identifier, which regional-compile cannot take"
 
 K = TypeVar("K", bound=Hashable)
 

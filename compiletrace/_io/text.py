@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-__all__ = ["PIPE_WIDTH", "clip", "first_line", "printable", "shorten", "tail_lines", "text_width"]
+__all__ = [
+    "PIPE_WIDTH",
+    "clip",
+    "first_line",
+    "printable",
+    "shell_line",
+    "shell_word",
+    "shorten",
+    "tail_lines",
+    "text_width",
+]
 
 import hashlib
 import os
+import re
+import shlex
 import sys
+from collections.abc import Iterable
 
 PIPE_WIDTH = 100  # the width of a text view when the output is no terminal (a file, a pipe, a CI log)
 
@@ -47,6 +60,64 @@ def printable(text: object) -> str:
     if text.isprintable() and "\\" not in text:
         return text  # nearly every name: no copy
     return "".join(map(_escape, text))
+
+
+# A word a POSIX shell reads as itself, unquoted (shlex's own set of safe characters).
+_PLAIN_WORD = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+# What double quotes do not keep literal (and "!", which bash's history expands inside them).
+_NOT_IN_DOUBLE = frozenset('"$`\\!')
+# Inside $'...', escaped: the backslash; the quote and "!" as \x escapes (an interactive
+# shell's history expansion misreads \' and a bare "!"); tab and line breaks as themselves.
+_DOLLAR_SHORT = {"\\": "\\\\", "'": "\\x27", "!": "\\x21", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _dollar_escape(ch: str) -> str:
+    short = _DOLLAR_SHORT.get(ch)
+    if short is not None:
+        return short
+    if ch.isprintable():
+        return ch
+    try:  # the bytes the character stands for in an argument (os.fsencode's reading)
+        data = ch.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate no argument can hold: shown, all the same
+        data = ch.encode("utf-8", "surrogatepass")
+    return "".join(f"\\x{byte:02x}" for byte in data)
+
+
+def shell_word(word: str) -> str:
+    r"""``word`` quoted for a POSIX shell (bash, zsh, sh), so that pasting it gives ``word``
+    exactly and runs nothing: bare where every character is plain, else in single quotes
+    (double quotes for a word that holds a single quote and nothing double quotes expand),
+    and in bash's ``$'...'`` where it holds a character :func:`printable` would escape (a
+    control character, a tab, a bidi override), each such character written as the bytes
+    it stands for (``\x1b``). The result is itself safe to show on a terminal: every
+    character of it is printable.
+
+    >>> print(shell_word("regional-compile=Block"), shell_word("mark-dynamic=L['x']:0"))
+    regional-compile=Block "mark-dynamic=L['x']:0"
+    >>> print(shell_word("Block$(touch X)"), shell_word(r"\d+"), shell_word("a\tb"))
+    'Block$(touch X)' '\d+' $'a\tb'
+    """
+    if _PLAIN_WORD.fullmatch(word):
+        return word
+    if word.isprintable():
+        if "'" not in word:
+            return f"'{word}'"
+        if _NOT_IN_DOUBLE.isdisjoint(word):
+            return f'"{word}"'
+        return shlex.quote(word)
+    return "$'" + "".join(map(_dollar_escape, word)) + "'"
+
+
+def shell_line(words: Iterable[str]) -> str:
+    r"""A command line made of ``words``, each :func:`shell_word`-quoted: what every view
+    prints for a user to paste (pasted, it runs that command with exactly those arguments).
+    Show it as it is: :func:`printable` would double its backslashes.
+
+    >>> print(shell_line(["compiletrace", "run", "--", "grep", "-P", r"\d+", "a b"]))
+    compiletrace run -- grep -P '\d+' 'a b'
+    """
+    return " ".join(map(shell_word, words))
 
 
 def shorten(text: str, width: int) -> str:

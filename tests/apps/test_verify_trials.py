@@ -51,8 +51,7 @@ def test_the_plan_applies_each_findings_best_verified_fix_together() -> None:
     plan = Plan((FIX,), ("python", "serve.py", "--port", "8000"), tuple(base), fixed[1])
     assert plan.cpu_s == (5.1, pytest.approx(4.0)) and plan.wall_s == (9.0, 7.5)
     assert (
-        plan.run_line
-        == "compiletrace run --apply 'mark-dynamic=L['\"'\"'x'\"'\"']:0' -- python serve.py --port 8000"
+        plan.run_line == "compiletrace run --apply \"mark-dynamic=L['x']:0\" -- python serve.py --port 8000"
     )
     assert plan.line() == (
         "plan: compile CPU 5.10 s -> 4.00 s, start-up 9.00 s -> 7.50 s (wall), with 1 fix "

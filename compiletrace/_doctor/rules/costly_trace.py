@@ -85,6 +85,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         share = self_ns / dynamo
         times = f" over {calls} calls" if calls > 1 else ""
         block = _block_of(name, calls)
+        auto_fix = Fix.REGIONAL_COMPILE.offered(block) if block else None  # a class name, checked
         yield Finding(
             KIND,
             component,
@@ -100,7 +101,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "calls": calls,
                 "share": round(share, 4),
                 "compile_ids": shared.ids(group),
-                **({AUTO_FIX: Fix.REGIONAL_COMPILE.spelled(block)} if block else {}),
+                **({AUTO_FIX: auto_fix} if auto_fix else {}),
             },
         )
 

@@ -16,9 +16,10 @@ from compiletrace._doctor.guards import (
     guard_fix,
     guard_text,
     mark_dynamic_entries,
+    unnamed_sources,
 )
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.shared import AUTO_FIX
+from compiletrace._doctor.shared import AUTO_FIX, UNNAMED
 from compiletrace._doctor.verdicts import DID_NOT_HELP, VERIFIED, Measured, still_there
 
 KIND = FindingKind.RECOMPILE_LIMIT
@@ -34,6 +35,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         kind = classify_guard(last.recompile_reason)
         auto_fix = guard_auto_fix(last.recompile_reason) or Fix.RAISE_RECOMPILE_LIMIT
         entries = mark_dynamic_entries(spent) if auto_fix is Fix.MARK_DYNAMIC else []
+        unnamed = unnamed_sources(spent) if auto_fix is Fix.MARK_DYNAMIC else []
         spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries)) if entries else None
         if auto_fix is Fix.MARK_DYNAMIC and not entries:
             auto_fix = Fix.RAISE_RECOMPILE_LIMIT
@@ -54,6 +56,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "recompile_limit": limit,
                 "last_guard": {"kind": kind.value, "reason": guard_text(last.recompile_reason)},
                 AUTO_FIX: spelled or auto_fix.spelled(),
+                **({UNNAMED: unnamed} if unnamed else {}),
             },
         )
 

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from compiletrace._data.findings import Finding, FindingKind
-from compiletrace._data.fixes import Fix
+from compiletrace._data.fixes import Fix, apply_line
 from compiletrace._data.torch_text import GUARD_POSITIONAL_COUNT, GUARDED_ARGUMENT, GUARDED_POSITIONAL
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
@@ -37,9 +37,10 @@ from compiletrace._doctor.guards import (
     mark_dynamic_entries,
     reading,
     superseded,
+    unnamed_sources,
 )
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.shared import AUTO_FIX, OTHER_FIXES
+from compiletrace._doctor.shared import AUTO_FIX, OTHER_FIXES, UNNAMED
 from compiletrace._doctor.stake import Claim, named_records
 from compiletrace._doctor.verdicts import PARTLY, Measured, by_counts, recompiles_of, still_there
 
@@ -71,13 +72,14 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         spent = every[owner]
         saved = superseded(spent)
         entries = mark_dynamic_entries(spent) if saved else []
+        unnamed = unnamed_sources(spent) if saved else []
         # The commonest cause's fix that applies from outside, when one does.
         auto_fix = next(
             (f for r in by_commonest_kind(group) if (f := guard_auto_fix(r.recompile_reason))), None
         )
         spelled: str | None = None
         if entries:
-            spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))
+            spelled = Fix.MARK_DYNAMIC.spelled(",".join(entries))  # each entry checked: a source
             rest = [r for r in group if guard_auto_fix(r.recompile_reason) is not Fix.MARK_DYNAMIC]
             # The names a decorator's *args stand for, from the compiled method's signature.
             arg_names = next((r.arg_names for r in spent if r.arg_names), ())
@@ -106,6 +108,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "guards": guards,
                 "superseded": [{"static": s.compile_id, "by": r.compile_id} for s, r in saved],
                 **({"dynamic_sources": entries} if entries else {}),
+                **({UNNAMED: unnamed} if unnamed else {}),
                 **({AUTO_FIX: spelled} if spelled else {}),
                 "readings": {r.compile_id: reading(r.recompile_reason) for r in group},
                 **({OTHER_FIXES: others} if others and entries else {}),
@@ -141,7 +144,7 @@ def _mark_dynamic_fix(
     return (
         f"{what}: mark {'them' if len(entries) > 1 else 'it'} "
         "dynamic before the first call and the static graph before is never compiled, from outside "
-        f'the program: compiletrace run --apply "{spelled}" (in code, before the first call: '
+        f"the program: {apply_line([spelled])} (in code, before the first call: "
         f"{in_code}, or the same names in TORCH_COMPILE_DYNAMIC_SOURCES); dynamic=True would make "
         "every other dimension and every float of every module dynamic too, which costs more"
     )

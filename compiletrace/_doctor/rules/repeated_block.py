@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from compiletrace._data.findings import Finding, FindingKind
-from compiletrace._data.fixes import Fix
+from compiletrace._data.fixes import Fix, apply_line
 from compiletrace._data.records import NS_PER_S, GraphRecord, RepeatedBlock
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.rule import Rule
-from compiletrace._doctor.shared import AUTO_FIX
+from compiletrace._doctor.shared import AUTO_FIX, NO_CLASS_LINE
 from compiletrace._doctor.stake import Claim, claimable_ns, named_records
 from compiletrace._doctor.verdicts import regional_by_counts
 
@@ -66,6 +66,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     for (component, name), records in by_class.items():
         first = blocks[id(records[0])]
         estimate = sum(claimable_ns(r) * saved_share(blocks[id(r)]) for r in records) / NS_PER_S
+        auto_fix = Fix.REGIONAL_COMPILE.offered(name)  # None for a name no class has
         yield Finding(
             KIND,
             component,
@@ -73,7 +74,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             f"{name} traced {first.instances} times inside one graph ({first.nodes} of its "
             f"{first.graph_ops} operations{shared.at(records)}): a regional-compile candidate",
             f"compile {name} on its own, once, instead of the whole model: torch.compile(block) for "
-            f"each {name} (run --apply regional-compile={name}); Dynamo then traces one {name} and its "
+            f"each {name} ({apply_line([auto_fix]) if auto_fix else NO_CLASS_LINE}); Dynamo then "
+            f"traces one {name} and its "
             f"graph serves all {first.instances}, and the model around the blocks runs as it is"
             + (_SPECIALISED.format(name=name, n=first.instances) if first.module.startswith(_CACHED) else ""),
             shared.model_location(records[0]),
@@ -86,7 +88,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "nodes_per_block": [first.smallest, first.largest],
                 "graph_ops": first.graph_ops,
                 "estimated_saving_s": round(estimate, 4),
-                AUTO_FIX: Fix.REGIONAL_COMPILE.spelled(name),
+                **({AUTO_FIX: auto_fix} if auto_fix else {}),
             },
         )
 

@@ -36,6 +36,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             # is nothing to compile on its own (the graph_break finding says what to fix).
             continue
         repeats = group[1:]
+        auto_fix = Fix.REGIONAL_COMPILE.offered(block) if block else None  # a class name, checked
         if block:
             of = f" (each a call of {block})"
             what = f"compile {block} on its own, once: torch.compile(block, backend=be) for each {block}"
@@ -59,7 +60,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
                 "compile_ids": shared.ids(group),
                 "frames": frames[:MAX_EXAMPLES],
                 "modules": shared.modules(group),
-                **({"block": block, AUTO_FIX: Fix.REGIONAL_COMPILE.spelled(block)} if block else {}),
+                **({"block": block} if block else {}),
+                **({AUTO_FIX: auto_fix} if auto_fix else {}),
                 "estimated_saving_s": shared.seconds(repeats),
             },
         )

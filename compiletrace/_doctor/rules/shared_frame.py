@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from compiletrace._data.findings import Finding, FindingKind
+from compiletrace._data.fixes import Fix, apply_line
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.torch_text import GUARD_SUBSCRIPT
 from compiletrace._doctor import shared
 from compiletrace._doctor.evidence import Evidence
 from compiletrace._doctor.guards import GuardKind, classify_guard, guard_text
 from compiletrace._doctor.rule import Rule
+from compiletrace._doctor.shared import NO_CLASS_LINE
 from compiletrace._doctor.stake import Claim
 
 KIND = FindingKind.SHARED_FRAME
@@ -47,6 +49,8 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         found: dict[str, object] = {}
         if blocks is not None:
             block, attribute, guard, cache = blocks
+            auto_fix = Fix.REGIONAL_COMPILE.offered(block)  # None for a name no class has
+            how = f"{apply_line([auto_fix])} does so" if auto_fix else NO_CLASS_LINE
             paths = list(dict.fromkeys(r.module_path for r in group))
             own = "its own layer of the cache" if cache else f"its own {attribute}[i]"
             title = (
@@ -56,7 +60,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             fix = (
                 f"each {block} needs an entry of its own in the frame they share: raise "
                 f"torch._dynamo.config.recompile_limit to at least the number of blocks plus torch's "
-                f"allowance (run --apply regional-compile={block} does so), or the blocks past the limit "
+                f"allowance ({how}), or the blocks past the limit "
                 "run uncompiled"
                 + (
                     "; or keep the blocks from specialising, so that one graph serves them all: "
