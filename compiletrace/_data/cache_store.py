@@ -7,7 +7,8 @@ entries of the same graph that were there.
 Entries are pickles. They are read with compiletrace's restricted unpickler, every global
 an inert stand-in (nothing named in the file is imported or called), as regular files only
 (no link followed), within the limits below: the bytes read, and what unpickling them may
-build (``MAX_PICKLE_OPS`` opcodes each). An entry past a limit, damaged or refused is
+build and hash (``MAX_PICKLE_OPS`` opcodes each, and the other bounds of
+``compiletrace._io.artifacts``). An entry past a limit, damaged or refused is
 *unreadable*, and said to be, with why: a shared team cache directory is a realistic source
 of a crafted one.
 """

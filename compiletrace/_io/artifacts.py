@@ -26,6 +26,7 @@ import binascii
 import collections
 import hashlib
 import io
+import math
 import os
 import pickle
 import re
@@ -42,6 +43,11 @@ __all__ = [
     "ANY_GLOBAL",
     "DIGEST_SUFFIX",
     "FORMAT_VERSION",
+    "MAX_BUILT_KEYS",
+    "MAX_GUARD_BITS",
+    "MAX_KEY_DEPTH",
+    "MAX_KEY_PARTS",
+    "MAX_PICKLE_GLOBALS",
     "MAX_PICKLE_OPS",
     "Digest",
     "Global",
@@ -257,29 +263,92 @@ ANY_GLOBAL: Collection[Global] = _EveryGlobal()
 # where it took 966 MiB unbounded. Torch's own entries run far fewer: 1,600 to 4,300 for
 # the built-in model's FX-graph and AOTAutograd entries.
 MAX_PICKLE_OPS = 1_000_000
+# A global becomes a stand-in class, about 2.3 KB where an opcode's object is 216 bytes at
+# most: a million distinct ones (protocol 0 names one in ten bytes) took 2.3 GB. Torch's
+# entries name at most 30.
+MAX_PICKLE_GLOBALS = 1_000
+# What hashing a key costs. A string, bytes, a number or a stand-in hashes in one step, and
+# no two of them that differ share a hash unless the values are far out of int64's range.
+# A tuple (or a frozenset) hashes every part, recursively in C where neither Ctrl-C nor a
+# signal acts: one nested 300,000 deep overflows the C stack, 100 aliased pairs make 2**100
+# parts; and a crafted file can give many tuples one hash, which makes a dict of them
+# quadratic. So a key built of parts may nest so deep and hold so many parts (each alias
+# counted again), and one unpickling may hash so many of them. Torch's entries key their
+# dicts by names and small ints only, and their largest tuple has 7 parts, 2 deep.
+MAX_KEY_DEPTH = 16
+MAX_KEY_PARTS = 256
+MAX_BUILT_KEYS = 256
+_INT_KEY_BITS = 64  # an int of at most this many bits shares its hash with 18 others at most
+_FLAT_KEYS = (str, bytes, bool, float, type(None))  # hashed once, in one step (str, bytes: cached)
 
 
 class PickleBudget:
-    """The opcodes one unpickling has left: shared by a pickle and those nested in it."""
+    """What one unpickling has left (opcodes, keys built of parts) and the stand-in classes
+    it made: shared by a pickle and those nested in it."""
 
     def __init__(self, ops: int | None = None) -> None:
         self.limit = MAX_PICKLE_OPS if ops is None else ops
         self.left = self.limit
+        self.built_keys = MAX_BUILT_KEYS
+        self.max_globals = MAX_PICKLE_GLOBALS
+        self.standins: dict[Global, type[_Inert]] = {}
 
 
 class PickleTooLarge(RunFileError):
-    """A pickle that would build more than its budget allows: read no further."""
+    """A pickle that would build (or hash) more than its budget allows: read no further."""
 
 
-def _counted(op: Callable[[Any], None]) -> Callable[[Any], None]:
+def _stopped(where: str, what: str) -> PickleTooLarge:
+    return PickleTooLarge(f"{where} {what}; compiletrace stopped reading it there")
+
+
+def _key_problem(key: Any) -> str | None:
+    """Why hashing ``key`` could cost more than a few steps, or None. Walks a tuple or a
+    frozenset iteratively, each alias counted again, so that the walk stops where the
+    recursion in C would not."""
+    todo = [(key, 1)]
+    parts = 1
+    while todo:
+        value, depth = todo.pop()
+        if type(value) not in (tuple, frozenset):
+            continue  # a leaf: hashed in one step, or not hashable at all (refused by Python)
+        if depth > MAX_KEY_DEPTH:
+            return f"nested more than {MAX_KEY_DEPTH} deep"
+        parts += len(value)
+        if parts > MAX_KEY_PARTS:
+            return f"of more than {MAX_KEY_PARTS} parts, each alias counted again"
+        todo.extend((part, depth + 1) for part in value)
+    return None
+
+
+def _hashed_keys(code: int) -> Callable[[RestrictedUnpickler], Sequence[Any]] | None:
+    """The values opcode ``code`` hashes, read off the stack before it runs: dict keys and
+    set members. A stand-in dict's or set's too: torch's own class hashes them when it
+    loads the file."""
+    if code in (pickle.DICT[0], pickle.SETITEMS[0]):
+        return lambda u: u.stack[0::2]  # k1, v1, k2, v2, ... since the mark
+    if code == pickle.SETITEM[0]:
+        return lambda u: u.stack[-2:-1]  # ..., target, key, value
+    if code in (pickle.ADDITEMS[0], pickle.FROZENSET[0]):
+        return lambda u: u.stack  # the members, since the mark
+    return None
+
+
+def _counted(code: int, op: Callable[[Any], None]) -> Callable[[Any], None]:
+    keys_of = _hashed_keys(code)
+
     def run(self: RestrictedUnpickler) -> None:
         budget = self.budget
         budget.left -= 1
         if budget.left < 0:
-            raise PickleTooLarge(
-                f"{self.where} would build more than {budget.limit:,} objects when unpickled (a cache "
-                "entry of torch's builds far fewer); compiletrace stopped reading it there"
+            raise _stopped(
+                self.where,
+                f"would build more than {budget.limit:,} objects when unpickled (a cache "
+                "entry of torch's builds far fewer)",
             )
+        if keys_of is not None:
+            for key in keys_of(self):
+                self.check_key(key)
         op(self)
 
     return run
@@ -290,7 +359,10 @@ class RestrictedUnpickler(pickle._Unpickler):
     stand-in (a subclass of ``_Inert`` that records its arguments and state); any other
     global, and any persistent id, raises :class:`RunFileError` naming ``where`` and the
     global. ``reasons`` gives a clearer message for globals refused on purpose. At most
-    ``budget`` opcodes run (:data:`MAX_PICKLE_OPS`): past it, :class:`PickleTooLarge`.
+    ``budget`` opcodes run (:data:`MAX_PICKLE_OPS`), at most :data:`MAX_PICKLE_GLOBALS`
+    distinct globals are named, and every dict key and set member hashes in bounded work
+    (:data:`MAX_KEY_DEPTH`, :data:`MAX_KEY_PARTS`, :data:`MAX_BUILT_KEYS`): past any of
+    them, :class:`PickleTooLarge`, before the costly step is taken.
 
     It is Python's own unpickler, each opcode counted on its way (the C one cannot be
     stopped part-way): slower per opcode, and torch's entries are mostly long strings.
@@ -304,9 +376,17 @@ class RestrictedUnpickler(pickle._Unpickler):
     Traceback (most recent call last):
       ...
     compiletrace._io.artifacts.PickleTooLarge: x would build more than 4 objects when unpickled ...
+    >>> key = ()
+    >>> for _ in range(20):
+    ...     key = (key,)
+    >>> RestrictedUnpickler(pickle.dumps({key: 1}), set(), "x").load()
+    Traceback (most recent call last):
+      ...
+    compiletrace._io.artifacts.PickleTooLarge: x keys a dict or set by a tuple nested more than 16 deep ...
     """
 
-    dispatch = {code: _counted(op) for code, op in pickle._Unpickler.dispatch.items()}
+    dispatch = {code: _counted(code, op) for code, op in pickle._Unpickler.dispatch.items()}
+    stack: list[Any]  # the unpickler's own, since the last mark
 
     def __init__(
         self,
@@ -323,7 +403,28 @@ class RestrictedUnpickler(pickle._Unpickler):
         self.reasons = reasons or {}
         self.budget = budget or PickleBudget()
         self.seen: collections.Counter[Global] = collections.Counter()
-        self._standins: dict[Global, type[_Inert]] = {}
+
+    def check_key(self, key: Any) -> None:
+        """Refuse a dict key or set member whose hash could cost more than a few steps."""
+        kind = type(key)
+        if kind in _FLAT_KEYS or isinstance(key, (_Inert, type)):  # stand-ins hash by identity
+            return
+        if kind is int and key.bit_length() <= _INT_KEY_BITS:
+            return
+        problem = _key_problem(key)
+        if problem is not None:  # only a tuple or a frozenset has parts
+            raise _stopped(
+                self.where,
+                f"keys a dict or set by a {kind.__name__} {problem} (torch's entries key theirs by "
+                "names and numbers)",
+            )
+        self.budget.built_keys -= 1
+        if self.budget.built_keys < 0:
+            raise _stopped(
+                self.where,
+                f"keys dicts or sets by more than {MAX_BUILT_KEYS} values built of parts or ints "
+                "beyond 64 bits (torch's entries key theirs by names and small numbers)",
+            )
 
     def find_class(self, module: str, name: str) -> Any:
         # Never imports or looks anything up: the answer is a stand-in or a refusal.
@@ -334,11 +435,18 @@ class RestrictedUnpickler(pickle._Unpickler):
                 f"{self.where} refers to {module}.{name}, {why}; unpickling it could run code "
                 "from the file, so compiletrace will not load it (--trust loads it anyway)"
             )
-        self.seen[ref] += 1
-        standin = self._standins.get(ref)
+        standins = self.budget.standins
+        standin = standins.get(ref)
         if standin is None:
+            if len(standins) >= self.budget.max_globals:
+                raise _stopped(
+                    self.where,
+                    f"names more than {self.budget.max_globals:,} distinct classes and functions "
+                    "(a cache entry of torch's names a few dozen)",
+                )
             standin = type(name.rpartition(".")[2] or "standin", (_Inert,), {"ct_global": ref})
-            self._standins[ref] = standin
+            standins[ref] = standin
+        self.seen[ref] += 1
         return standin
 
     def persistent_load(self, pid: Any) -> Any:
@@ -517,7 +625,9 @@ def expression_problem(
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "it is not a Python expression"
-    return _expression_node_problem(tree, arguments, frozenset(calls), frozenset(constants))
+    return _expression_node_problem(tree, arguments, frozenset(calls), frozenset(constants)) or (
+        _magnitude_problem(tree.body)
+    )
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -572,6 +682,131 @@ def _expression_node_problem(
         if not isinstance(node, _EXPRESSION_NODES):
             return f"it uses {type(node).__name__}, which torch's guards never do"
         todo.extend(ast.iter_child_nodes(node))
+    return None
+
+
+# How large a number a guard may compute: each operator's own operand is checked above (a
+# power or a shift of at most 64), but powers of powers grow without it: six nested ``**64``
+# of 10**64 make a number of 2**36 bits, which torch would spend 27 GiB evaluating. Torch's
+# guards compare sizes (int64): a product of a few, a float's floor (1,024 bits at most).
+MAX_GUARD_BITS = 8192
+_ARGUMENT_BITS = 64  # L['tN'] is a size or an int input: int64
+_FLOAT_BITS = 1024  # a finite float is below 2**1024, so is an int made of one
+_TO_INT = frozenset({"math.floor", "math.ceil", "math.trunc", "round"})
+_SAME_KIND = frozenset({"abs", "max", "min"})
+_TRUTH = frozenset({"IsNonOverlappingAndDenseIndicator", "cast_symbool_to_symint_guardless"})
+
+
+@dataclass(frozen=True)
+class _Magnitude:
+    """At most how many bits an expression's value has, were it an int (log2 of a bound on
+    its magnitude), and whether it can be an int at all (a float costs the same to compute
+    however large)."""
+
+    bits: float
+    kind: str  # "int", "float", or "any" (an argument: torch passes ints, and floats)
+
+
+def _merged(values: Sequence[_Magnitude]) -> _Magnitude:
+    kinds = {v.kind for v in values}
+    return _Magnitude(max((v.bits for v in values), default=1), kinds.pop() if len(kinds) == 1 else "any")
+
+
+def _operator_magnitude(node: ast.BinOp, left: _Magnitude, right: _Magnitude) -> _Magnitude:
+    op = node.op
+    if isinstance(op, ast.Div):
+        return _Magnitude(_FLOAT_BITS, "float")
+    kind = "float" if "float" in (left.kind, right.kind) else _merged((left, right)).kind
+    constant: Any = node.right.value if isinstance(node.right, ast.Constant) else 0
+    if isinstance(op, ast.Pow):
+        bits = left.bits * max(int(constant), 1)  # checked above: a constant int, 0 to 64
+    elif isinstance(op, ast.LShift):
+        bits = left.bits + int(constant)
+    elif isinstance(op, ast.Mult):
+        bits = left.bits + right.bits
+    elif isinstance(op, ast.FloorDiv):
+        bits = left.bits  # |a // b| <= |a| for ints; a float's is a float
+    elif isinstance(op, ast.Mod):
+        bits = right.bits  # |a % b| < |b|
+    else:  # Add, Sub: log2(2**a + 2**b), so a sum of n terms grows by log2(n), not n
+        bits = max(left.bits, right.bits) + math.log2(1 + 2 ** -abs(left.bits - right.bits))
+    return _Magnitude(min(bits, _FLOAT_BITS) if kind == "float" else bits, kind)
+
+
+def _call_magnitude(name: str, args: Sequence[_Magnitude]) -> _Magnitude:
+    if name in _TRUTH:
+        return _Magnitude(1, "int")
+    if name in _SAME_KIND:
+        return _merged(args)
+    if name in _TO_INT and len(args) == 1:
+        (arg,) = args
+        return _Magnitude(max(arg.bits, 0 if arg.kind == "int" else _FLOAT_BITS), "int")
+    if name == "round" and len(args) == 2:  # round(x, -n) computes 10**n on the way
+        x, digits = args
+        ten_to_the_n = math.log2(10) * 2 ** min(digits.bits, 64)
+        return _Magnitude(max(x.bits, ten_to_the_n) + 1, x.kind)
+    return _Magnitude(_FLOAT_BITS, "float")  # math.cos, torch.sym_float, ...: floats
+
+
+def _operands(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp):
+        return [node.left, node.right]
+    if isinstance(node, ast.UnaryOp):
+        return [node.operand]
+    if isinstance(node, ast.BoolOp):
+        return list(node.values)
+    if isinstance(node, ast.Compare):
+        return [node.left, *node.comparators]
+    if isinstance(node, ast.IfExp):
+        return [node.test, node.body, node.orelse]
+    if isinstance(node, ast.Call):
+        return list(node.args)
+    return []  # a number, an argument, a constant name
+
+
+def _magnitude(node: ast.AST, operands: list[_Magnitude]) -> _Magnitude:
+    if isinstance(node, ast.Constant):
+        value: Any = node.value  # an int, a float or a bool (checked above)
+        finite = value == value and abs(value) != math.inf
+        bits = math.log2(abs(value)) if finite and abs(value) >= 1 else 0.0
+        return _Magnitude(bits, "float" if isinstance(value, float) else "int")
+    if isinstance(node, ast.Subscript):
+        return _Magnitude(_ARGUMENT_BITS, "any")
+    if isinstance(node, ast.BinOp):
+        return _operator_magnitude(node, operands[0], operands[1])
+    if isinstance(node, ast.UnaryOp):
+        return _Magnitude(1, "int") if isinstance(node.op, ast.Not) else operands[0]
+    if isinstance(node, ast.BoolOp):
+        return _merged(operands)
+    if isinstance(node, ast.IfExp):
+        return _merged(operands[1:])
+    if isinstance(node, ast.Call):
+        return _call_magnitude(_dotted(node.func) or "", operands)
+    if isinstance(node, ast.Compare):
+        return _Magnitude(1, "int")
+    return _Magnitude(1, "float")  # math.inf, math.nan
+
+
+def _magnitude_problem(root: ast.expr) -> str | None:
+    """Whether some part of an expression of the admitted shape (see
+    :func:`expression_problem`) could compute an int of more than :data:`MAX_GUARD_BITS`
+    bits: an upper bound for every node, operands first, without evaluating anything."""
+    found: dict[int, _Magnitude] = {}
+    todo: list[tuple[ast.AST, bool]] = [(root, False)]
+    while todo:  # iterative: an expression may nest deeper than Python's recursion limit
+        node, ready = todo.pop()
+        operands = _operands(node)
+        if not ready:
+            todo.append((node, True))
+            todo.extend((operand, False) for operand in operands)
+            continue
+        magnitude = _magnitude(node, [found[id(operand)] for operand in operands])
+        if magnitude.bits > MAX_GUARD_BITS:
+            return (
+                f"it computes a number of up to {math.ceil(magnitude.bits):,} bits, more than "
+                f"{MAX_GUARD_BITS:,} (torch's guards compare sizes of 64 bits)"
+            )
+        found[id(node)] = magnitude
     return None
 
 

@@ -360,6 +360,13 @@ def test_a_second_build_cannot_hide_what_the_first_one_set(tmp_path: Path) -> No
         ("[x for x in ()]", "uses ListComp"),
         ("(lambda: 0)()", "calls what an expression returns"),
         ("9 ** 9 ** 9", "raises to something other than a small constant"),
+        # Each power small, the whole 2**36 bits: 27 GiB for torch to evaluate at the first lookup.
+        (
+            "(((((10**64)**64)**64)**64)**64)**64 < L['t0']",
+            "computes a number of up to 13,607 bits, more than 8,192",
+        ),
+        ("(L['t0'] ** 64) ** 64 > 0", "computes a number of up to 262,144 bits"),
+        ("round(5, -10**18) < L['t0']", "computes a number of up to"),  # 10**(10**18) on the way
         ("L['t0'] == 'a'", "holds the literal 'a'"),
         ("max(L['t0'], key=print)", "passes keywords"),
         ("2 <=", "not a Python expression"),
@@ -381,6 +388,9 @@ def test_guard_expressions_of_the_shapes_torch_writes_pass(tmp_path: Path) -> No
         "(L['t1'] % 8) == 0 and L['t0'] != 1",
         "math.floor(L['t0'] / 2) <= max(L['t1'], 3) and torch.sym_float(L['t0']) < math.inf",
         "L['t0'] >= (-1 << 63) and abs(-L['t0']) <= 2 ** 10",
+        # A cat of many inputs, the numel of many dimensions: sums and products of sizes.
+        " + ".join(f"L['t{i}']" for i in range(500)) + " <= 9223372036854775807",
+        "*".join(f"L['t{i}']" for i in range(8)) + " <= (L['t9'] ** 2) * 2 ** 64",
     ]
     for i, expression in enumerate(written):
         graph = pickle.dumps(_graph(guards_expr=expression, cache_key=INDUCTOR_KEY), protocol=4)

@@ -10,6 +10,8 @@ import dataclasses
 import json
 import os
 import pickle
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 
@@ -456,3 +458,131 @@ def test_an_entry_of_torchs_reads_well_within_the_budget(tmp_path: Path) -> None
     entry.write_bytes(data)
     reading = read_store(str(tmp_path / "cache"))
     assert [e.key for e in reading.entries] == ["fabkey"] and reading.unreadable == []
+
+
+# Dict keys whose hash has no end: a tuple nested 300,000 deep overflows the C stack when
+# hashed (a crash); 100 aliased pairs, (DUP, TUPLE2) 100 times, make 2**100 parts to hash in
+# C, where neither Ctrl-C nor SIGTERM acts (207 bytes).
+DEEP_KEY = b"\x80\x04}N" + pickle.TUPLE1 * 300_000 + b"Ns."
+ALIASED_KEY = b"\x80\x04}N" + (pickle.DUP + pickle.TUPLE2) * 100 + b"Ns."
+
+
+def _key_entry(key: bytes) -> bytes:
+    """A pickle of a dict whose one key is the object the opcodes ``key`` leave on the stack."""
+    return b"\x80\x04}" + key + b"Ns."
+
+
+def test_an_entry_hashes_no_more_than_it_may(tmp_path: Path) -> None:
+    """A dict key or set member is hashed only where hashing it is bounded: a tuple nested
+    at most MAX_KEY_DEPTH deep, of at most MAX_KEY_PARTS parts (an alias counted each time it
+    is used, as hashing counts it), and at most MAX_BUILT_KEYS of them in one file (a crafted
+    file can give as many as it likes one hash, and inserting them is then quadratic). Past
+    a bound the entry is unreadable, with why, before the costly hash is taken. Each crafted
+    entry here is small enough to read whole on code without the bounds."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io.artifacts import MAX_BUILT_KEYS, MAX_KEY_DEPTH, MAX_KEY_PARTS
+
+    assert (MAX_KEY_DEPTH, MAX_KEY_PARTS, MAX_BUILT_KEYS) == (16, 256, 256)
+    deep = _key_entry(b"N" + pickle.TUPLE1 * (MAX_KEY_DEPTH + 1))
+    aliased = _key_entry(b"N" + (pickle.DUP + pickle.TUPLE2) * 8)  # 2**8 leaves, 8 deep
+    prime = (1 << 61) - 1  # ints hash modulo this prime: all of these hash to 0
+    collide = {prime * (i + 9): None for i in range(MAX_BUILT_KEYS + 1)}  # each beyond 64 bits
+    members = frozenset((i, str(i)) for i in range(MAX_BUILT_KEYS + 1))
+    entries = {
+        "deep": (deep, f"keys a dict or set by a tuple nested more than {MAX_KEY_DEPTH} deep"),
+        "aliased": (aliased, f"keys a dict or set by a tuple of more than {MAX_KEY_PARTS} parts"),
+        "collide": (
+            pickle.dumps(collide, protocol=4),
+            f"by more than {MAX_BUILT_KEYS} values built of parts",
+        ),
+        "members": (
+            pickle.dumps(members, protocol=4),
+            f"by more than {MAX_BUILT_KEYS} values built of parts",
+        ),
+    }
+    cache = tmp_path / "cache"
+    for name, (data, _) in entries.items():
+        path = cache / "fxgraph" / "zz" / f"fzz{name}" / "entry"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    reading = read_store(str(cache))
+    whys = {Path(u.path).parent.name[3:]: u.why for u in reading.unreadable}
+    assert set(whys) == set(entries) and reading.entries == []
+    for name, (_, why) in entries.items():
+        assert why in whys[name] and whys[name].endswith("; compiletrace stopped reading it there")
+    # Within the bounds: read, as torch's own keys (names, small ints, 64-bit ints, floats,
+    # short tuples) are.
+    fine = {"a": 1, 7: 2, -(1 << 63): 3, 0.5: 4, (1, ("x", 2.0)): 5, frozenset({1}): 6}
+    path = cache / "fxgraph" / "ok" / "fokkey" / "entry"
+    path.parent.mkdir(parents=True)
+    lines = [f"[{H}] gm: x"]
+    path.write_bytes(
+        pickle.dumps({"_fx_graph_cache_debug_lines": lines, "_fx_graph_cache_key": "fokkey", "k": fine})
+    )
+    assert [e.key for e in read_store(str(cache)).entries] == ["fokkey"]
+
+
+@pytest.mark.slow
+def test_entries_that_would_crash_or_hang_the_doctor_are_unreadable(tmp_path: Path) -> None:
+    """The two keys of the report, in a shared cache directory, read as the doctor (and
+    run's doctor at the end of a job) reads it, and the same pickles in an artifacts file
+    under ``cache inspect``: named unreadable at once. In a child process with a time
+    limit, so that code without the bounds fails (a crash, a timeout) rather than taking
+    the test run with it."""
+    from compiletrace._io.artifacts import pack_container
+
+    cache = tmp_path / "cache"
+    for name, data in (("deep", DEEP_KEY), ("aliased", ALIASED_KEY)):
+        path = cache / "fxgraph" / "zz" / f"fzz{name}" / "entry"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    read = (
+        "import sys\n"
+        "from compiletrace._data.cache_store import read_store\n"
+        "for u in read_store(sys.argv[1]).unreadable: print(u.why)\n"
+    )
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", read, str(cache)], capture_output=True, text=True, timeout=120, cwd=root
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    whys = done.stdout.splitlines()
+    assert len(whys) == 2 and all("keys a dict or set by a tuple nested more than 16 deep" in w for w in whys)
+    for name, data in (("deep", DEEP_KEY), ("aliased", ALIASED_KEY)):
+        artifacts = tmp_path / f"{name}.cache"
+        artifacts.write_bytes(pack_container({"inductor": [("f" + H, data)]}))
+        done = subprocess.run(
+            [sys.executable, "-m", "compiletrace", "cache", "inspect", str(artifacts)],
+            capture_output=True, text=True, timeout=120, cwd=root,
+        )  # fmt: skip
+        assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+        (line,) = done.stderr.strip().splitlines()
+        assert "keys a dict or set by a tuple nested more than 16 deep" in line, line
+
+
+def test_an_entry_names_no_more_globals_than_it_may(tmp_path: Path) -> None:
+    """Each global a pickle names becomes a stand-in class (about 2.3 KB, where any other
+    opcode's object is 216 bytes at most), and protocol 0 names a new one in ten bytes: a
+    10.4 MiB entry of them took 2.3 GB within the opcode budget. Stopped at
+    MAX_PICKLE_GLOBALS distinct ones, the memory of reading it stays within the 249 MiB
+    that docs/security.md promises for a whole budget."""
+    from compiletrace._data.cache_store import read_store
+    from compiletrace._io.artifacts import MAX_PICKLE_GLOBALS, MAX_PICKLE_OPS
+
+    cache = tmp_path / "cache"
+    entry = cache / "fxgraph" / "zz" / "fzzglobals" / "entry"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"".join(b"cm\nc%d\n" % i for i in range(MAX_PICKLE_OPS)))  # GLOBAL m.cN
+    assert entry.stat().st_size > 10 << 20
+    tracemalloc.start()
+    try:
+        reading = read_store(str(cache))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    (bad,) = reading.unreadable
+    assert bad.why == (
+        f"{entry} names more than {MAX_PICKLE_GLOBALS:,} distinct classes and functions (a cache entry "
+        "of torch's names a few dozen); compiletrace stopped reading it there"
+    )
+    assert peak < 249 << 20, peak
