@@ -13,7 +13,9 @@ process's key (``compiletrace._data.job_dir``: pid, start time, a random part):
   when it became ready: ``compiletrace run --ready``), written atomically at exit (a
   normal exit, an uncaught exception, ``sys.exit``, ``os._exit``), before ``os.exec*``
   replaces the program, on SIGTERM (the process then dies of SIGTERM, as it would have),
-  and at the end of a multiprocessing child.
+  and at the end of a multiprocessing child; and, while it runs, soon after its records
+  change (:mod:`~compiletrace._app.checkpoints`), so a process killed before its end (vLLM's
+  engine core, torn down by its parent; SIGKILL) keeps what it compiled.
 
 Every file goes through :class:`~compiletrace._io.private_dir.PrivateDirectory`: the
 directory the launcher made, checked by identity, owner and mode at every write, so a
@@ -37,6 +39,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from compiletrace._app import program_fixes
+from compiletrace._app.checkpoints import Checkpoints
 from compiletrace._app.engine_phases import install as install_engine_phases
 from compiletrace._app.environment_fixes import is_environment_fix
 from compiletrace._app.ready_watch import watch_port, watch_steps
@@ -103,14 +106,16 @@ class _Recording:
         self.components = components
         self.trace_cost = trace_cost
         self.fixes = fixes or []  # the fixes applied in this process (compiletrace run --apply)
-        # Re-entrant, and only ever tried (never waited on) from a signal handler: SIGTERM
-        # arriving while this thread writes must neither deadlock nor write twice.
+        # Re-entrant: SIGTERM arriving while this thread writes must neither deadlock nor
+        # write twice. Held by the checkpoint thread while it writes, and across a fork (a
+        # child must not inherit it, or a registry's lock, held by a thread it lacks).
         self.lock = threading.RLock()
         self.pid = -1
         self.key = ""  # this process's name in the job directory
         self.marked = False  # its start marker is there
-        self.written = False
+        self.written = False  # its final run is written (a checkpoint is not)
         self.writing = False
+        self.checkpoints: Checkpoints | None = None
         self.pending_signal: int | None = None  # a SIGTERM that came while writing
         self.forked_at_ns = 0  # a forked child keeps only the records it made after this
         self.registry = Registry()
@@ -134,6 +139,8 @@ class _Recording:
         from now on are this child's."""
         self.pid = os.getpid()
         self.key = process_key()
+        self.lock = threading.RLock()  # the parent's is held across the fork
+        self.checkpoints = None  # the parent's thread is not here: a multiprocessing child starts its own
         self.marked = False
         self.written = self.writing = False
         self.pending_signal = None
@@ -148,9 +155,10 @@ class _Recording:
         self.marked = True
 
     def write(self) -> None:
-        """Write this process's run (once; a forked child writes its own)."""
-        if not self.lock.acquire(blocking=False):
-            return  # another thread writes it
+        """Write this process's final run (once; a forked child writes its own). A
+        checkpoint being written by the other thread is waited for, briefly."""
+        if not self.lock.acquire(timeout=_LOCK_WAIT_S):
+            return  # held past the wait: the last checkpoint stands for the run
         try:
             if self.written or self.writing or self.pid != os.getpid():
                 return
@@ -161,7 +169,41 @@ class _Recording:
             self.writing = False
             self.lock.release()
 
-    def _write(self) -> None:
+    def checkpoint(self) -> bool:
+        """Write this process's run as it stands, while it runs (the checkpoint thread);
+        True when written. Never after the final write, never beside another write."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            if self.written or self.writing or self.pid != os.getpid():
+                return False
+            self.writing = True
+            return self._write(checkpoint=True)
+        except Exception as exc:
+            _warn(f"a checkpoint of this process's run (pid {os.getpid()}) was not written", exc)
+            return False
+        finally:
+            self.writing = False
+            self.lock.release()
+
+    def state(self) -> tuple[int, ...] | None:
+        """What changes when this process's records do (None: it recorded nothing yet), for
+        the checkpoint thread: a few counts."""
+        process_registry = get_registry()
+        counts = (
+            len(self.registry),
+            len(self.registry.phase_records()),
+            len(self.registry.runtime_events()),
+            len(process_registry) if process_registry is not self.registry else 0,
+            current_mark() is not None,
+        )
+        return counts if counts[0] or counts[3] else None
+
+    def start_checkpoints(self) -> None:
+        """Start this process's checkpoint thread (:mod:`~compiletrace._app.checkpoints`)."""
+        self.checkpoints = Checkpoints(self.state, self.checkpoint).start()
+
+    def _write(self, checkpoint: bool = False) -> bool:
         # The passive records, and those of compiletrace.compile into the process registry
         # (not the copies the program's own observe() put there: the job has those already).
         own = self.registry.records()
@@ -177,13 +219,15 @@ class _Recording:
             ),
             key=lambda r: r.end_unix_ns,
         )
+        if checkpoint and not records:
+            return False  # nothing compiled yet: nothing to keep
         if self.forked_at_ns and not records:
             # A forked child that compiled nothing (a DataLoader worker, or a child about
             # to exec another program) leaves nothing, its start marker included.
             if self.marked:
                 self.job_dir.remove(self.key + STARTED_SUFFIX)
                 self.marked = False
-            return
+            return False
         info = self.info or ProcessInfo.this_process(process_role())
         reg = Registry()
         for record in records:
@@ -221,9 +265,15 @@ class _Recording:
             cache_keys=tc.run_cache_keys(records),
             ready=mark if mark is not None and mark.unix_ns >= self.forked_at_ns else None,
             refused_after_ready=self.refused,
+            checkpoint_unix_s=time.time() if checkpoint else None,
         )
         run = Run(reg.records(), warmup, meta, startup_timeline(reg), reg.runtime_events())
         self.job_dir.write(self.key + RUN_SUFFIX, json_bytes(run.to_dict(), self.key + RUN_SUFFIX))
+        return True
+
+
+# How long the final write waits for a checkpoint the other thread is writing.
+_LOCK_WAIT_S = 10.0
 
 
 # This process's recording for its job, once started. Written when the process starts
@@ -340,7 +390,25 @@ def _die_of(signum: int) -> None:
     os.kill(os.getpid(), signum)
 
 
+# Whether this process's fork handler holds the recording's lock across a fork.
+_HELD_ACROSS_FORK: Slot[bool] = STATE.slot("job recording: lock held across a fork", False)
+
+
+def _before_fork() -> None:
+    # No checkpoint may be half written, with a registry's lock held, when the process forks.
+    recording = _RECORDING.value
+    _HELD_ACROSS_FORK.value = recording is not None and recording.lock.acquire(timeout=_LOCK_WAIT_S)
+
+
+def _after_fork_in_parent() -> None:
+    recording = _RECORDING.value
+    if _HELD_ACROSS_FORK.value and recording is not None:
+        _HELD_ACROSS_FORK.value = False
+        recording.lock.release()
+
+
 def _after_fork_in_child() -> None:
+    _HELD_ACROSS_FORK.value = False
     recording = _RECORDING.value
     if recording is not None:
         recording.forked()
@@ -362,6 +430,7 @@ def _in_multiprocessing_child(recording: _Recording) -> None:
     try:
         recording.name_process()
         _finalize_multiprocessing_child()
+        recording.start_checkpoints()
     except Exception as exc:
         _warn("recording is off in this forked process", exc)
 
@@ -544,7 +613,10 @@ def start() -> None:
         _warn("the ready mark is off in this process", exc)
     atexit.register(_write_quietly)
     _write_before_leaving()
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+    )
+    recording.start_checkpoints()
     if threading.current_thread() is threading.main_thread():
         try:
             if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

@@ -336,6 +336,9 @@ class RunMeta(Mapping[str, Any]):
     # What torch's stance said when it refused a compile after ready and the program died of
     # it (compiletrace run --apply fail-after-ready)
     refused_after_ready: str | None = None
+    # compiletrace run: when the process wrote this run while it still ran (its last
+    # checkpoint: it was stopped before it could write at its end); None: written at its end
+    checkpoint_unix_s: float | None = None
     # Keys this compiletrace does not know, as read (JSON values): written back, never read.
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -422,6 +425,7 @@ class RunMeta(Mapping[str, Any]):
             ),
             ready=ReadyMark.from_dict(f.data["ready"], source, f.path("ready")) if "ready" in given else None,
             refused_after_ready=_text(f, "refused_after_ready"),
+            checkpoint_unix_s=f.number("checkpoint_unix_s", None, minimum=0.0, optional=True),
             extra=_extra(f, set(f.data) - _KNOWN_KEYS),
         )
 

@@ -59,7 +59,13 @@ BENCH_SCHEMA_VERSION = FileKind.BENCH.schema_version
 
 # Environment variable -> subdirectory of an iteration's cache: every on-disk cache torch
 # keeps (inductor's FX graph and AOTAutograd caches live under TORCHINDUCTOR_CACHE_DIR).
-CACHE_ENV_DIRS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
+# Where each cache an iteration starts from lives: a cold iteration gets all of them empty
+# (vLLM keeps its own compiled artifacts under its cache root, beside inductor's).
+CACHE_ENV_DIRS = {
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TRITON_CACHE_DIR": "triton",
+    "VLLM_CACHE_ROOT": "vllm",
+}
 
 CHILD_COMMAND = (sys.executable, "-m", "compiletrace.bench._child")
 STDERR_TAIL_LINES = 20

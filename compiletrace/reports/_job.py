@@ -3,6 +3,7 @@ ends, and one Chrome/Perfetto trace with a track group per process."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from compiletrace._data.nodes import (
     rank_figures,
 )
 from compiletrace._data.records import ENCODER, NS_PER_S, GraphRecord, component_totals, ordered_components
-from compiletrace._io.text import printable
+from compiletrace._io.text import printable, shell_line
 from compiletrace.reports._chrome import chrome_trace_dict
 from compiletrace.reports._table import wrap_prose
 
@@ -186,7 +187,28 @@ def job_summary_lines(job: Job) -> list[str]:
     for info in job.missing:
         argv = printable(" ".join(info.argv))
         lines.append(f"  {info.label} left no run (killed before it could write one?)  {argv}")
+    lines += checkpointed_lines(job)
     return wrap_prose(lines, indent="    ")
+
+
+def checkpointed_lines(job: Job) -> list[str]:
+    """A line for each process stopped before it could write its run at its end, whose run is
+    the one it wrote while it ran (its last checkpoint).
+
+    >>> checkpointed_lines(Job(("python",), 0, ()))
+    []
+    """
+    lines = []
+    for process in job.processes:
+        at = process.run.meta.checkpoint_unix_s
+        if at is None:
+            continue
+        when = time.strftime("%H:%M:%S", time.localtime(at))
+        lines.append(
+            f"  {process.info.label} ended before writing its run (killed?): what it recorded up to "
+            f"{when} is kept, as it wrote it while it ran; a compile that ended after that is lost"
+        )
+    return lines
 
 
 def _outcomes(graphs: int, hits: int, misses: int) -> str:
@@ -241,6 +263,7 @@ def nodes_summary_lines(job: Job) -> list[str]:
         lines.append(f"  {len(others)} more process{'es' if len(others) != 1 else ''} compiled, not as ranks")
     for info in job.missing:
         lines.append(f"  {info.label} left no run (killed before it could write one?)")
+    lines += checkpointed_lines(job)
     return wrap_prose(lines, indent="    ")
 
 
@@ -256,7 +279,7 @@ def job_findings_line(findings: Sequence[Finding], saved_to: str | None) -> str:
     n = len(findings)
     at_stake = sum(f.seconds for f in findings)
     how = (
-        f"compiletrace doctor {saved_to}"
+        shell_line(["compiletrace", "doctor", saved_to])
         if saved_to
         else "run again with --json FILE, then compiletrace doctor FILE"
     )

@@ -242,6 +242,29 @@ def test_a_process_killed_with_sigkill_is_named_as_leaving_no_run(tmp_path: Path
 
 
 @pytest.mark.slow
+def test_a_process_killed_with_sigkill_after_its_checkpoint_keeps_its_compiles(tmp_path: Path) -> None:
+    """A process stopped where nothing can write at its end (SIGKILL; vLLM's engine core torn
+    down by its parent) keeps what it compiled: its run was written while it ran, and the
+    job says it is a checkpoint."""
+    job_json = tmp_path / "job.json"
+    proc = ct_run(
+        "--json", str(job_json), "--", sys.executable, str(PROGRAMS / "compile_then_wait.py"),
+        "kill9-checkpointed", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert proc.stdout == "compiled\ncheckpointed\n"
+    job = compiletrace.load(job_json)
+    assert isinstance(job, compiletrace.ProfileJob)
+    assert job.missing == ()
+    (process,) = job.processes
+    assert process.info.role == "main"
+    assert [(r.backend, r.compile_id) for r in process.run.graph_records] == [("eager", "0/0")]
+    assert process.run.meta.checkpoint_unix_s is not None
+    assert process.run.meta.checkpoint_unix_s >= process.run.graph_records[0].end_unix_ns / 1e9
+    assert f"{process.info.label} ended before writing its run" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
 def test_processes_that_never_compile_pay_nothing_and_leave_nothing(tmp_path: Path) -> None:
     job_dir = tmp_path / "job"
     proc = ct_run(

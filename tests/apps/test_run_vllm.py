@@ -249,10 +249,27 @@ def _left_running(marker: str) -> list[int]:
     return left
 
 
+def _torchs_compiles(trace: Path) -> dict[int, list[float]]:
+    """torch's own record of every frame compile in a TORCH_TRACE directory: each process's
+    ``compilation_metrics`` rows (pid from the log line's prefix), as their seconds."""
+    found: dict[int, list[float]] = {}
+    for log in trace.iterdir():
+        for line in log.read_text(errors="replace").splitlines():
+            head, sep, body = line.partition("] ")
+            if not sep or not body.startswith('{"compilation_metrics": '):
+                continue
+            row = json.loads(body)["compilation_metrics"]
+            seconds = (row["end_time_us"] - row["start_time_us"]) / 1e6
+            found.setdefault(int(head.split()[2]), []).append(seconds)
+    return found
+
+
 def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked(tmp_path: Path) -> None:
     """The server never ends by itself: run with --ready port:PORT, stopped with Ctrl-C once
     it answers, then verified (each trial to ready, then stopped) and benchmarked cold and warm;
-    nothing of it is left running."""
+    nothing of it is left running. Its engine's processes are torn down by their parent
+    (SIGTERM, then SIGKILL) where nothing can write at their end: what they compiled is kept
+    all the same, compile for compile what torch's own trace of the same run holds."""
     import signal
     import time
 
@@ -263,11 +280,13 @@ def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked
         check=True, timeout=TIMEOUT_S,
     )  # fmt: skip
     port, env, job_json = _free_port(), _server_env(tmp_path), tmp_path / "job.json"
+    trace = tmp_path / "trace"
     with open(tmp_path / "run.err", "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--ready", f"port:{port}",
              "--", *_server_command(model, port)],
-            stdout=err, stderr=err, env=env, cwd=tmp_path, start_new_session=True,
+            stdout=err, stderr=err, env={**env, "TORCH_TRACE": str(trace)}, cwd=tmp_path,
+            start_new_session=True,
         )  # fmt: skip
         try:
             end = time.monotonic() + TIMEOUT_S
@@ -284,6 +303,18 @@ def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked
     assert job["after_ready"]["fired"] is True
     (mark,) = [m for m in job["after_ready"]["ready"] if m["how"] == "port"]
     assert mark["what"] == f"port:{port}"
+    # Every compile, by process, as torch's trace holds it: the worker that compiled the model
+    # was killed by its parent, and its run is the one it wrote while it ran.
+    loaded = compiletrace.load(job_json)
+    assert isinstance(loaded, compiletrace.ProfileJob)
+    torchs = _torchs_compiles(trace)
+    ours = {p.info.pid: p for p in loaded.compiling()}
+    assert torchs and set(ours) == set(torchs), ((tmp_path / "run.err").read_text()[-4000:], torchs)
+    for pid, seconds in torchs.items():
+        records = ours[pid].run.graph_records
+        assert len(records) == len(seconds), (pid, records, seconds)
+        for record, theirs in zip(sorted(records, key=lambda r: r.start_unix_ns), seconds, strict=True):
+            assert abs(record.total_ns / 1e9 - theirs) <= 0.02 * theirs + 0.005, (pid, record, theirs)
 
     verified = tmp_path / "verified.json"
     done = subprocess.run(
@@ -309,4 +340,7 @@ def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked
     assert done.returncode == 0, done.stderr[-4000:]
     figures = json.loads(bench.read_text())
     assert figures["cold_startup_times"][0] > 0 and figures["warm_startup_times"][0] > 0
+    # Each cold iteration on empty caches (inductor's and vLLM's own), the warm on filled ones.
+    (cold_cpu,), (warm_cpu,) = figures["cold_compilation_cpu_times"], figures["warm_compilation_cpu_times"]
+    assert cold_cpu > 1.5 * warm_cpu > 0, figures
     assert _left_running(str(model)) == []
