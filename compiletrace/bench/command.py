@@ -7,7 +7,8 @@ measured in its start-up's time, not its life. COLD iterations each get a fresh,
 compile cache; WARM ones share one cache that untimed warm-up iterations filled.
 
 An iteration's start-up is the job's critical path: from the command's start to the last
-ready mark of its processes (a job is ready when its slowest process is). Beside it: each
+ready mark of its processes (a job is ready when its slowest process is); a program that
+ends by itself with no mark (a script) is measured to its end, as ``doctor --verify`` does. Beside it: each
 process's own start-up (its start to its mark), the job's compile seconds (wall, and the CPU
 of the compile work), and its graphs' cache hits and misses. The JSON keeps the standard
 start-up benchmark keys (``avg_cold_startup_time``, ``cold_startup_times``,
@@ -63,16 +64,31 @@ def iteration_of(
     was never ready (or ended by itself before any process of it was)."""
     job: ProfileJob = outcome.job
     marks = [p for p in job.processes if p.run.meta.ready is not None]
-    if outcome.stopped == NEVER_READY or not marks:
-        why = "it was never ready" if outcome.stopped == NEVER_READY else "no process of it marked ready"
-        raise ChildFailed(label, outcome.exit_status, f"{why} (exit status {outcome.exit_status})")
+    if outcome.stopped == NEVER_READY:
+        why = f"it was never ready (exit status {outcome.exit_status})"
+        raise ChildFailed(label, outcome.exit_status, why)
     per_process = {}
-    for p in marks:
-        mark = p.run.meta.ready
-        assert mark is not None
-        start = p.run.timeline.start_unix_ns if p.run.timeline is not None else started_unix_ns
-        per_process[p.info.label] = max(0, mark.unix_ns - start) / NS_PER_S
-    last = max(p.run.meta.ready.unix_ns for p in marks if p.run.meta.ready is not None)
+    if marks:
+        for p in marks:
+            mark = p.run.meta.ready
+            assert mark is not None
+            start = p.run.timeline.start_unix_ns if p.run.timeline is not None else started_unix_ns
+            per_process[p.info.label] = max(0, mark.unix_ns - start) / NS_PER_S
+        last = max(p.run.meta.ready.unix_ns for p in marks if p.run.meta.ready is not None)
+    elif outcome.exit_status != 0:
+        raise ChildFailed(
+            label,
+            outcome.exit_status,
+            f"it ended with exit status {outcome.exit_status} before any process of it marked ready "
+            "(a program that does not end needs --ready: port:PORT, step:N, MODULE:FUNCTION)",
+        )
+    else:
+        # A program that ends and marks nothing (a script: compile, run, exit): its start-up is
+        # its whole run, as doctor --verify counts it; each process's is its own run.
+        for p in job.processes:
+            if p.run.timeline is not None:
+                per_process[p.info.label] = p.run.timeline.total_ns / NS_PER_S
+        last = started_unix_ns + round(process_time * NS_PER_S)
     by_component = job.by_component()
     records = job.records()
     encoder_cpu = sum(r.cpu_or_wall_ns for r in records if r.component == ENCODER)

@@ -50,6 +50,42 @@ def test_a_server_that_never_ends_gets_cold_and_warm_start_ups_to_ready(
     assert record["metric"]["benchmark_values"] == [data["avg_cold_startup_time"]]
 
 
+_SCRIPT = """
+import sys
+import torch
+
+fn = torch.compile(lambda x: x.sin() * 2, backend="aot_eager")
+fn(torch.ones(4))
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.slow
+def test_a_script_that_ends_is_measured_to_its_end_and_one_that_fails_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A program that compiles and ends (no --ready, no warm-up marked): its start-up is its
+    whole run, as doctor --verify counts it; one that fails is a failed iteration, said so."""
+    script, out = tmp_path / "script.py", tmp_path / "bench.json"
+    script.write_text(_SCRIPT)
+    argv = ["bench", "startup", "--num-iters-cold", "1", "--num-iters-warmup", "0", "--num-iters-warm", "1",
+            "--output-json", str(out), "--", sys.executable, str(script), "0"]  # fmt: skip
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    data = json.loads(out.read_text())
+    for prefix in ("cold", "warm"):
+        (startup,) = data[f"{prefix}_startup_times"]
+        (process_time,) = data[f"{prefix}_process_times"]
+        (processes,) = data[f"{prefix}_process_startup_times"]
+        (own,) = processes.values()  # the script's one process, start to end
+        assert 0 < own <= startup <= process_time
+        assert data[f"{prefix}_compilation_cpu_times"][0] > 0
+    capsys.readouterr()
+    argv[-1] = "3"
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "exit status 3 before any process of it marked ready" in err and "--ready" in err, err
+
+
 def test_a_command_with_a_model_or_without_words_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, message in (
         (["pkg.mod:build", "--", "python", "x.py"], "give MODEL (pkg.mod:build) or '-- COMMAND', not both"),
