@@ -24,6 +24,7 @@ import importlib.util
 import json
 import os
 import py_compile
+import shlex
 import shutil
 import signal
 import subprocess
@@ -62,7 +63,7 @@ from compiletrace._data.job_dir import (
 )
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.nodes import critical_path, rank_figures
-from compiletrace._data.ready import ReadyMark, parse_ready
+from compiletrace._data.ready import PORT, ReadyMark, parse_ready
 from compiletrace._data.run import Run
 from compiletrace._io.envelope import MAX_FILE_BYTES, parse_json
 from compiletrace._io.errors import CommandNotFound, CompiletraceError, RunFileError, UsageError
@@ -82,6 +83,8 @@ __all__ = [
     "collect_job",
     "job_run",
     "run_command",
+    "traffic_argv",
+    "traffic_words",
 ]
 
 BOOTSTRAP_DIR = str(Path(__file__).resolve().parent.parent / "_bootstrap")
@@ -105,7 +108,7 @@ class ProfileJob(Job):
 
     @classmethod
     def of(cls, job: Job) -> ProfileJob:
-        return cls(job.command, job.exit_status, job.processes, job.missing, job.cwd, job.ready)
+        return cls(job.command, job.exit_status, job.processes, job.missing, job.cwd, job.ready, job.traffic)
 
     def diagnose(self) -> list[Finding]:
         """The doctor's findings, process by process (a finding's evidence names its
@@ -318,8 +321,12 @@ class UntilReady:
     2
     """
 
-    grace_s: float = 3.0  # seconds run after the last ready mark
-    timeout_s: float = 900.0  # never ready in this long: stopped, and said so
+    grace_s: float = 3.0  # seconds run after the last ready mark (with traffic: after the traffic)
+    timeout_s: float = 900.0  # never ready in this long: stopped, and said so; the traffic's bound too
+    # A command started at the first ready mark (its words as traffic_words gives them: {port}
+    # becomes the port of the ready mark), whose end starts the grace: the requests that make
+    # a server compile (run --traffic).
+    traffic: tuple[str, ...] = ()
     stop_timeout_s: float = 10.0  # each signal's wait before the next, harder one
     poll_s: float = 0.05  # how often the job directory is read for ready marks
     clock: Callable[[], float] = time.monotonic  # injectable: tests drive the timeouts
@@ -341,6 +348,8 @@ class RunOutcome:
     stopped: str | None = None
     ready_after_s: float | None = None
     marks: tuple[ReadyMark, ...] = ()
+    # The traffic command's exit status (128 + N for a signal; None: no traffic was started).
+    traffic_status: int | None = None
 
     def keep_run_files(self) -> str:
         """Keep a temporary job directory past the end of :func:`job_run` (when an output
@@ -420,6 +429,8 @@ def job_run(
     :class:`~compiletrace.UsageError` for a bad rule, fix, ready mark or job directory."""
     command = [str(part) for part in command]
     executable = _resolve(command, cwd)
+    if until_ready is not None and until_ready.traffic:
+        _resolve(list(until_ready.traffic), cwd)  # a traffic command that does not exist: nothing runs
     parse_component_rules(components)  # bad rules fail before anything runs
     check_fix_names(fixes)
     spec = parse_ready(ready).text if ready else ""
@@ -460,20 +471,125 @@ def job_run(
         stopped: str | None = None
         ready_after: float | None = None
         marks: tuple[ReadyMark, ...] = ()
+        traffic = _Traffic(until_ready.traffic if until_ready is not None else (), spec, cwd, stdout)
         with _forwarding_signals(child, group=until_ready is not None):
             if until_ready is None:
                 returncode = child.wait()
             else:
                 try:
-                    stopped, ready_after, marks = _run_until_ready(child, directory, until_ready, started)
+                    stopped, ready_after, marks = _run_until_ready(
+                        child, directory, until_ready, started, traffic
+                    )
                 finally:
-                    # Whatever happened here (Ctrl-C included), nothing of the command is left.
+                    # Whatever happened here (Ctrl-C included), nothing of the command is left,
+                    # nor of its traffic.
+                    traffic.stop(until_ready)
                     _stop_group(child, directory, until_ready)
                 returncode = child.wait()
         status = 128 - returncode if returncode < 0 else returncode
         job = collect_job(directory, command, status, cwd=cwd, ready=spec)
+        if until_ready is not None and until_ready.traffic:
+            job = replace(job, traffic=until_ready.traffic)
         killed_by = -returncode if returncode < 0 and stopped is None else None
-        yield RunOutcome(job, status, killed_by, directory.path, job_dir is None, stopped, ready_after, marks)
+        yield RunOutcome(
+            job,
+            status,
+            killed_by,
+            directory.path,
+            job_dir is None,
+            stopped,
+            ready_after,
+            marks,
+            traffic.status,
+        )
+
+
+PORT_FIELD = "{port}"  # in a traffic command: the port the program listens on (--ready port:PORT)
+
+
+def traffic_words(traffic: str | Sequence[str], ready: str | None) -> tuple[str, ...]:
+    """A traffic command's words (``--traffic 'COMMAND'``: split as a shell splits it; no
+    shell runs it), checked: :class:`~compiletrace.UsageError` for an empty command, or one
+    that uses ``{port}`` where ``ready`` is no ``port:PORT``. ``{port}`` stays in the words:
+    each run puts its own port there (:func:`traffic_argv`).
+
+    >>> traffic_words("curl -s http://127.0.0.1:{port}/v1/models", "port:8000")
+    ('curl', '-s', 'http://127.0.0.1:{port}/v1/models')
+    """
+    words = shlex.split(traffic) if isinstance(traffic, str) else [str(w) for w in traffic]
+    if not words:
+        raise UsageError("--traffic needs a command: --traffic 'python load.py --port {port}'")
+    if any(PORT_FIELD in word for word in words) and _port_of(ready) is None:
+        raise UsageError(
+            f"--traffic uses {PORT_FIELD}, which is the port of --ready port:PORT: give --ready port:PORT"
+        )
+    return tuple(words)
+
+
+def traffic_argv(words: Sequence[str], ready: str | None) -> list[str]:
+    """The traffic command as run: ``{port}`` replaced by the port of ``ready``.
+
+    >>> traffic_argv(("curl", "http://127.0.0.1:{port}/"), "port:8000")
+    ['curl', 'http://127.0.0.1:8000/']
+    """
+    port = _port_of(ready)
+    return [word.replace(PORT_FIELD, port) if port is not None else word for word in words]
+
+
+def _port_of(ready: str | None) -> str | None:
+    spec = parse_ready(ready) if ready else None
+    return spec.name if spec is not None and spec.how == PORT else None
+
+
+class _Traffic:
+    """The traffic command of a run to ready (:attr:`UntilReady.traffic`): started once, at
+    the first ready mark, in a process group of its own, with this process's environment
+    (it is the program's client, not the program: nothing of it is recorded)."""
+
+    def __init__(self, words: Sequence[str], ready: str, cwd: str | None, stdout: Any) -> None:
+        self.argv = traffic_argv(words, ready or None)
+        self.cwd = cwd
+        self.stdout = stdout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+
+    def start(self, now: float) -> None:
+        self.started = now
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=self.cwd,
+                stdout=self.stdout,
+                process_group=0,
+                preexec_fn=parent_death_preexec(),
+            )
+        except OSError as exc:
+            what = f"cannot run the traffic command {self.argv[0]!r}: {exc.strerror or exc}"
+            raise CommandNotFound(what) from None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def status(self) -> int | None:
+        if self.proc is None or self.proc.returncode is None:
+            return None
+        code = self.proc.returncode
+        return 128 - code if code < 0 else code
+
+    def stop(self, until: UntilReady) -> None:
+        """End what is left of it: SIGTERM to its group, then SIGKILL."""
+        if self.proc is None:
+            return
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            if self.proc.poll() is not None:
+                break
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signum)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(until.stop_timeout_s)
+        self.proc.poll()
 
 
 def _trial_preexec() -> Callable[[], None]:
@@ -507,10 +623,14 @@ def _ready_marks(directory: PrivateDirectory) -> list[ReadyMark]:
 
 
 def _run_until_ready(
-    child: subprocess.Popen[bytes], directory: PrivateDirectory, until: UntilReady, started: float
+    child: subprocess.Popen[bytes],
+    directory: PrivateDirectory,
+    until: UntilReady,
+    started: float,
+    traffic: _Traffic | None = None,
 ) -> tuple[str | None, float | None, tuple[ReadyMark, ...]]:
-    """Wait for the command's ready marks, then its grace: how it ended (None: by itself),
-    the seconds to its first mark, and its marks."""
+    """Wait for the command's ready marks, then its traffic (if any), then its grace: how it
+    ended (None: by itself), the seconds to its first mark, and its marks."""
     seen = 0
     first: float | None = None
     deadline: float | None = None
@@ -522,9 +642,17 @@ def _run_until_ready(
             seen = len(marks)
             first = now if first is None else first
             deadline = now + until.grace_s  # each new mark: the grace again
+            if traffic is not None and traffic.argv and traffic.proc is None:
+                traffic.start(now)
+        if traffic is not None and traffic.proc is not None:
+            if traffic.running and now - traffic.started < until.timeout_s:
+                deadline = None  # the grace starts when the traffic ends
+            elif deadline is None:
+                traffic.stop(until)  # ended, or ran past its bound
+                deadline = now + until.grace_s
         if deadline is not None and now >= deadline:
             return STOPPED_READY, first - started if first is not None else None, tuple(marks)
-        if deadline is None and now - started >= until.timeout_s:
+        if first is None and now - started >= until.timeout_s:
             return NEVER_READY, None, tuple(marks)
         time.sleep(until.poll_s)
     marks = _ready_marks(directory)

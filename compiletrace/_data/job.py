@@ -22,7 +22,7 @@ from compiletrace._data.kinds import FileKind
 from compiletrace._data.ready import JobAfterReady, job_after_ready, parse_ready
 from compiletrace._data.records import NS_PER_S, CompilationTimes, GraphRecord, component_totals
 from compiletrace._data.run import Run
-from compiletrace._data.run_meta import ProcessInfo
+from compiletrace._data.run_meta import MAX_NAMES, MAX_TEXT_CHARS, ProcessInfo
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json
@@ -72,6 +72,9 @@ class Job:
     missing: tuple[ProcessInfo, ...] = ()
     cwd: str = ""  # the directory the command ran in ("": not known, a trace's processes)
     ready: str = ""  # compiletrace run --ready, as given ("": the end of a warm-up, by default)
+    # compiletrace run --traffic: the command that sent it requests once it was ready, its words
+    # ({port}: the port of the ready mark); doctor --verify replays it in each trial (--trust)
+    traffic: tuple[str, ...] = ()
 
     def records(self) -> tuple[GraphRecord, ...]:
         """Every process's records, process by process."""
@@ -123,6 +126,7 @@ class Job:
                 "missing": [m.to_dict() for m in self.missing],
                 "cwd": self.cwd,
                 "ready": self.ready,
+                **({"traffic": list(self.traffic)} if self.traffic else {}),
                 # Derived (not read back): what CI holds at zero, and when each process was ready.
                 "after_ready": self.after_ready().to_dict(),
             },
@@ -149,6 +153,7 @@ class Job:
                 raise f.fail(
                     "ready", "a ready mark as 'run --ready' takes it (MODULE:FUNCTION or phase:NAME)", ready
                 ) from None
+        traffic = tuple(f.strings("traffic", [], limit=MAX_TEXT_CHARS, max_items=MAX_NAMES))
         return cls(
             command=tuple(f.strings("command")),
             exit_status=f.integer("exit_status"),
@@ -156,6 +161,7 @@ class Job:
             missing=missing,
             cwd=f.string("cwd"),
             ready=ready,
+            traffic=traffic,
         )
 
     def save(self, path: str | os.PathLike[str]) -> None:

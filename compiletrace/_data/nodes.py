@@ -93,6 +93,7 @@ def merge_jobs(jobs: Sequence[tuple[str, Job]]) -> Job:
         missing=tuple(m for _, job in jobs for m in job.missing),
         cwd=first.cwd,
         ready=first.ready,
+        traffic=first.traffic,
     )
 
 

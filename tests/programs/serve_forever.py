@@ -2,9 +2,10 @@
 sizes (the second recompiles it: the doctor's finding), then serves it over HTTP until it
 is stopped. Nothing in it knows of compiletrace; ``--ready port:PORT`` says when it is ready.
 
-    python serve_forever.py PORT [PID_FILE]
+    python serve_forever.py PORT [PID_FILE|-] [cold]
 
-PID_FILE, when given, gets this process's pid appended (a test checks none is left).
+PID_FILE, when given, gets this process's pid appended (a test checks none is left). With
+``cold`` it serves with no warm-up: its first requests compile (their sizes, GET /SIZE).
 """
 
 import http.server
@@ -41,13 +42,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 if __name__ == "__main__":
     port = int(sys.argv[1])
-    if len(sys.argv) > 2:
+    if len(sys.argv) > 2 and sys.argv[2] != "-":
         with open(sys.argv[2], "a") as f:
             f.write(f"{os.getpid()}\n")
     torch.manual_seed(0)
     MODEL = torch.compile(Model(), backend="aot_eager")
     with torch.no_grad():
-        for batch in (4, 5):  # the warm-up: the second size recompiles
+        for batch in () if sys.argv[3:] == ["cold"] else (4, 5):  # the second size recompiles
             MODEL(torch.randn(batch, 8))
     server = http.server.HTTPServer(("127.0.0.1", port), Handler)
     print(f"serving on {port}", flush=True)

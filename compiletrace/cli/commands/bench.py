@@ -34,7 +34,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "With '-- COMMAND' instead of MODEL: start any command (a server, a training job) the same\n"
         "way, each run under 'compiletrace run' and only until it is ready (--ready WHEN), a grace,\n"
         "then stopped (SIGINT, SIGTERM, SIGKILL to its process group); its start-up is from its start\n"
-        "to the last ready mark of its processes (the critical path).",
+        "to the last ready mark of its processes (the critical path). A command that ends by itself\n"
+        "(a script) needs no --ready: its start-up is its whole run.",
         usage="%(prog)s [OPTIONS] [MODEL]\n       %(prog)s [OPTIONS] -- COMMAND [ARGS...]",
     )
     add_common_options(startup)
@@ -73,7 +74,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--ready",
         metavar="WHEN",
         help="with -- COMMAND: when it is ready, as 'run --ready' takes it: port:PORT, step:N,\n"
-        "MODULE:FUNCTION or phase:NAME (default: the end of its warm-up, or compiletrace.ready())",
+        "MODULE:FUNCTION or phase:NAME (default: the end of its warm-up, or compiletrace.ready(); a\n"
+        "command that ends with neither is measured to its end)",
     )
     startup.add_argument(
         "--grace",
@@ -81,6 +83,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=3.0,
         metavar="S",
         help="with -- COMMAND: seconds it runs after ready before it is stopped (default 3)",
+    )
+    startup.add_argument(
+        "--traffic",
+        metavar="COMMAND",
+        help="with -- COMMAND: the requests each run gets once it is ready, as 'run --traffic' takes\n"
+        "them ({port}: the port of --ready port:PORT); what they compile counts, the grace follows them",
     )
     startup.add_argument(
         "--ready-timeout",
@@ -118,7 +126,11 @@ def run(args: argparse.Namespace) -> int:
     command = getattr(args, "command_argv", None)
     if command is not None:
         return _run_command(args, command)
-    for option, given in (("--ready", args.ready is not None), ("--grace", args.grace != 3.0)):
+    for option, given in (
+        ("--ready", args.ready is not None),
+        ("--grace", args.grace != 3.0),
+        ("--traffic", args.traffic is not None),
+    ):
         if given:
             raise UsageError(
                 f"{option} is for '-- COMMAND', which runs until it is ready; MODEL ends by itself"
@@ -168,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     """``bench startup [OPTIONS] -- COMMAND``: :func:`compiletrace.bench.command.run_command_bench`."""
-    from compiletrace._app.job import UntilReady
+    from compiletrace._app.job import UntilReady, traffic_words
     from compiletrace._data.ready import parse_ready
     from compiletrace.bench.command import run_command_bench
     from compiletrace.cli.options import check_seconds
@@ -184,7 +196,8 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         parse_ready(args.ready)  # bad input, before anything runs
     check_seconds(args.grace, "--grace", minimum=0.0)
     check_seconds(args.ready_timeout, "--ready-timeout", minimum=1.0)
-    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
+    traffic = traffic_words(args.traffic, args.ready) if args.traffic is not None else ()
+    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout, traffic=traffic)
 
     def note(line: str) -> None:
         print(f"{PROG}: {line}", file=sys.stderr)

@@ -110,6 +110,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "decided after two rounds runs no third either way)",
     )
     parser.add_argument(
+        "--traffic",
+        metavar="COMMAND",
+        help="with --verify: the requests each trial gets once it is ready, as 'run --traffic' takes\n"
+        "them (default: the job's own, recorded by 'run --traffic')",
+    )
+    parser.add_argument(
         "--trust",
         action="store_true",
         help="with --verify: run the command or MODEL the file names (a file can name any code)",
@@ -204,6 +210,23 @@ def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None,
             print(f"wrote the HTML page to {args.html}")
 
 
+def _check_traffic(job: Any, traffic: tuple[str, ...], source: str) -> None:
+    """A server's compiles after ready came from requests: trials with no traffic get none,
+    compile none of them, and would find nothing to change. Refused, with what to give."""
+    from compiletrace._data.ready import PORT, parse_ready
+
+    if traffic or not job.ready or parse_ready(job.ready).how != PORT:
+        return
+    after = job.after_ready()
+    if after.count:
+        raise UsageError(
+            f"{source}: {after.count} compile{'s' if after.count != 1 else ''} came after the server was "
+            f"ready ({job.ready}), from requests its trials would not get: give the requests that caused "
+            "them, --traffic 'COMMAND' ({port} is its port), here or to 'compiletrace run' so the job "
+            "records them"
+        )
+
+
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.profile_run import ProfileRun
     from compiletrace._app.verify import (
@@ -238,9 +261,18 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             f"{args.run[0]}: --verify would run what this file names ({shown}), and a file can "
             "name any code: give --trust if the file is your own"
         )
-    from compiletrace._app.job import UntilReady
+    from compiletrace._app.job import UntilReady, traffic_words
 
-    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout)
+    traffic: tuple[str, ...] = ()
+    if not profiled:
+        ready = job.ready or None
+        traffic = traffic_words(args.traffic, ready) if args.traffic is not None else job.traffic
+        _check_traffic(job, traffic, args.run[0])
+    elif args.traffic is not None:
+        raise UsageError(
+            "--traffic is for a job's command ('run --json'): a profile run's MODEL serves nothing"
+        )
+    until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout, traffic=traffic)
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
     how.update(until_ready=until, jobs=args.jobs, budget_s=args.budget)
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)

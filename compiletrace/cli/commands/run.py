@@ -19,7 +19,7 @@ from compiletrace.cli.outputs import write_job_outputs
 from compiletrace.cli.parsing import HELP_WIDTH, PROG, add_common_options
 
 if TYPE_CHECKING:
-    from compiletrace._app.job import ProfileJob
+    from compiletrace._app.job import ProfileJob, RunOutcome
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -39,6 +39,11 @@ EPILOG = (
     "compiletrace.ready(); by default the end of its first warm-up phase (compiletrace.warm_up's,\n"
     "vLLM's compile and warm-up). A job stopped with Ctrl-C after its ready mark can be verified\n"
     "('doctor --verify' runs it again only until it is ready).\n\n"
+    "traffic (--traffic 'COMMAND'): the requests a server gets once it is ready, e.g. a load\n"
+    "script: started at the first ready mark ({port} becomes the port of --ready port:PORT), and\n"
+    "when it ends, after a grace of 3 s, the command is stopped as Ctrl-C stops it and run exits\n"
+    "with the traffic's status. What the requests compile is after ready. 'doctor --verify' replays\n"
+    "it in each trial.\n\n"
     "examples:\n"
     "  compiletrace run -- python train.py --epochs 1\n"
     "  compiletrace run --json job.json -- torchrun --standalone --nproc-per-node 2 train.py\n"
@@ -46,6 +51,8 @@ EPILOG = (
     "  compiletrace run --ready myserver:warm_up --after-ready error -- python -m myserver\n"
     "  compiletrace run --json job.json --ready port:8000 -- python serve.py --port 8000\n"
     "  compiletrace run --json job.json --ready step:5 -- python train.py\n"
+    "  compiletrace run --json job.json --ready port:8000 --traffic 'python load.py --port {port}' \\\n"
+    "      -- python serve.py --port 8000\n"
     "  compiletrace report job.json; compiletrace doctor job.json"
 )
 
@@ -103,6 +110,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "the end of the first warm-up phase, or compiletrace.ready()",
     )
     parser.add_argument(
+        "--traffic",
+        metavar="COMMAND",
+        help="a command that sends the program its first requests once it is ready ({port}: the port\n"
+        "of --ready port:PORT); its end, and a grace, end the run (see below)",
+    )
+    parser.add_argument(
         "--after-ready",
         choices=AFTER_READY_MODES,
         help="print every compile after ready (warn), and exit 1 when the command succeeded but\n"
@@ -128,7 +141,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compiletrace._app.job import job_run
+    from compiletrace._app.job import UntilReady, job_run, traffic_words
     from compiletrace._core.components import parse_component_rules
     from compiletrace.reports import job_ledger_lines, job_summary_lines
 
@@ -144,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
     parse_component_rules(args.component)
     if args.ready is not None:
         parse_ready(args.ready)  # a bad mark is bad input, before the command runs
+    until = None
+    if args.traffic is not None:
+        # A run with traffic goes as a trial does: to ready, the traffic, a grace, then stopped.
+        until = UntilReady(traffic=traffic_words(args.traffic, args.ready))
     if args.otlp_endpoint is not None:
         from compiletrace.telemetry._configure import check_url
 
@@ -156,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         fixes=args.apply,
         otlp_endpoint=args.otlp_endpoint,
         ready=args.ready,
+        until_ready=until,
         job_id=args.job_id,
     ) as outcome:
         job = outcome.job
@@ -186,10 +204,28 @@ def run(args: argparse.Namespace) -> int:
             _print_findings(job, args.json if args.json and written[0] else None)
     if outcome.signal is not None:  # the launcher dies of it too (see console_main)
         return KilledBy(outcome.exit_status, outcome.signal)
+    if until is not None:
+        return _traffic_status(outcome)
     if outcome.exit_status == EXIT_OK and gate_tripped:
         print(f"{PROG}: --after-ready error: exit status {EXIT_FAILED}", file=sys.stderr)
         return EXIT_FAILED
     return outcome.exit_status
+
+
+def _traffic_status(outcome: RunOutcome) -> int:
+    """A run with --traffic: the traffic's exit status when the command was stopped after it;
+    the command's own when it ended first; 1 when it was never ready."""
+    from compiletrace._app.job import NEVER_READY
+
+    if outcome.stopped == NEVER_READY:
+        print(f"{PROG}: the command was never ready: stopped, and its traffic never sent", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.stopped is None:
+        return outcome.exit_status  # it ended by itself, its traffic stopped with it
+    status = outcome.traffic_status if outcome.traffic_status is not None else EXIT_FAILED
+    if status != EXIT_OK:
+        print(f"{PROG}: the traffic command ended with exit status {status}", file=sys.stderr)
+    return status
 
 
 def _print_findings(job: ProfileJob, saved_to: str | None) -> None:

@@ -1,0 +1,110 @@
+"""A server that compiles at its first requests (no warm-up, or one that missed the serving
+shapes), run with the requests that made it compile (``run --traffic``): the run ends when
+they do, what they compiled is after ready, and ``doctor --verify`` replays them in every
+trial, so the fix for those compiles is measured where they happen. Real processes: a
+compiled model behind ``http.server`` (tests/programs/serve_forever.py, ``cold``: no
+warm-up), and a client (tests/programs/send_requests.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import compiletrace
+from compiletrace import cli
+from compiletrace._data.findings import findings_from_dict
+
+pytestmark = pytest.mark.slow
+
+PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
+TIMEOUT_S = 300
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _run(tmp_path: Path, port: int, sizes: list[str], pids: Path) -> subprocess.CompletedProcess[str]:
+    traffic = f"{sys.executable} {PROGRAMS / 'send_requests.py'} {{port}} {' '.join(sizes)}"
+    return subprocess.run(
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(tmp_path / "job.json"),
+         "--ready", f"port:{port}", "--traffic", traffic,
+         "--", sys.executable, str(PROGRAMS / "serve_forever.py"), str(port), str(pids), "cold"],
+        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_a_server_that_compiles_at_its_requests_is_run_and_verified_with_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port, pids = _free_port(), tmp_path / "pids"
+    done = _run(tmp_path, port, ["4", "5"], pids)
+    # The run ends with its traffic: no Ctrl-C, the traffic's exit status.
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "sent 2 requests" in done.stdout
+    job = json.loads((tmp_path / "job.json").read_text())
+    assert job["traffic"] == [sys.executable, str(PROGRAMS / "send_requests.py"), "{port}", "4", "5"]
+    after = job["after_ready"]
+    assert after["fired"] is True and after["count"] == 2, after  # the first request, and the second size
+    loaded = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(loaded, compiletrace.ProfileJob) and loaded.traffic == tuple(job["traffic"])
+    (process,) = loaded.compiling()
+    assert [r.compile_id for r in process.run.graph_records] == ["0/0", "0/1"]
+
+    # Without the requests, its trials would compile nothing: refused, saying what to give.
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({**job, "traffic": []}))
+    assert cli.main(["doctor", "--verify", "--trust", str(bare), "--rounds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "2 compiles came after the server was ready" in err and "--traffic 'COMMAND'" in err, err
+
+    # With them, replayed from the job: each trial compiles what the requests compile.
+    out = tmp_path / "verified.json"
+    status = cli.main(
+        ["doctor", "--verify", "--trust", str(tmp_path / "job.json"), "--rounds", "1", "--grace", "1",
+         "--json", str(out)]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    measured = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))
+                if "verify" in f.evidence}  # fmt: skip
+    recompiles = measured["recompiles"]
+    assert str(recompiles["fix"]).startswith("mark-dynamic=")
+    assert recompiles["frame_compiles"] == [2, 1], recompiles  # the baseline got both requests
+    # Every server it started (the job's and each trial's) is gone.
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) >= 3 and not any(_alive(pid) for pid in started)
+
+
+def test_a_run_whose_traffic_fails_exits_with_the_traffics_status(tmp_path: Path) -> None:
+    port, pids = _free_port(), tmp_path / "pids"
+    done = _run(tmp_path, port, ["4", "not-a-size"], pids)  # the second request: HTTP 500
+    assert done.returncode == 1, done.stderr[-4000:]
+    assert "the traffic command ended with exit status 1" in done.stderr
+    job = json.loads((tmp_path / "job.json").read_text())
+    assert job["after_ready"]["count"] == 1  # the first request compiled; the run was still recorded
+    assert not any(_alive(int(pid)) for pid in pids.read_text().split())
+
+
+def test_traffic_that_uses_a_port_needs_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--traffic", "curl http://127.0.0.1:{port}/", "--", "true"]) == 2
+    assert "give --ready port:PORT" in capsys.readouterr().err
+    assert cli.main(["run", "--ready", "port:8000", "--traffic", "", "--", "true"]) == 2
+    assert "--traffic needs a command" in capsys.readouterr().err
+    assert signal.SIGINT  # the module's other tests stop nothing by signal: runs end with their traffic
