@@ -24,18 +24,18 @@ dashboards and PyTorch benchmark-database records read it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiletrace._app.compile_caches import cache_environment
 from compiletrace._app.job import NEVER_READY, ProfileJob, RunOutcome, UntilReady, run_command
 from compiletrace._data.kinds import FileKind
 from compiletrace._data.records import NS_PER_S, CacheOutcome
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.signals import owned_temporary_directory
-from compiletrace.bench.startup import CACHE_ENV_DIRS, series_stats
+from compiletrace.bench.startup import series_stats
 
 __all__ = ["CommandBenchResult", "CommandIteration", "iteration_of", "run_command_bench"]
 
@@ -136,10 +136,6 @@ class CommandBenchResult:
         return out
 
 
-def _cache_env(cache: str) -> dict[str, str]:
-    return {var: os.path.join(cache, sub) for var, sub in CACHE_ENV_DIRS.items()}
-
-
 def run_command_bench(
     command: Sequence[str],
     *,
@@ -174,7 +170,9 @@ def run_command_bench(
     def once(cache: str, label: str) -> CommandIteration:
         started_ns = time.time_ns()
         began = time.perf_counter()
-        outcome = run_command(command, extra_env=_cache_env(cache), stdout=2, ready=ready, until_ready=until)
+        outcome = run_command(
+            command, extra_env=cache_environment(cache), stdout=2, ready=ready, until_ready=until
+        )
         it = iteration_of(outcome, started_ns, time.perf_counter() - began, label)
         say(f"{label}: start-up {it.startup_time:.2f} s (compile {it.compilation_cpu_time:.2f} s CPU)")
         return it

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from compiletrace._app.compile_caches import CACHE_ENV_DIRS
 from compiletrace._app.progress import Progress
 from compiletrace._data.bench import PERCENTILES, seconds_lists
 from compiletrace._data.kinds import FileKind
@@ -57,15 +58,6 @@ __all__ = [
 BENCH_KIND = FileKind.BENCH.value
 BENCH_SCHEMA_VERSION = FileKind.BENCH.schema_version
 
-# Environment variable -> subdirectory of an iteration's cache: every on-disk cache torch
-# keeps (inductor's FX graph and AOTAutograd caches live under TORCHINDUCTOR_CACHE_DIR).
-# Where each cache an iteration starts from lives: a cold iteration gets all of them empty
-# (vLLM keeps its own compiled artifacts under its cache root, beside inductor's).
-CACHE_ENV_DIRS = {
-    "TORCHINDUCTOR_CACHE_DIR": "inductor",
-    "TRITON_CACHE_DIR": "triton",
-    "VLLM_CACHE_ROOT": "vllm",
-}
 
 CHILD_COMMAND = (sys.executable, "-m", "compiletrace.bench._child")
 STDERR_TAIL_LINES = 20
