@@ -273,11 +273,13 @@ def child_environment(
 
 
 @contextlib.contextmanager
-def _forwarding_signals(child: subprocess.Popen[bytes], group: bool = False) -> Iterator[None]:
+def _forwarding_signals(
+    child: subprocess.Popen[bytes], group: bool = False, on_interrupt: threading.Event | None = None
+) -> Iterator[None]:
     """Pass terminating signals sent to this process on to the command, and outlive
     Ctrl-C (the command gets it too), so the job is still collected and written. With
     ``group`` (a command in a process group of its own, out of the terminal's reach), Ctrl-C
-    is passed on to that group."""
+    is passed on to that group, and ``on_interrupt`` set: a trial's caller stops there."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -287,6 +289,8 @@ def _forwarding_signals(child: subprocess.Popen[bytes], group: bool = False) -> 
             child.send_signal(signum)
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
+        if on_interrupt is not None:
+            on_interrupt.set()
         if group:  # else the command got it from the terminal; its exit decides
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(child.pid, signum)
@@ -305,6 +309,7 @@ def _forwarding_signals(child: subprocess.Popen[bytes], group: bool = False) -> 
 # How a trial to ready ended (RunOutcome.stopped).
 STOPPED_READY = "ready"  # it became ready, ran its grace, and was stopped
 NEVER_READY = "never ready"  # it ran past UntilReady.timeout_s without a mark, and was stopped
+INTERRUPTED = "interrupted"  # Ctrl-C (UntilReady.interrupted set): stopped, and no verdict on it
 
 
 @dataclass(frozen=True)
@@ -330,6 +335,9 @@ class UntilReady:
     stop_timeout_s: float = 10.0  # each signal's wait before the next, harder one
     poll_s: float = 0.05  # how often the job directory is read for ready marks
     clock: Callable[[], float] = time.monotonic  # injectable: tests drive the timeouts
+    # Set by Ctrl-C (or by the caller, for trials side by side): the command is passed the
+    # interrupt, stopped, and its run ends INTERRUPTED; the trials of a proof share one.
+    interrupted: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -472,7 +480,8 @@ def job_run(
         ready_after: float | None = None
         marks: tuple[ReadyMark, ...] = ()
         traffic = _Traffic(until_ready.traffic if until_ready is not None else (), spec, cwd, stdout)
-        with _forwarding_signals(child, group=until_ready is not None):
+        interrupt = until_ready.interrupted if until_ready is not None else None
+        with _forwarding_signals(child, group=until_ready is not None, on_interrupt=interrupt):
             if until_ready is None:
                 returncode = child.wait()
             else:
@@ -636,6 +645,8 @@ def _run_until_ready(
     deadline: float | None = None
     marks: list[ReadyMark] = []
     while child.poll() is None:
+        if until.interrupted is not None and until.interrupted.is_set():
+            return INTERRUPTED, first - started if first is not None else None, tuple(marks)
         now = until.clock()
         marks = _ready_marks(directory)
         if len(marks) > seen:
@@ -658,7 +669,9 @@ def _run_until_ready(
     marks = _ready_marks(directory)
     if marks and first is None:
         first = until.clock()
-    return None, first - started if first is not None else None, tuple(marks)
+    # It ended of the Ctrl-C passed on to it: not by itself.
+    stopped = INTERRUPTED if until.interrupted is not None and until.interrupted.is_set() else None
+    return stopped, first - started if first is not None else None, tuple(marks)
 
 
 def _signal_all(pgid: int, directory: PrivateDirectory, signum: int) -> bool:

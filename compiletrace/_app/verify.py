@@ -46,15 +46,18 @@ its own to measure.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from compiletrace._app.job import NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
+from compiletrace._app.compile_caches import cache_environment
+from compiletrace._app.job import INTERRUPTED, NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import apply_line
@@ -71,6 +74,7 @@ from compiletrace._doctor import (
     DID_NOT_HELP,
     GATE_HELD,
     MANUAL,
+    NOT_JUDGED,
     PARTLY,
     SLOWER,
     UNCOMPILED,
@@ -86,6 +90,7 @@ from compiletrace._doctor import (
     with_seconds,
 )
 from compiletrace._doctor.shared import GATE_FIX, OTHER_FIXES
+from compiletrace._doctor.verdicts import same_finding
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
 from compiletrace._io.text import printable
@@ -118,6 +123,7 @@ __all__ = [
     "plan_fixes",
     "profile_command",
     "slowdown",
+    "trial_differences",
     "verified_findings",
     "verify_command",
     "verify_job",
@@ -127,8 +133,6 @@ __all__ = [
     "verify_table",
 ]
 
-# Where torch's compile caches live: each run gets its own, empty, so no run warms another.
-CACHE_ENV = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
 STEADY_CALLS = 20  # calls timed after the warm-up in each trial of a profile run
 SLOWER_CALL = 0.10  # a fix whose steady-state call is this much slower is said to slow the model
@@ -191,8 +195,9 @@ class Trial:
         """Compile seconds, CPU time of the compile work (wall where a record measured none)."""
         return sum(r.cpu_or_wall_ns for r in self.job.records()) / NS_PER_S
 
-    @property
+    @functools.cached_property
     def findings(self) -> list[Finding]:
+        """What the doctor finds in the run (once: each verdict reads them)."""
         return self.job.diagnose()
 
     @property
@@ -266,7 +271,7 @@ def _run_once(
     # A profile run measures its steady calls after its warm-up, and ends by itself.
     until = None if profiled else until_ready or UntilReady()
     with owned_temporary_directory("compiletrace-verify-cache-") as cache:
-        env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
+        env = cache_environment(cache)  # every compile cache empty: no run warms another
         run_file = os.path.join(cache, "profile.json")
         if profiled:
             command = [*command, "--json", run_file]
@@ -283,9 +288,21 @@ def _run_once(
             until_ready=until,
         )
         wall = clock() - start
+        if outcome.stopped == INTERRUPTED:
+            # Ctrl-C was passed on to the trial and stopped it: the proof stops, with no
+            # verdict on a run the user cut short (the CLI exits 130).
+            raise KeyboardInterrupt
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
     named = " + ".join(fix) if isinstance(fix, tuple) else fix
     return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+
+def _interruptible(until_ready: UntilReady) -> UntilReady:
+    """The trials' bounds with one interrupt for the whole proof: Ctrl-C in any trial stops
+    them all (see :func:`_run_all`)."""
+    if until_ready.interrupted is not None:
+        return until_ready
+    return replace(until_ready, interrupted=threading.Event())
 
 
 def never_ready_verdict(until_ready: UntilReady) -> str:
@@ -329,9 +346,13 @@ def verify_command(
     until_ready: UntilReady | None = None,
     jobs: int = 1,
     budget_s: float | None = None,
+    findings: Sequence[Finding] | None = None,
 ) -> list[Verdict]:
     """Run ``command`` as it is and once per fix the doctor can apply to what it found, in
     ``rounds`` interleaved rounds, and judge each finding (see the module docstring).
+    ``findings``: what to judge (a job's, as its own run showed them); by default what the
+    first run as it is shows. A finding the trials' baseline does not show is ``not judged``,
+    and its fix not run (what made it is not in the re-run: a request, an input).
     ``jobs``: the trials of a round run that many side by side (the verdict rests on compile
     CPU seconds, which other work moves little); a fix whose saving is far outside the
     spread after two rounds runs no more (:func:`decided`), and rounds stop once every fix
@@ -346,16 +367,21 @@ def verify_command(
         raise UsageError(f"--rounds must be at least 1, got {rounds}")
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
-    until_ready = until_ready or UntilReady()
+    until_ready = _interruptible(until_ready or UntilReady())
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
     began = clock()  # the whole proof, for --budget
     base = [_run_once(command, None, cwd, clock, profiled, ready, until_ready)]
     _check_baseline(base[0], until_ready, ready)
-    findings = base[0].findings
-    fixes = list(dict.fromkeys(fix for f in findings for fix in _fixes_of(f, alternatives)))
+    judged = list(findings) if findings is not None else base[0].findings
+    # Each finding as the trials' baseline shows it (its twin), which the judges read.
+    twins = {id(f): f if findings is None else twin_in(base[0], f) for f in judged}
+    fixes = list(
+        dict.fromkeys(fix for f in judged if twins[id(f)] is not None for fix in _fixes_of(f, alternatives))
+    )
     runs: dict[str, list[Trial]] = {fix: [] for fix in fixes}
+    cut = False  # --budget stopped the rounds before every fix had its seconds judged
     for round_number in range(1, rounds + 1):
         open_fixes = [fix for fix in fixes if not decided(base, runs[fix])]
         if round_number > 1 and not open_fixes:
@@ -364,6 +390,7 @@ def verify_command(
         spent = clock() - began
         if round_number > 1 and budget_s is not None and spent * round_number / (round_number - 1) > budget_s:
             say(f"--budget {budget_s:g} s: {spent:.0f} s spent, no room for round {round_number}")
+            cut = True
             break
         of = f" (round {round_number} of {rounds})" if rounds > 1 else ""
         todo: list[tuple[str | None, str]] = [(None, f"the baseline{of}")] if round_number > 1 else []
@@ -373,17 +400,79 @@ def verify_command(
         ):
             (base if fix is None else runs[fix]).append(trial)
     verdicts = []
-    for finding in findings:
+    for finding in judged:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
         if not own:
             why = why_not_verified(MANUAL, MANUAL, finding, base[0], None, None)
             verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base), why=why))
             continue
+        twin = twins[id(finding)]
         for fix in _fixes_of(finding, alternatives):
-            verdicts.append(
-                _verdict(finding, fix, base, runs[fix], alternative=fix not in own, until_ready=until_ready)
+            if twin is None:
+                why = not_in_trials_why(base[0])
+                verdicts.append(Verdict(finding, fix, base[0], None, NOT_JUDGED, tuple(base), why=why))
+                continue
+            verdict = _verdict(
+                twin, fix, base, runs[fix], alternative=fix not in own, until_ready=until_ready
             )
+            if cut and rounds > 1:
+                verdict = _unjudged_by_budget(verdict)
+            verdicts.append(replace(verdict, finding=finding))
     return verdicts
+
+
+def twin_in(trial: Trial, finding: Finding) -> Finding | None:
+    """The finding as a trial shows it again: the same kind, component and place (its
+    extent may differ), or None."""
+    return next((f for f in trial.findings if same_finding(f, finding)), None)
+
+
+def not_in_trials_why(baseline: Trial) -> str:
+    """Why a job's finding is not judged: the program as it is did not show it in its trials."""
+    return (
+        f"the job showed it, the trials of the program as it is did not ({baseline.frame_compiles} frame "
+        "compiles in the first): what made it is not in the re-run (requests: give --traffic; an "
+        "input or a setting the job's run had)"
+    )
+
+
+def _unjudged_by_budget(verdict: Verdict) -> Verdict:
+    """A fix that --budget left with one round, whose seconds would decide its verdict: not
+    judged (no spread to read one difference against), never verified on one pair."""
+    if not verdict.seconds_judged or len(verdict.fix_runs) > 1 or verdict.verdict not in (VERIFIED, PARTLY):
+        return verdict
+    saved = f"saved {verdict.cpu.saving:.2f} CPU s in one round" if verdict.cpu is not None else "one round"
+    why = f"--budget left room for one round ({saved}): no spread to judge the seconds against"
+    return replace(verdict, verdict=NOT_JUDGED, seconds_judged=False, why=why)
+
+
+def trial_differences(findings: Sequence[Finding], frame_compiles: int, baseline: Trial) -> list[str]:
+    """How the trials' baseline differs from the job it re-runs (``findings`` and
+    ``frame_compiles``: the job's), in lines under the table: the verdicts judge the job's
+    findings, and say so where the trials did not show one. Empty when they agree."""
+    lines = []
+    if baseline.frame_compiles != frame_compiles:
+        lines.append(
+            f"The trials differ from the job: the program as it is compiled {baseline.frame_compiles} "
+            f"frame{'s' if baseline.frame_compiles != 1 else ''} in the first round, the job "
+            f"{frame_compiles}."
+        )
+    missing = [f for f in findings if twin_in(baseline, f) is None]
+    if missing:
+        lines.append(
+            "In the job, not in the trials (not judged): " + ", ".join(_named(f) for f in missing) + "."
+        )
+    extra = [f for f in baseline.findings if not any(same_finding(f, g) for g in findings)]
+    if extra:
+        lines.append(
+            "In the trials, not in the job (not verified here): " + ", ".join(_named(f) for f in extra) + "."
+        )
+    return lines
+
+
+def _named(finding: Finding) -> str:
+    place = " ".join(part for part in (finding.component, finding.location) if part)
+    return f"{finding.kind.value} ({place})" if place else finding.kind.value
 
 
 # A fix whose saving (or cost) is this many times its noise after two rounds is decided:
@@ -408,7 +497,7 @@ def decided(base: Sequence[Trial], runs: Sequence[Trial]) -> bool:
 
 
 def _run_all(
-    todo: Sequence[tuple[str | None, str]],
+    todo: Sequence[tuple[str | tuple[str, ...] | None, str]],
     jobs: int,
     say: Callable[[str], None],
     command: Sequence[str],
@@ -421,14 +510,23 @@ def _run_all(
     """The trials of one round, in ``todo``'s order: one after another, or ``jobs`` side by
     side (each its own processes, process group and empty cache)."""
 
-    def one(item: tuple[str | None, str]) -> Trial:
+    def one(item: tuple[str | tuple[str, ...] | None, str]) -> Trial:
         say(item[1])
         return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready)
 
     if jobs <= 1 or len(todo) <= 1:
         return [one(item) for item in todo]
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compiletrace-trial") as pool:
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compiletrace-trial")
+    try:
         return list(pool.map(one, todo))
+    except KeyboardInterrupt:
+        # Ctrl-C reached this thread alone (the trials run in process groups of their own):
+        # every trial running beside it stops too, before the proof does.
+        if until_ready is not None and until_ready.interrupted is not None:
+            until_ready.interrupted.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def measure_edit(
@@ -450,7 +548,7 @@ def measure_edit(
     first finding of ``kind`` the program as it is shows is judged on them (None when it
     shows none)."""
     say = progress or (lambda line: None)
-    until_ready = until_ready or UntilReady()
+    until_ready = _interruptible(until_ready or UntilReady())
     base: list[Trial] = []
     runs: list[Trial] = []
     for round_number in range(1, rounds + 1):
@@ -553,6 +651,7 @@ def verify_job(
         until_ready=until_ready,
         jobs=jobs,
         budget_s=budget_s,
+        findings=ProfileJob.of(job).diagnose(),  # the job's own, as its run showed them
     )
 
 
@@ -738,38 +837,66 @@ def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
     return rows
 
 
-def verify_table(verdicts: Iterable[Verdict]) -> VerifyTable:
+def verify_table(verdicts: Iterable[Verdict], notes: Sequence[str] = ()) -> VerifyTable:
     """The before/after table of ``verdicts`` (:func:`compiletrace.reports.verify_table`):
     finding, fix, frame compiles, graph nodes, compile and wall seconds (and call ms, for a
-    profile run), verdict."""
-    return table_of(verify_rows(verdicts), steady_calls=STEADY_CALLS)
+    profile run), verdict; ``notes`` first under it (:func:`trial_differences`)."""
+    return table_of(verify_rows(verdicts), steady_calls=STEADY_CALLS, notes=notes)
 
 
-def verify_lines(verdicts: Iterable[Verdict]) -> list[str]:
+def verify_lines(verdicts: Iterable[Verdict], notes: Sequence[str] = ()) -> list[str]:
     """The before/after table as text, one row per finding."""
-    return table_lines(verify_rows(verdicts), steady_calls=STEADY_CALLS)
+    return table_lines(verify_rows(verdicts), steady_calls=STEADY_CALLS, notes=notes)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Every verified fix applied together (fixes interact), measured in one more trial
-    against the rounds' baseline: what ``compiletrace run --apply ... --apply ...`` gives."""
+    """Every verified fix applied together (fixes interact), measured as a fix is: in rounds
+    paired with the program as it is, run the same way (side by side with ``--jobs``), their
+    paired differences read as a fix's are (:func:`seconds_effect`): what ``compiletrace run
+    --apply ... --apply ...`` gives."""
 
     fixes: tuple[str, ...]
     command: tuple[str, ...]
-    base_runs: tuple[Trial, ...]  # the program as it is, every round
-    after: Trial  # with every fix
+    base_runs: tuple[Trial, ...]  # the program as it is, one per round
+    runs: tuple[Trial, ...]  # ... and with every fix, round by round beside it
+
+    @property
+    def rounds(self) -> int:
+        return len(self.runs)
+
+    @property
+    def cpu(self) -> SecondsEffect:
+        """Compile CPU seconds saved: the paired differences' median and spread."""
+        return seconds_effect([t.compile_cpu_s for t in self.base_runs], [t.compile_cpu_s for t in self.runs])
+
+    @property
+    def wall(self) -> SecondsEffect:
+        """Start-up wall seconds saved (to the first ready mark, or the whole run), paired."""
+        return seconds_effect([t.startup_s for t in self.base_runs], [t.startup_s for t in self.runs])
 
     @property
     def cpu_s(self) -> tuple[float, float]:
-        """Compile CPU seconds, before (the rounds' median) and after."""
-        return _median(t.compile_cpu_s for t in self.base_runs), self.after.compile_cpu_s
+        """Compile CPU seconds, before and after (the rounds' medians)."""
+        return _median(t.compile_cpu_s for t in self.base_runs), _median(t.compile_cpu_s for t in self.runs)
 
     @property
     def wall_s(self) -> tuple[float, float]:
         """Start-up wall seconds (to the first ready mark, or the whole run without one),
-        before (the rounds' median) and after."""
-        return _median(t.startup_s for t in self.base_runs), self.after.startup_s
+        before and after (the rounds' medians)."""
+        return _median(t.startup_s for t in self.base_runs), _median(t.startup_s for t in self.runs)
+
+    @property
+    def never_ready(self) -> bool:
+        return any(t.never_ready for t in self.runs)
+
+    @property
+    def broke(self) -> Trial | None:
+        """A round with every fix that ended otherwise than the program as it is (None: none)."""
+        return next(
+            (t for b, t in zip(self.base_runs, self.runs, strict=False) if t.exit_status != b.exit_status),
+            None,
+        )
 
     @property
     def run_line(self) -> str:
@@ -779,29 +906,53 @@ class Plan:
         return apply_line(self.fixes, self.command)
 
     def line(self) -> str:
-        """``plan: compile CPU 2.10 s -> 0.80 s, start-up 9.5 s -> 8.1 s (wall): compiletrace run ...``"""
-        (cpu0, cpu1), (wall0, wall1) = self.cpu_s, self.wall_s
-        if self.after.never_ready:
+        """``plan: compile CPU 2.10 s -> 0.80 s (saved 1.30 ± 0.05), start-up 9.50 s -> 8.10 s
+        (wall, saved 1.40 ± 0.30), 3 paired rounds, with 2 fixes together: compiletrace run ...``"""
+        if self.never_ready:
             return f"plan: with every verified fix together the program was never ready; {self.run_line}"
-        if self.after.exit_status != self.base_runs[0].exit_status:
+        broke = self.broke
+        if broke is not None:
             return (
                 f"plan: every verified fix together broke the program (exit status "
-                f"{self.after.exit_status}); apply them one by one: {self.run_line}"
+                f"{broke.exit_status}); apply them one by one: {self.run_line}"
             )
+        (cpu0, cpu1), (wall0, wall1) = self.cpu_s, self.wall_s
+        if self.rounds > 1:
+            cpu, wall = self.cpu, self.wall
+            saved = (
+                f" (saved {cpu.saving:.2f} ± {cpu.spread:.2f})",
+                f", saved {wall.saving:.2f} ± {wall.spread:.2f}",
+            )
+            rounds = f"{self.rounds} paired rounds"
+        else:
+            saved, rounds = ("", ""), "one round (the seconds not judged)"
         return (
-            f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s, start-up {wall0:.2f} s -> {wall1:.2f} s "
-            f"(wall), with {len(self.fixes)} fix{'es' if len(self.fixes) != 1 else ''} together: "
-            f"{self.run_line}"
+            f"plan: compile CPU {cpu0:.2f} s -> {cpu1:.2f} s{saved[0]}, start-up {wall0:.2f} s -> "
+            f"{wall1:.2f} s (wall{saved[1]}), {rounds}, with {len(self.fixes)} "
+            f"fix{'es' if len(self.fixes) != 1 else ''} together: {self.run_line}"
         )
 
     def to_dict(self) -> dict[str, object]:
+        cpu, wall = self.cpu, self.wall
+        broke = self.broke
         return {
             "fixes": list(self.fixes),
             "command": self.run_line,
+            "rounds": self.rounds,
             "compile_cpu_s": [round(v, 4) for v in self.cpu_s],
             "startup_wall_s": [round(v, 4) for v in self.wall_s],
-            "exit_status": [self.base_runs[0].exit_status, self.after.exit_status],
-            "never_ready": self.after.never_ready,
+            "saved_cpu_s": {"median": round(cpu.saving, 4), "spread": round(cpu.spread, 4)},
+            "saved_wall_s": {"median": round(wall.saving, 4), "spread": round(wall.spread, 4)},
+            "compile_cpu_s_runs": [
+                [round(t.compile_cpu_s, 4) for t in self.base_runs],
+                [round(t.compile_cpu_s, 4) for t in self.runs],
+            ],
+            "startup_wall_s_runs": [
+                [round(t.startup_s, 4) for t in self.base_runs],
+                [round(t.startup_s, 4) for t in self.runs],
+            ],
+            "exit_status": [self.base_runs[0].exit_status, (broke or self.runs[0]).exit_status],
+            "never_ready": self.never_ready,
             "line": self.line(),
         }
 
@@ -834,14 +985,57 @@ def measure_plan(
     until_ready: UntilReady | None = None,
     clock: Callable[[], float] = time.perf_counter,
     progress: Callable[[str], None] | None = None,
+    rounds: int = ROUNDS,
+    jobs: int = 1,
+    budget_s: float | None = None,
 ) -> Plan | None:
-    """One more trial of ``command`` with every fix :func:`plan_fixes` picks, on an empty
-    cache of its own, to ready: the :class:`Plan` (None when no fix was verified)."""
+    """Every fix :func:`plan_fixes` picks, together, measured as a fix is (None when no fix
+    was verified, or ``budget_s``, the seconds the proof has left, holds no round of it).
+
+    One fix: the plan is that fix, and its own rounds beside the baseline are the plan's.
+    Several: ``rounds`` more rounds, each the program as it is and with every fix, on empty
+    caches of their own, to ready; with ``jobs`` of 2 or more, each round's pair side by side
+    (``jobs // 2`` pairs at once), as the fixes' trials ran. No round starts that would end
+    past ``budget_s``; the rounds run are the plan's."""
+    say = progress or (lambda line: None)
     fixes = tuple(plan_fixes(verdicts))
-    base = next((v.base_runs for v in verdicts if v.base_runs), ())
-    if not fixes or not base:
+    if not fixes:
         return None
-    if progress is not None:
-        progress(f"the plan: every verified fix together ({', '.join(fixes)})")
-    after = _run_once(command, fixes, cwd, clock, False, ready, until_ready)
-    return Plan(fixes, tuple(command), tuple(base), after)
+    if len(fixes) == 1:
+        own = [v for v in verdicts if v.fix == fixes[0] and v.fix_runs]
+        if own:
+            paired = own[0].fix_runs
+            return Plan(fixes, tuple(command), own[0].base_runs[: len(paired)], paired)
+    base = next((v.base_runs for v in verdicts if v.base_runs), ())
+    if not base:
+        return None
+    until = _interruptible(until_ready or UntilReady())
+    at_once = max(1, jobs // 2)  # pairs side by side
+    # A round of the plan: a baseline and a trial with every fix, beside each other or in turn.
+    per_round_s = max(t.wall_s for t in base) * (1 if jobs >= 2 else 2)
+    began = clock()
+    base_runs: list[Trial] = []
+    runs: list[Trial] = []
+    while len(runs) < rounds:
+        pairs = min(at_once, rounds - len(runs))
+        spent = clock() - began
+        done = len(runs) // at_once
+        estimate = spent / done if done else per_round_s
+        if budget_s is not None and spent + estimate > budget_s:
+            left = f"{budget_s - spent:.0f} s left" if budget_s > spent else "none left"
+            if not runs:
+                say(f"--budget: {left}, no room for the plan (a round takes about {estimate:.0f} s)")
+                return None
+            say(f"--budget: {left}, no room for plan round {len(runs) + 1}")
+            break
+        todo: list[tuple[str | tuple[str, ...] | None, str]] = []
+        for i in range(len(runs) + 1, len(runs) + pairs + 1):
+            of = f" (round {i} of {rounds})" if rounds > 1 else ""
+            todo += [
+                (None, f"the baseline beside the plan{of}"),
+                (fixes, f"the plan: {', '.join(fixes)}{of}"),
+            ]
+        trials = _run_all(todo, jobs, say, command, cwd, clock, False, ready, until)
+        base_runs += trials[0::2]
+        runs += trials[1::2]
+    return Plan(fixes, tuple(command), tuple(base_runs), tuple(runs))

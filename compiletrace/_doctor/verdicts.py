@@ -47,6 +47,7 @@ __all__ = [
     "DID_NOT_HELP",
     "GATE_HELD",
     "MANUAL",
+    "NOT_JUDGED",
     "PARTLY",
     "SLOWER",
     "UNCOMPILED",
@@ -56,10 +57,12 @@ __all__ = [
     "Judge",
     "Measured",
     "SecondsEffect",
+    "baseline_move",
     "by_counts",
     "partly",
     "recompiles_of",
     "regional_by_counts",
+    "same_finding",
     "seconds_effect",
     "still_there",
     "uncompiled_why",
@@ -80,8 +83,22 @@ COMPILES = "compiles now"
 UNCOMPILED = "runs uncompiled"
 # A gate (fail-after-ready) stopped the program at a compile after ready, as it should: no fix.
 GATE_HELD = "gate held"
+# What the rounds cannot decide: --budget left one round where more were asked (no spread to
+# read the seconds against), or the job's finding did not show in the trials' baseline.
+NOT_JUDGED = "not judged"
 # every word a row may say
-VERDICTS = (VERIFIED, PARTLY, COMPILES, DID_NOT_HELP, SLOWER, UNCOMPILED, BROKE, MANUAL, GATE_HELD)
+VERDICTS = (
+    VERIFIED,
+    PARTLY,
+    COMPILES,
+    DID_NOT_HELP,
+    SLOWER,
+    UNCOMPILED,
+    BROKE,
+    MANUAL,
+    GATE_HELD,
+    NOT_JUDGED,
+)
 
 FLOOR_S = 0.05  # a saving must beat this many CPU seconds ...
 FLOOR_SHARE = 0.03  # ... and this share of the compile, whatever the spread
@@ -112,23 +129,46 @@ def seconds_effect(
     base: Sequence[float], fix: Sequence[float], floor_s: float = FLOOR_S, floor_share: float = FLOOR_SHARE
 ) -> SecondsEffect:
     """Read the rounds' pairs (``base[i]`` ran beside ``fix[i]``): "saves" when the median
-    saving beats the pairs' half range and the floor, "costs" when the median loss does,
-    else "within noise"; one round is "not judged".
+    saving beats the noise, "costs" when the median loss does, else "within noise"; one
+    round is "not judged". The noise is the largest of the pairs' half range, the floor,
+    and what the program as it is moved by itself from round to round (:func:`baseline_move`):
+    a saving no larger than the baseline's own move is not one the rounds can show.
 
     >>> e = seconds_effect([4.99, 4.24, 6.06], [3.65, 3.64, 3.93])
     >>> e.effect.value, round(e.saving, 2), round(e.spread, 2)
     ('saves', 1.34, 0.76)
+
+    Two rounds, a baseline that moved 1.53 s between them: a saving of 1.00 s is not shown.
+
+    >>> e = seconds_effect([5.00, 6.53], [4.97, 4.56])
+    >>> e.effect.value, round(e.saving, 2), round(e.spread, 2), round(e.noise, 2)
+    ('within noise', 1.0, 0.97, 1.53)
     """
     pairs = [b - f for b, f in zip(base, fix, strict=False)]
     if not pairs:
         return SecondsEffect(Effect.NOT_JUDGED, 0.0, 0.0, 0.0, 0)
     saving = statistics.median(pairs)
     spread = (max(pairs) - min(pairs)) / 2
-    noise = max(spread, floor_s, floor_share * statistics.median(base))
+    paired_base = list(base[: len(pairs)])
+    noise = max(spread, baseline_move(paired_base), floor_s, floor_share * statistics.median(base))
     if len(pairs) < 2:
         return SecondsEffect(Effect.NOT_JUDGED, saving, spread, noise, len(pairs))
     effect = Effect.SAVES if saving > noise else Effect.COSTS if saving < -noise else Effect.NOISE
     return SecondsEffect(effect, saving, spread, noise, len(pairs))
+
+
+def baseline_move(base: Sequence[float]) -> float:
+    """How far the program as it is moved by itself across the rounds: half its range from
+    three rounds on (the median then stands between the extremes), its whole range with two
+    (their mean is the median, and nothing tells which of the two was the odd one).
+
+    >>> baseline_move([5.0, 6.5]), baseline_move([5.0, 6.0, 5.5]), baseline_move([5.0])
+    (1.5, 0.5, 0.0)
+    """
+    if len(base) < 2:
+        return 0.0
+    whole = max(base) - min(base)
+    return whole if len(base) == 2 else whole / 2
 
 
 def with_seconds(counts: str, seconds: SecondsEffect) -> str:
@@ -190,9 +230,15 @@ def _identity(f: Finding) -> tuple[str, str, str]:
     return (f.kind.value, f.component, f.location)
 
 
+def same_finding(a: Finding, b: Finding) -> bool:
+    """Whether two runs' findings are one: the same kind, component and place (their extent,
+    compiles or frames, may differ)."""
+    return _identity(a) == _identity(b)
+
+
 def still_there(finding: Finding, after: Measured) -> Finding | None:
     """The finding as the run with the fix found it again (same kind, component and place)."""
-    return next((f for f in after.findings if _identity(f) == _identity(finding)), None)
+    return next((f for f in after.findings if same_finding(f, finding)), None)
 
 
 def recompiles_of(finding: Finding) -> int:

@@ -38,7 +38,7 @@ class VerifyTable:
     notes: list[str]
 
 
-def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable:
+def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequence[str] = ()) -> VerifyTable:
     """The before/after table: finding, fix, frame compiles, graph nodes, compile CPU
     seconds, seconds at stake, seconds saved (median ± spread, CPU and wall), calibration
     (and call ms, when a trial timed its steady state: the median of ``steady_calls``
@@ -57,8 +57,8 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
         line = [row.finding, marked, *pairs[:3]]
         line += [
             _seconds(row.at_stake_s),
-            _saved(row.saved_cpu),
-            _saved(row.saved_wall),
+            _saved(row.saved_cpu, row.rounds),
+            _saved(row.saved_wall, row.rounds),
             "-" if row.calibration is None else f"{row.calibration:.2f}",
         ]
         if steady:
@@ -71,6 +71,7 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
     header += ["at stake s", "saved CPU s", "saved wall s", "calibration"]
     if steady:
         header.append("call ms")
+    given = list(notes)  # the caller's (how the trials differ from the job), first
     notes = [
         f"with {fix}, the compiled model is {slower:.0%} slower per call" for fix, slower in slowed.items()
     ]
@@ -93,20 +94,21 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int) -> VerifyTable
         + ", base and fixes interleaved. Frame compiles and graph nodes: the first round's counts; "
         "compile CPU s: the rounds' medians; saved: the median of the rounds' paired differences ± half "
         "their range. A fix is verified when the counts say it did what it says and its CPU saving beats "
-        "that spread (and 3% of the compile); one that costs seconds made it slower; one that leaves code "
+        "that spread, the baseline's own move between rounds (its whole range with two rounds) and 3% of "
+        "the compile; one that costs seconds made it slower; one that leaves code "
         "uncompiled that compiled as it is runs uncompiled, whatever it saved. Calibration: saved over at "
         "stake."
         + (f" Call ms: the median of {steady_calls} calls after the warm-up." if steady else "")
         + (" One round: the seconds are not judged." if rounds == 1 else "")
     )
-    return VerifyTable([*header, "verdict"], cells, [printable(line) for line in notes])
+    return VerifyTable([*header, "verdict"], cells, [printable(line) for line in [*given, *notes]])
 
 
-def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int) -> list[str]:
+def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequence[str] = ()) -> list[str]:
     """The before/after table as text, one row per finding, and the notes under it."""
     if not rows:
         return ["No findings: nothing to verify."]
-    table = verify_table(rows, steady_calls=steady_calls)
+    table = verify_table(rows, steady_calls=steady_calls, notes=notes)
     # A verdict's why ("did not help: the hooks' breaks stay") goes under the table, whole,
     # so that the findings, which tell the rows apart, keep the room.
     body, whys = [], []
@@ -142,8 +144,11 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _saved(value: tuple[float, float] | None) -> str:
-    return "-" if value is None else f"{value[0]:.2f} ± {value[1]:.2f}"
+def _saved(value: tuple[float, float] | None, rounds: int = 2) -> str:
+    """``0.40 ± 0.05``; one round has no spread to show (``0.40``)."""
+    if value is None:
+        return "-"
+    return f"{value[0]:.2f}" if rounds < 2 else f"{value[0]:.2f} ± {value[1]:.2f}"
 
 
 def _ms(seconds: float | None) -> str:

@@ -297,7 +297,7 @@ FIXES = ("mark-dynamic=L['x']:0", "regional-compile=Block")
 def _plan(never_ready: bool = False) -> Plan:
     base = [_trial(4, recompiles=2, cpu_s=5.0)]
     after = _trial(2, cpu_s=4.0)
-    return Plan(FIXES, ARGV, tuple(base), replace(after, stopped=NEVER_READY) if never_ready else after)
+    return Plan(FIXES, ARGV, tuple(base), (replace(after, stopped=NEVER_READY) if never_ready else after,))
 
 
 def _expected() -> list[str]:
@@ -314,7 +314,7 @@ def test_the_plans_line_is_the_verified_command_exactly() -> None:
         assert "$'a\\tb'" in command and "$'\\x1b[31mred'" in command and "$'\\xff'" in command
     # Where every word is printable, shlex (a POSIX shell's reading) gives the argv back.
     printable_argv = [w for w in ARGV if w.isprintable()]
-    plan = Plan(FIXES, tuple(printable_argv), _plan().base_runs, _plan().after)
+    plan = Plan(FIXES, tuple(printable_argv), _plan().base_runs, _plan().runs)
     line = plan.line()
     assert shlex.split(line[line.index("compiletrace run") :]) == [*_expected()[:7], *printable_argv]
 

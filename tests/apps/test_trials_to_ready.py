@@ -131,11 +131,40 @@ def test_a_server_stopped_with_ctrl_c_after_ready_is_verified_and_nothing_is_lef
         f" {port} {pids}"
     )
     assert str(plan["line"]).startswith("plan: compile CPU ")
-    assert err.count("running ") == 3  # the baseline, the fix, the plan
+    # The baseline and the fix; the plan is that one fix, measured in its rounds: no more trials.
+    assert err.count("running ") == 2
     # Every server it started (the job's and each trial's) is gone: none serves on.
     started = _pids(pids)
-    assert len(started) == 4 and not any(_alive(pid) for pid in started)
+    assert len(started) == 3 and not any(_alive(pid) for pid in started)
     assert not _answers(port)
+
+    # Ctrl-C during the proof stops it: the trial (or trials side by side) running then are
+    # passed the interrupt and stopped, no verdict is given, nothing is written, exit 130.
+    for jobs in ("1", "2"):
+        out = tmp_path / f"interrupted-{jobs}.json"
+        before = len(_pids(pids))
+        # --jobs 1: a long grace keeps the baseline running until the interrupt; --jobs 2 with
+        # --alternatives: round 1's two fixes run side by side after the baseline.
+        grace = "120" if jobs == "1" else "3"
+        with open(tmp_path / f"verify-{jobs}.err", "wb") as err_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "compiletrace", "doctor", "--verify", "--trust", "job.json",
+                 "--alternatives", "--jobs", jobs, "--grace", grace, "--json", str(out)],
+                stdout=err_file, stderr=err_file, cwd=tmp_path,
+            )  # fmt: skip
+            try:
+                # --jobs 1: the baseline is running; --jobs 2: both fixes' trials are too.
+                _until(lambda: len(_pids(pids)) >= before + (1 if jobs == "1" else 3), "the trials")  # noqa: B023
+                proc.send_signal(signal.SIGINT)  # Ctrl-C: the terminal's group is this process alone
+                assert proc.wait(TIMEOUT_S) == 130
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        printed = (tmp_path / f"verify-{jobs}.err").read_text()
+        assert printed.rstrip().endswith("compiletrace: interrupted"), printed[-2000:]
+        assert "verified" not in printed and "broke the program" not in printed
+        assert not out.exists()
+        _until(lambda: not any(_alive(pid) for pid in _pids(pids)), "every trial's end", timeout_s=60)
 
 
 def test_a_ten_minute_training_loop_is_verified_in_its_time_to_step_5(
@@ -157,8 +186,8 @@ def test_a_ten_minute_training_loop_is_verified_in_its_time_to_step_5(
     took = time.monotonic() - began
     (recompiles,) = [f.evidence["verify"] for f in findings if f.kind.value == "recompiles"]
     assert recompiles["frame_compiles"][1] < recompiles["frame_compiles"][0]
-    # Three trials (the baseline, the fix, the plan) of a ten-minute program, each stopped at
-    # its step 5 and a second's grace.
+    # Two trials (the baseline and the fix, whose rounds are the plan's) of a ten-minute
+    # program, each stopped at its step 5 and a second's grace.
     assert took < TEN_MINUTES and max(recompiles["wall_s"]) < TEN_MINUTES / 2
     assert not any(_alive(pid) for pid in _pids(pids))
 

@@ -249,8 +249,16 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
         *fixes,
         "the baseline",
         *fixes,
-        *[line for line in ran[-1:] if line.startswith("the plan: every verified fix together (")],
+        # With both fixes verified, the plan: two more rounds, each paired with the baseline.
+        *[line.split(" (round")[0] for line in ran[6:]],
     ]
+    plan = json.loads(printed.out).get("plan")
+    plan_runs = [line.split(" (round")[0] for line in ran[6:]]
+    if plan is not None and len(plan["fixes"]) > 1:  # one fix: its own rounds are the plan's
+        both = "the plan: " + ", ".join(plan["fixes"])
+        assert plan_runs == ["the baseline beside the plan", both] * 2 and plan["rounds"] == 2
+    else:
+        assert plan_runs == []
     for kind, measured in verified.items():
         # The seconds, as the two rounds measured them: the verdict is the counts' (verified:
         # one frame fewer per call) read with them, whatever the machine's load did.

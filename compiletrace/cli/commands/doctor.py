@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from compiletrace._io.errors import UsageError
@@ -190,9 +192,12 @@ def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
     return diagnose_against(job, baseline_evidence(base))  # type: ignore[arg-type]
 
 
-def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None) -> None:
+def _write_findings(
+    args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None, differ: Sequence[str] = ()
+) -> None:
     """The doctor's --json and --html outputs (``verify``: the before/after table; ``plan``:
-    every verified fix together, measured, beside the findings in the JSON)."""
+    every verified fix together, measured, beside the findings in the JSON; ``differ``: how
+    the trials differed from the job, as ``"trials_differ"``)."""
     from compiletrace._data.findings import doctor_dict
     from compiletrace.reports import doctor_html_report
 
@@ -200,6 +205,8 @@ def _write_findings(args: argparse.Namespace, findings: Any, verify: Any = None,
         data = doctor_dict(findings)
         if plan is not None:
             data["plan"] = plan.to_dict()
+        if differ:
+            data["trials_differ"] = list(differ)
         write_json(args.json, data)
         if args.json != "-":
             print(f"wrote findings to {args.json}")
@@ -228,10 +235,12 @@ def _check_traffic(job: Any, traffic: tuple[str, ...], source: str) -> None:
 
 
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
+    from compiletrace._app.job import ProfileJob
     from compiletrace._app.profile_run import ProfileRun
     from compiletrace._app.verify import (
         measure_plan,
         profile_command,
+        trial_differences,
         verified_findings,
         verify_job,
         verify_lines,
@@ -275,11 +284,14 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     until = UntilReady(grace_s=args.grace, timeout_s=args.ready_timeout, traffic=traffic)
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
     how.update(until_ready=until, jobs=args.jobs, budget_s=args.budget)
+    began = time.monotonic()  # --budget bounds the fixes' rounds and the plan's together
     verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
     findings = verified_findings(verdicts)
     # A profile run's MODEL takes no --apply: the plan is a job's command's.
-    plan = None
+    plan, notes = None, []
     if not profiled:
+        if verdicts:
+            notes = trial_differences(ProfileJob.of(job).diagnose(), len(job.records()), verdicts[0].before)
         plan = measure_plan(
             verdicts,
             job.command,
@@ -287,12 +299,15 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             ready=job.ready or None,
             until_ready=until,
             progress=progress,
+            rounds=args.rounds,
+            jobs=args.jobs,
+            budget_s=None if args.budget is None else args.budget - (time.monotonic() - began),
         )
     if args.json != "-":
         print(findings_text(findings))
         print()
-        print("\n".join(verify_lines(verdicts)))
+        print("\n".join(verify_lines(verdicts, notes)))
         if plan is not None:
             print(plan.line())
-    _write_findings(args, findings, verify_table(verdicts) if verdicts else None, plan)
+    _write_findings(args, findings, verify_table(verdicts, notes) if verdicts else None, plan, notes)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
