@@ -19,6 +19,7 @@ from compiletrace._data.files import read
 from compiletrace._data.job import Job
 from compiletrace._data.nodes import cold, number_ranges, warm
 from compiletrace._io.errors import UsageError
+from tests.cache_cases import causes
 
 NODES = Path(__file__).parents[1] / "inputs" / "nodes" / "node_cache_miss"
 FILES = [NODES / "node0.json", NODES / "node1.json"]
@@ -117,6 +118,41 @@ def test_compare_and_why_read_a_directory_of_nodes_as_one_job(
     out = capsys.readouterr().out
     assert "node 1 rank 3" in out
     assert "no graph missed the compile cache in CURRENT" not in out  # node 0's misses are there
+
+
+def test_why_of_a_directory_of_nodes_compares_the_node_that_missed_with_the_one_that_hit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/distributed.md: a directory of the nodes' job files, given to why alone. Node 1 hit
+    # (OMP_NUM_THREADS as the cache was filled), node 0 missed: node 0 against node 1, as the
+    # two files given as BASE and CURRENT say it.
+    assert cli.main(["why", str(NODES), "--json", str(tmp_path / "dir.json")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith(f"why: BASE {NODES}: node 1 -> CURRENT {NODES}: node 0")
+    assert "note: node 1 hit the compile cache most: it is BASE; node 0 missed most: CURRENT" in out
+    by_dir = json.loads((tmp_path / "dir.json").read_text())
+    assert cli.main(["why", str(FILES[1]), str(FILES[0]), "--json", str(tmp_path / "files.json")]) == 0
+    by_files = json.loads((tmp_path / "files.json").read_text())
+    for key in ("compiled", "hits", "missed", "seconds", "process_changes"):
+        assert by_dir[key] == by_files[key], key
+    assert [g["reason"] for g in by_dir["groups"]] == [g["reason"] for g in by_files["groups"]]
+    # Each graph named by its node and rank, one file's ranks by their rank alone.
+    graphs = [(g["current"], g["base"]) for group in by_dir["groups"] for g in group["graphs"]]
+    assert graphs == [
+        (f"node 0 {g['current']}", f"node 1 {g['base']}")
+        for group in by_files["groups"]
+        for g in group["graphs"]
+    ]
+    assert ("cpp_runtime_thread_count", "2", "1") in causes(by_dir)
+    # One node has no other to compare with: bad input, saying what to give.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(FILES[0], alone / "node0.json")
+    capsys.readouterr()
+    assert cli.main(["why", str(alone)]) == 2
+    err = capsys.readouterr().err
+    assert "is the job of one node, with no other node to compare it with" in err
+    assert "give two runs, BASE (which filled or used the cache) and CURRENT" in err
 
 
 def test_one_rank_in_two_files_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
