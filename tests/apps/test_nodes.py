@@ -5,6 +5,7 @@ whole scenario once, live, with its spans received over OTLP."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -170,6 +171,58 @@ def test_a_link_in_a_directory_of_nodes_is_not_followed(tmp_path: Path) -> None:
     os.symlink(FILES[1], folder / "node1.json")
     with pytest.raises(compiletrace.RunFileError, match="symbolic link"):
         compiletrace.load(folder)
+
+
+# What a node's console held (torchrun's warning, glog-style as torch's trace is, then what
+# its ranks printed), as a scheduler keeps it beside the node's job file: no trace of torch's.
+_TORCHRUN = "W1207 11:58:21.307000 41873 torch/distributed/run.py:793] "
+_CONSOLE = "\n".join(
+    [
+        _TORCHRUN,
+        _TORCHRUN + "*" * 41,
+        _TORCHRUN + "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
+        "avoid your system being overloaded, please further tune the variable for optimal performance in "
+        "your application as needed.",
+        _TORCHRUN + "*" * 41,
+        *[f"[rank{i % 2}]: step {i} loss 0.25" for i in range(400)],  # past the head a format is told by
+        "compiled",
+        "",
+    ]
+)
+
+
+def test_a_directory_of_job_files_with_each_nodes_console_log_beside_reads_the_job_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for path in FILES:
+        shutil.copy(path, folder / path.name)
+        (folder / path.with_suffix(".log").name).write_text(_CONSOLE)
+    (folder / "node1.err.log.gz").write_bytes(gzip.compress(b"Traceback (most recent call last):\n"))
+    job = compiletrace.load(folder)
+    assert isinstance(job, Job)
+    assert [p.info for p in job.processes] == [p.info for p in compiletrace.load(NODES).processes]
+    assert cli.main(["report", str(folder)]) == 0
+    assert capsys.readouterr().out.startswith("compiletrace: a job of 2 nodes, 4 ranks")
+    assert cli.main(["why", str(folder)]) == 0
+    assert "node 0 missed most: CURRENT" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_directory_of_job_files_and_torchs_trace_says_what_it_holds_and_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for path in FILES:
+        shutil.copy(path, folder / path.name)
+    trace = Path(__file__).parents[1] / "inputs" / "traces" / "cache" / "base.log.gz"
+    shutil.copy(trace, folder / "dedicated_log_torch_trace_rank_0.log.gz")
+    (folder / "node0.log").write_text(_CONSOLE)
+    assert cli.main(["report", str(folder)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{folder} holds both torch's trace (dedicated_log_torch_trace_rank_0.log.gz, of 2 logs)" in err
+    assert f"and 2 .json file(s) (node0.json, ...): give the job files ({folder}/*.json)" in err
 
 
 def test_a_run_file_of_no_process_is_no_node(tmp_path: Path) -> None:
