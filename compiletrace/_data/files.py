@@ -92,12 +92,16 @@ def job_files(path: str | os.PathLike[str]) -> list[str] | None:
     """The compiletrace files in a directory gathered from the nodes of one job: its ``.json``
     files (job files, or a ``--job-dir``'s run files; start markers left out), by name. None
     where ``path`` is no directory, or one of torch's trace (its ``.log`` files, ``.gz``
-    or ``.zip``): that is read as torch's trace. Links are not followed: a ``.json`` one is refused
-    (:class:`~compiletrace.RunFileError`), as is a directory of more than :data:`MAX_JOB_FILES`.
+    or ``.zip``, and no ``.json``): that is read as torch's trace. Logs beside the ``.json``
+    files that are not torch's trace (each node's console, what its ranks printed) are passed
+    over; a directory that holds both torch's trace and compiletrace's files is refused
+    (:class:`~compiletrace.UsageError`), saying what it holds and what to give. Links are
+    not followed: a ``.json`` one is refused (:class:`~compiletrace.RunFileError`), as is a
+    directory of more than :data:`MAX_JOB_FILES`.
 
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> for name in ("node1.json", "node0.json", "1.started.json"):
+    >>> for name in ("node1.json", "node0.json", "1.started.json", "node0.log"):
     ...     open(os.path.join(folder, name), "w").close()
     >>> [os.path.basename(p) for p in job_files(folder)]
     ['node0.json', 'node1.json']
@@ -105,7 +109,8 @@ def job_files(path: str | os.PathLike[str]) -> list[str] | None:
     name = os.fspath(path)
     if not os.path.isdir(name):
         return None
-    found, traces = [], False
+    found: list[str] = []
+    logs: list[str] = []
     with os.scandir(name) as entries:
         for entry in entries:
             if entry.is_symlink() and entry.name.endswith(".json"):
@@ -115,14 +120,25 @@ def job_files(path: str | os.PathLike[str]) -> list[str] | None:
                 )
             if not entry.is_file(follow_symlinks=False):
                 continue
-            # torch's trace: its logs, compressed or not, or an archive of them.
-            traces = traces or ".log" in entry.name or entry.name.endswith((".gz", ".zip"))
+            # torch's trace: its logs, compressed or not, or an archive of them (or a console's log).
+            if ".log" in entry.name or entry.name.endswith((".gz", ".zip")):
+                logs.append(os.path.join(name, entry.name))
             if entry.name.endswith(".json") and not entry.name.endswith(".started.json"):
                 found.append(os.path.join(name, entry.name))
-            if len(found) > MAX_JOB_FILES:
+            if len(found) + len(logs) > MAX_JOB_FILES:
                 raise UsageError(f"{name} holds more than {MAX_JOB_FILES:,} files; give a job's files alone")
-    if traces or not found:
+    if not found:
         return None
+    if logs:
+        from compiletrace._data.torch_trace import holds_trace
+
+        trace = next((log for log in sorted(logs) if holds_trace(log)), None)
+        if trace is not None:
+            raise UsageError(
+                f"{name} holds both torch's trace ({os.path.basename(trace)}, of {len(logs)} logs) and "
+                f"{len(found)} .json file(s) ({os.path.basename(min(found))}, ...): give the job files "
+                f"({os.path.join(name, '*.json')}) or the trace's logs alone (a directory of their own)"
+            )
     return sorted(found)
 
 

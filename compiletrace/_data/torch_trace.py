@@ -98,6 +98,7 @@ __all__ = [
     "ComponentNamer",
     "TraceLog",
     "default_component",
+    "holds_trace",
     "is_torch_trace",
     "is_trace_head",
     "read_torch_trace",
@@ -164,10 +165,44 @@ def is_trace_head(head: bytes) -> bool:
     """
     if head.startswith((_GZIP_MAGIC, _ZIP_MAGIC)):
         return True
+    # A full head whose first line starts as an entry does is taken for one here (a reader
+    # that finds no entry says so); holds_trace, choosing what a directory holds, asks more.
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return _is_trace_line(first, len(head) == HEAD_BYTES)
+
+
+def _is_trace_line(first: str, cut: bool) -> bool:
+    """Whether ``first``, a file's first line, is an entry of torch's trace; ``cut``: only
+    its head was read (an entry longer than that starts as one does). A whole line that is
+    no entry (a console's warning, ``W1207 12:00:00.000000 7 run.py:1] ****``) is none."""
     return _LINE.match(first) is not None or (
-        len(head) == HEAD_BYTES and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
+        cut and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
     )
+
+
+def holds_trace(path: str) -> bool:
+    """Whether the file ``path`` (a ``.log``, ``.gz`` or ``.zip`` found in a directory) is
+    torch's trace: its first line, once decompressed, an entry of one; a ``.zip`` is taken
+    for an archive of logs. A console's log (what a rank printed) is not. Reads at most its
+    first :data:`HEAD_BYTES` characters, never through a link or a pipe.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "node0.log"
+    >>> _ = p.write_text("W1207 12:00:00.000000 7 torch/distributed/run.py:793] *****\\nstarted\\n")
+    >>> holds_trace(str(p))
+    False
+    """
+    with open_input(path, pipes=False, links=False) as source:
+        if source.head.startswith(_ZIP_MAGIC):
+            return True
+        text = _log_text(source.stream, source.head)
+        try:
+            first = text.readline(HEAD_BYTES)
+        except (OSError, EOFError, zlib.error):
+            return False  # a damaged .gz: nothing of torch's trace can be read from it
+        finally:
+            text.close()
+    return _is_trace_line(first.rstrip("\n"), len(first) == HEAD_BYTES and not first.endswith("\n"))
 
 
 def is_torch_trace(path: str | os.PathLike[str]) -> bool:

@@ -337,9 +337,26 @@ class WhyGroup:
             return "their inputs changed (dtype, shape or dynamic dimensions)"
         return "each its own values"
 
+    @property
+    def changes(self) -> tuple[PartChange, ...]:
+        """The changes every graph of the group holds, values and all: its reason's, where the
+        graphs are alike; else only those they share (each graph's own are in its reason)."""
+        if self.alike:
+            return self.reason.changes
+        others = [set(g.reason.changes) for g in self.graphs[1:]]
+        return tuple(c for c in self.reason.changes if all(c in own for own in others))
+
     def to_json(self) -> dict[str, Any]:
+        """The group as ``why --json`` writes it: its reason as the text reads it (where the
+        graphs' values differ, the kind of change and the changes they share, not one graph's
+        values for all), whether its graphs are alike, and each graph with its own reason."""
+        reason = self.reason.to_json()
+        if not self.alike:
+            reason["summary"] = self.summary
+            reason["changes"] = [c.to_json() for c in self.changes]
         return {
-            "reason": self.reason.to_json(),
+            "reason": reason,
+            "alike": self.alike,
             "seconds": self.seconds,
             "graphs": [g.to_json() for g in self.graphs],
         }

@@ -13,7 +13,10 @@ process's own start-up (its start to its mark), the job's compile seconds (wall,
 of the compile work), and its graphs' cache hits and misses. The JSON keeps the standard
 start-up benchmark keys (``avg_cold_startup_time``, ``cold_startup_times``,
 ``cold_startup_percentiles``, ...), as ``bench startup MODEL`` writes them, so the same
-dashboards and PyTorch benchmark-database records read it.
+dashboards and PyTorch benchmark-database records read it. The command chooses its own
+backend, mode and device: its options name the backend its runs' compiles used
+(``"aot_eager"``; several joined, ``"aot_eager, inductor"``; none where nothing compiled),
+and nothing of what ``bench startup MODEL`` would have chosen.
 
 >>> it = CommandIteration(startup_time=4.0, process_startups={"pid 7 (main)": 4.0},
 ...                       compilation_time=1.5, compilation_cpu_time=1.25, encoder_compilation_time=0.0,
@@ -55,6 +58,7 @@ class CommandIteration:
     cache_misses: int  # graphs with at least one cache miss
     process_time: float  # the command's whole wall time, its grace and stop included
     encoder_compiled: bool = False
+    backends: tuple[str, ...] = ()  # the backends its compiles used, as its records name them
 
 
 def iteration_of(
@@ -68,6 +72,9 @@ def iteration_of(
         why = f"it was never ready (exit status {outcome.exit_status})"
         raise ChildFailed(label, outcome.exit_status, why)
     per_process = {}
+    # The last ready mark; None: the whole run is the start-up (process_time itself, which
+    # through nanoseconds could round past it).
+    last: int | None = None
     if marks:
         for p in marks:
             mark = p.run.meta.ready
@@ -88,12 +95,11 @@ def iteration_of(
         for p in job.processes:
             if p.run.timeline is not None:
                 per_process[p.info.label] = p.run.timeline.total_ns / NS_PER_S
-        last = started_unix_ns + round(process_time * NS_PER_S)
     by_component = job.by_component()
     records = job.records()
     encoder_cpu = sum(r.cpu_or_wall_ns for r in records if r.component == ENCODER)
     return CommandIteration(
-        startup_time=max(0, last - started_unix_ns) / NS_PER_S,
+        startup_time=process_time if last is None else max(0, last - started_unix_ns) / NS_PER_S,
         process_startups=per_process,
         compilation_time=sum(s for name, s in by_component.items() if name != ENCODER),
         compilation_cpu_time=(sum(r.cpu_or_wall_ns for r in records) - encoder_cpu) / NS_PER_S,
@@ -102,6 +108,7 @@ def iteration_of(
         cache_misses=sum(r.cache_outcome is CacheOutcome.MISS for r in records),
         process_time=process_time,
         encoder_compiled=ENCODER in by_component,
+        backends=tuple(sorted({r.backend for r in records if r.backend})),
     )
 
 
@@ -133,6 +140,9 @@ class CommandBenchResult:
             out[f"{prefix}_process_times"] = [i.process_time for i in its]
             out[f"{prefix}_process_startup_times"] = [dict(i.process_startups) for i in its]
         out["options"] = {"command": list(self.command), "ready": self.ready, **self.options}
+        backends = sorted({b for i in (*self.cold, *self.warm) for b in i.backends})
+        if backends:  # what the command compiled with, as its runs recorded it (it chose, not bench)
+            out["options"]["backend"] = ", ".join(backends)
         return out
 
 

@@ -91,7 +91,10 @@ def _model_name(options: Mapping[str, Any], args: Mapping[str, Any]) -> str:
 
 
 def _use_compile(options: Mapping[str, Any], args: Mapping[str, Any]) -> bool | None:
-    # The dashboards' "was torch.compile on" flag: compilation mode "none" runs eagerly.
+    # The dashboards' "was torch.compile on" flag: compilation mode "none" runs eagerly; a
+    # command (bench startup -- COMMAND) compiled where its runs name a backend.
+    if "command" in options:
+        return bool(options.get("backend"))
     for source in (options, args):
         mode = source.get("compilation_mode")
         if isinstance(mode, str):

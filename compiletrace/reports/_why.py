@@ -125,7 +125,7 @@ def why_html(report: WhyReport, *, title: str = "compiletrace why") -> str:
                 "yes" if c.consequence else "",
             ]
             for g in report.groups
-            for c in g.reason.changes
+            for c in g.changes  # what every graph of it holds; each graph's own are under "which"
         ]
         if changes:
             body.append("<h3>What changed</h3>")

@@ -93,6 +93,51 @@ def test_a_command_with_a_model_or_without_words_is_refused(capsys: pytest.Captu
         (["--ready", "port:0", "--", "python"], "port:N needs a whole number from 1 to 65535"),
         (["--grace", "-1", "--", "python"], "--grace must be a number of seconds of at least 0"),
         (["--ready", "port:80"], "--ready is for '-- COMMAND'"),
+        # MODEL's build and compile: a command chooses its own, which its figures name.
+        (
+            ["--backend", "eager", "--", "python"],
+            "--backend is for MODEL; '-- COMMAND' compiles as the command",
+        ),
+        (["--device", "cuda", "--", "python"], "--device is for MODEL"),
+        (["--compilation-mode", "none", "--", "python"], "--compilation-mode is for MODEL"),
+        (["--mode", "max-autotune", "--", "python"], "--mode is for MODEL"),
+        (["--component", "a=b", "--", "python"], "--component is for MODEL"),
     ):
         assert cli.main(["bench", "startup", *argv]) == 2, argv
         assert message in capsys.readouterr().err, argv
+
+
+@pytest.mark.slow
+def test_a_commands_records_name_the_backend_it_compiled_with_not_bench_defaults_for_a_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The script compiles with aot_eager and chooses no mode nor device: its figures and each
+    PyTorch record say aot_eager, and claim none of MODEL's defaults (inductor, stock, cpu)."""
+    script, out = tmp_path / "script.py", tmp_path / "bench.json"
+    script.write_text(_SCRIPT)
+    argv = ["bench", "startup", "--num-iters-cold", "1", "--num-iters-warmup", "0", "--num-iters-warm", "0",
+            "--output-json", str(out), "--pytorch-records",
+            "--", sys.executable, str(script), "0"]  # fmt: skip
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    data = json.loads(out.read_text())
+    assert data["options"]["backend"] == "aot_eager"
+    written = sorted(tmp_path.glob("bench.*.pytorch.json"))
+    assert [p.name for p in written] == [
+        "bench.cold_compilation.pytorch.json",
+        "bench.cold_startup.pytorch.json",
+    ]
+    for path in written:
+        (record,) = json.loads(path.read_text())
+        extra = record["benchmark"]["extra_info"]
+        assert extra["use_compile"] is True
+        assert extra["args"]["backend"] == "aot_eager"
+        for chosen_by_bench_for_a_model in (
+            "compilation_mode",
+            "device",
+            "mode",
+            "component",
+            "cache_artifacts",
+        ):
+            assert chosen_by_bench_for_a_model not in extra["args"], path
+        assert extra["args"]["command_argv"] == [sys.executable, str(script), "0"]
+        assert record["model"]["name"] == f"{sys.executable} {script} 0"

@@ -5,6 +5,7 @@ whole scenario once, live, with its spans received over OTLP."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from compiletrace._data.files import read
 from compiletrace._data.job import Job
 from compiletrace._data.nodes import cold, number_ranges, warm
 from compiletrace._io.errors import UsageError
+from tests.cache_cases import causes
 
 NODES = Path(__file__).parents[1] / "inputs" / "nodes" / "node_cache_miss"
 FILES = [NODES / "node0.json", NODES / "node1.json"]
@@ -119,6 +121,41 @@ def test_compare_and_why_read_a_directory_of_nodes_as_one_job(
     assert "no graph missed the compile cache in CURRENT" not in out  # node 0's misses are there
 
 
+def test_why_of_a_directory_of_nodes_compares_the_node_that_missed_with_the_one_that_hit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # docs/distributed.md: a directory of the nodes' job files, given to why alone. Node 1 hit
+    # (OMP_NUM_THREADS as the cache was filled), node 0 missed: node 0 against node 1, as the
+    # two files given as BASE and CURRENT say it.
+    assert cli.main(["why", str(NODES), "--json", str(tmp_path / "dir.json")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith(f"why: BASE {NODES}: node 1 -> CURRENT {NODES}: node 0")
+    assert "note: node 1 hit the compile cache most: it is BASE; node 0 missed most: CURRENT" in out
+    by_dir = json.loads((tmp_path / "dir.json").read_text())
+    assert cli.main(["why", str(FILES[1]), str(FILES[0]), "--json", str(tmp_path / "files.json")]) == 0
+    by_files = json.loads((tmp_path / "files.json").read_text())
+    for key in ("compiled", "hits", "missed", "seconds", "process_changes"):
+        assert by_dir[key] == by_files[key], key
+    assert [g["reason"] for g in by_dir["groups"]] == [g["reason"] for g in by_files["groups"]]
+    # Each graph named by its node and rank, one file's ranks by their rank alone.
+    graphs = [(g["current"], g["base"]) for group in by_dir["groups"] for g in group["graphs"]]
+    assert graphs == [
+        (f"node 0 {g['current']}", f"node 1 {g['base']}")
+        for group in by_files["groups"]
+        for g in group["graphs"]
+    ]
+    assert ("cpp_runtime_thread_count", "2", "1") in causes(by_dir)
+    # One node has no other to compare with: bad input, saying what to give.
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(FILES[0], alone / "node0.json")
+    capsys.readouterr()
+    assert cli.main(["why", str(alone)]) == 2
+    err = capsys.readouterr().err
+    assert "is the job of one node, with no other node to compare it with" in err
+    assert "give two runs, BASE (which filled or used the cache) and CURRENT" in err
+
+
 def test_one_rank_in_two_files_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(UsageError, match=r"rank 0 is in both .*node0.json and .*node0.json"):
         compiletrace.load([FILES[0], FILES[0]])
@@ -134,6 +171,58 @@ def test_a_link_in_a_directory_of_nodes_is_not_followed(tmp_path: Path) -> None:
     os.symlink(FILES[1], folder / "node1.json")
     with pytest.raises(compiletrace.RunFileError, match="symbolic link"):
         compiletrace.load(folder)
+
+
+# What a node's console held (torchrun's warning, glog-style as torch's trace is, then what
+# its ranks printed), as a scheduler keeps it beside the node's job file: no trace of torch's.
+_TORCHRUN = "W1207 11:58:21.307000 41873 torch/distributed/run.py:793] "
+_CONSOLE = "\n".join(
+    [
+        _TORCHRUN,
+        _TORCHRUN + "*" * 41,
+        _TORCHRUN + "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to "
+        "avoid your system being overloaded, please further tune the variable for optimal performance in "
+        "your application as needed.",
+        _TORCHRUN + "*" * 41,
+        *[f"[rank{i % 2}]: step {i} loss 0.25" for i in range(400)],  # past the head a format is told by
+        "compiled",
+        "",
+    ]
+)
+
+
+def test_a_directory_of_job_files_with_each_nodes_console_log_beside_reads_the_job_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for path in FILES:
+        shutil.copy(path, folder / path.name)
+        (folder / path.with_suffix(".log").name).write_text(_CONSOLE)
+    (folder / "node1.err.log.gz").write_bytes(gzip.compress(b"Traceback (most recent call last):\n"))
+    job = compiletrace.load(folder)
+    assert isinstance(job, Job)
+    assert [p.info for p in job.processes] == [p.info for p in compiletrace.load(NODES).processes]
+    assert cli.main(["report", str(folder)]) == 0
+    assert capsys.readouterr().out.startswith("compiletrace: a job of 2 nodes, 4 ranks")
+    assert cli.main(["why", str(folder)]) == 0
+    assert "node 0 missed most: CURRENT" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_directory_of_job_files_and_torchs_trace_says_what_it_holds_and_what_to_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "nodes"
+    folder.mkdir()
+    for path in FILES:
+        shutil.copy(path, folder / path.name)
+    trace = Path(__file__).parents[1] / "inputs" / "traces" / "cache" / "base.log.gz"
+    shutil.copy(trace, folder / "dedicated_log_torch_trace_rank_0.log.gz")
+    (folder / "node0.log").write_text(_CONSOLE)
+    assert cli.main(["report", str(folder)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{folder} holds both torch's trace (dedicated_log_torch_trace_rank_0.log.gz, of 2 logs)" in err
+    assert f"and 2 .json file(s) (node0.json, ...): give the job files ({folder}/*.json)" in err
 
 
 def test_a_run_file_of_no_process_is_no_node(tmp_path: Path) -> None:

@@ -67,6 +67,33 @@ def test_dynamic_changes_the_inputs_only(tmp_path: Path) -> None:
     assert named[0][2].startswith("('s")  # the batch size, now a symbol
 
 
+def test_a_group_whose_graphs_changed_each_their_own_way_reads_in_json_as_in_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tests/programs/cache_graphs.py at batch 2, then 3 (make_cache_traces.py graphs): a
+    # convolution's image and a Linear layer's rows changed, one group, each its own values.
+    monkeypatch.setenv("COLUMNS", "400")
+    report = _why(TRACES / "graphs_base.log.gz", TRACES / "graphs_batch3.log.gz", tmp_path / "w.json")
+    text = capsys.readouterr().out
+    group = report["groups"][0]
+    own = [g["reason"]["summary"] for g in group["graphs"]]
+    assert len(set(own)) == len(own) == 2 and group["alike"] is False
+    images = "input 2: float32[2,3,8,8] stride(192,64,8,1) cpu -> float32[3,3,8,8] stride(192,64,8,1) cpu"
+    rows = "input 2: float32[2,16] stride(16,1) cpu -> float32[3,16] stride(16,1) cpu"
+    assert sorted(own) == sorted([images, rows])
+    # The group's reason is the text's line, not its first graph's values for all of them.
+    summary = group["reason"]["summary"]
+    assert summary == "their inputs changed (dtype, shape or dynamic dimensions)"
+    assert f"1. 2 graphs: {summary} (" in text
+    assert group["reason"]["changes"] == []  # no change (with its values) that every graph holds
+    assert group["reason"]["kind"] == "parts"
+    assert group["reason"]["fix"].startswith("the graph's inputs changed")
+    for graph in group["graphs"]:  # each graph keeps its own values, as the text prints under it
+        assert f"      {graph['reason']['summary']}" in text.splitlines()
+    alike = report["groups"][1]  # one graph: alike, its reason whole
+    assert alike["alike"] is True and alike["reason"] == alike["graphs"][0]["reason"]
+
+
 @pytest.mark.parametrize(("case", "kind"), [("b_user", "cache_dir"), ("h_evicted", "evicted")])
 def test_equal_keys_name_where_the_miss_came_from(tmp_path: Path, case: str, kind: str) -> None:
     report = _why(BASE, TRACES / f"{case}.log.gz", tmp_path / "w.json")

@@ -240,7 +240,8 @@ def _against_baseline(evidence: Evidence, baseline: Evidence) -> Iterator[Findin
             {
                 "reason": reason.kind,
                 # (none where the keys were equal: the reason is elsewhere, and the title says it)
-                **({"changes": [c.line() for c in reason.changes[:MAX_EXAMPLES]]} if reason.changes else {}),
+                # (a group whose graphs changed each their own way: what they share)
+                **({"changes": [c.line() for c in group.changes[:MAX_EXAMPLES]]} if group.changes else {}),
                 "graphs": [
                     f"{g.current}: " + ", ".join(f"{t} {b} -> {c}" for t, b, c in g.tiers)
                     for g in group.graphs[:MAX_EXAMPLES]

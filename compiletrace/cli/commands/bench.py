@@ -16,6 +16,17 @@ from compiletrace.cli.parsing import PROG, add_common_options, formatter
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
+# What MODEL's start-ups are built and compiled with, each option's default: a command chooses
+# its own, so these are refused beside it and its records never claim them.
+_MODEL_OPTIONS: dict[str, object] = {
+    "backend": "inductor",
+    "mode": None,
+    "compilation_mode": "stock",
+    "device": "cpu",
+    "component": [],
+}
+_MODEL_ONLY = (*_MODEL_OPTIONS, "cache_artifacts", "trust", "num_iters_portable")
+
 DESCRIPTION = "Benchmarks of compile start-up."
 EPILOG = None
 
@@ -192,6 +203,12 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         raise UsageError(f"give MODEL ({args.model}) or '-- COMMAND', not both")
     if args.cache_artifacts or args.num_iters_portable:
         raise UsageError("--cache-artifacts (portable start-ups) is for MODEL; a command loads no artifacts")
+    for name, default in _MODEL_OPTIONS.items():
+        if getattr(args, name) != default:
+            raise UsageError(
+                f"--{name.replace('_', '-')} is for MODEL; '-- COMMAND' compiles as the command chooses "
+                "(the figures name the backend its runs used)"
+            )
     if args.ready is not None:
         parse_ready(args.ready)  # bad input, before anything runs
     check_seconds(args.grace, "--grace", minimum=0.0)
@@ -223,7 +240,12 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
     if args.pytorch_records:
         from compiletrace.bench.pytorch_records import write_pytorch_records
 
-        named = {**vars(args), "model": " ".join(command)}  # the records' model.name: the command
+        # The command's own arguments, not MODEL's defaults: model.name is the command, and the
+        # backend is the one its runs compiled with (none where nothing compiled).
+        named = {k: v for k, v in vars(args).items() if k not in _MODEL_ONLY}
+        named["model"] = " ".join(command)
+        if "backend" in data["options"]:
+            named["backend"] = data["options"]["backend"]
         written = write_pytorch_records(data, args.output_json, args=named)
         print(f"wrote {len(written)} PyTorch benchmark record file(s) beside {args.output_json}")
     return EXIT_OK

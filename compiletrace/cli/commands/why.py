@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from compiletrace._data.kinds import FileKind
 from compiletrace.cli.exit_codes import EXIT_OK
 from compiletrace.cli.options import add_trace_components, check_outputs
 from compiletrace.cli.parsing import add_common_options
@@ -26,7 +27,9 @@ DESCRIPTION = (
     "its key that changed with both values, the seconds the miss cost, graphs that missed for\n"
     "one reason grouped, and the fix the part calls for; where the keys are equal, what else kept\n"
     "the entry from applying (another cache directory, an evicted or unreadable entry, failed\n"
-    "guards). Exit status: 0, or 2 for bad input."
+    "guards). Given alone, BASE is a directory of the job files of one job's nodes (several\n"
+    "machines), and its nodes are compared: the node that hit the cache most as BASE, the node\n"
+    "that missed most as CURRENT. Exit status: 0, or 2 for bad input."
 )
 EPILOG = (
     "Runs recorded by compiletrace keep each key's parts and the process's facts (cache\n"
@@ -36,16 +39,24 @@ EPILOG = (
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
-    parser.add_argument("base", metavar="BASE", help="the run that filled or used the cache")
-    parser.add_argument("current", metavar="CURRENT", help="the run that missed it")
+    parser.add_argument(
+        "base",
+        metavar="BASE",
+        help="the run that filled or used the cache (alone: a directory of a job's nodes)",
+    )
+    parser.add_argument("current", metavar="CURRENT", nargs="?", help="the run that missed it")
     add_trace_components(parser)
     parser.add_argument("--json", metavar="OUT", help="write the explanation as versioned JSON ('-': stdout)")
     parser.add_argument("--html", metavar="OUT", help="write the explanation as a self-contained HTML page")
 
 
 def run(args: argparse.Namespace) -> int:
-    check_outputs([(args.json, "--json"), (args.html, "--html")], inputs=[args.base, args.current])
-    report = explain_files(args.base, args.current, args.component)
+    inputs = [args.base] if args.current is None else [args.base, args.current]
+    check_outputs([(args.json, "--json"), (args.html, "--html")], inputs=inputs)
+    if args.current is None:
+        report = explain_nodes(args.base, args.component)
+    else:
+        report = explain_files(args.base, args.current, args.component)
     write_why(report, args.json, args.html)
     return EXIT_OK
 
@@ -62,6 +73,23 @@ def explain_files(
         for path in (base, current)
     ]
     return why(loaded[0], loaded[1])  # type: ignore[arg-type]  # accept= lets runs and jobs through
+
+
+def explain_nodes(path: str, components: list[str], command: str = "compiletrace why") -> WhyReport:
+    """Read ``path``, a job of several nodes (their job files in a directory, or a trace's),
+    and explain the coldest node's misses against the warmest's."""
+    from compiletrace._app.why import why_nodes
+    from compiletrace._data.job import Job
+    from compiletrace._io.errors import UsageError
+    from compiletrace._load import load
+
+    loaded = load(path, accept={FileKind.RUN, FileKind.JOB}, command=command, components=components)
+    if not isinstance(loaded, Job):
+        raise UsageError(
+            f"{path} is one process's run; why compares two: give BASE (which filled or used the cache) "
+            "and CURRENT (which missed it), or a job of several nodes alone"
+        )
+    return why_nodes(path, loaded)
 
 
 def write_why(report: object, json_path: str | None, html_path: str | None) -> None:

@@ -10,7 +10,11 @@ parts in torch's chromium events) is left out, whole entries at a time, to keep 
 small. BASE's job, as compiletrace recorded it live, is kept too (``base.job.json``): the
 test of another torch release compares a run of that release with it.
 
-    python tests/inputs/traces/make_cache_traces.py
+With ``graphs``, only the pair of tests/programs/cache_graphs.py instead (three graphs at
+batch 2, then 3: each graph's inputs changed its own way), as ``graphs_base.log.gz`` and
+``graphs_batch3.log.gz``.
+
+    python tests/inputs/traces/make_cache_traces.py [graphs]
 """
 
 from __future__ import annotations
@@ -62,7 +66,27 @@ def trim(log: Path, out: Path) -> None:
         f.writelines(kept)
 
 
+def graphs() -> None:
+    """The pair of tests/programs/cache_graphs.py: BASE at batch 2 fills a cache, CURRENT at
+    batch 3 misses it on each graph, each with its own inputs."""
+    sys.path.insert(0, str(ROOT))
+    from tests.cache_cases import record
+
+    program = ROOT / "tests" / "programs" / "cache_graphs.py"
+    with tempfile.TemporaryDirectory(prefix="ct-cache-traces-") as scratch:
+        where = Path(scratch)
+        base = record(where, "graphs_base", where / "graphs.cache", program=program)
+        current = record(where, "graphs_batch3", base.cache, {"CASE_BATCH": "3"}, program=program)
+        for name, run in (("graphs_base", base), ("graphs_batch3", current)):
+            (log,) = run.trace.glob("*.log")
+            trim(log, OUT / f"{name}.log.gz")
+            print(f"wrote {(OUT / f'{name}.log.gz').relative_to(ROOT)}")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["graphs"]:
+        graphs()
+        return
     sys.path.insert(0, str(ROOT))
     from tests.cache_cases import CASES, record, record_case
 
