@@ -121,9 +121,11 @@ _BAD_VALUE = (ValueError, TypeError, OverflowError, RecursionError, KeyError, At
 _BAD_ARCHIVE = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 # glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON. A
 # distributed job's lines may start with their rank ("[rank1]:").
-_LINE = re.compile(r"^(?:\[rank(\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
-_RANK = re.compile(r"rank_(\d+)")
-_BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d{1,9})$", re.M)
+_LINE = re.compile(
+    r"^(?:\[rank([0-9]+)\]:)?[VIWEC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+ +([0-9]+) [^\]]*\] (\{.*)$"
+)
+_RANK = re.compile(r"rank_([0-9]+)")
+_BREAK_AT = re.compile(r"^Graph break in user code at (.*):([0-9]{1,9})$", re.M)
 _GZIP_MAGIC, _ZIP_MAGIC = b"\x1f\x8b", b"PK\x03\x04"
 _LOG_SUFFIXES = (".log", ".log.gz")
 
@@ -166,7 +168,7 @@ def is_trace_head(head: bytes) -> bool:
         return True
     first = head.split(b"\n", 1)[0].decode("utf-8", "replace")
     return _LINE.match(first) is not None or (
-        len(head) == HEAD_BYTES and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
+        len(head) == HEAD_BYTES and bool(re.match(r"^(?:\[rank[0-9]+\]:)?[VIWEC][0-9]{4} ", first))
     )
 
 
