@@ -83,7 +83,7 @@ from compiletrace._data.torch_text import STANCE_REFUSED
 from compiletrace._io.files import json_bytes
 from compiletrace._io.private_dir import NotPrivate, PrivateDirectory
 from compiletrace._io.state import STATE, Slot
-from compiletrace._io.text import clip
+from compiletrace._io.text import ascii_int, clip
 from compiletrace._version import __version__
 
 if TYPE_CHECKING:
@@ -289,7 +289,7 @@ def process_role() -> str:
     (``Process-1 of rank 0``), never as the rank."""
     pid = str(os.getpid())
     rank = os.environ.get("RANK")
-    if rank is None or not rank.isdigit() or "LOCAL_RANK" not in os.environ:
+    if rank is None or ascii_int(rank) is None or "LOCAL_RANK" not in os.environ:  # not "²"
         rank = None
     elif os.environ.get(RANK_PID_ENV, pid) == pid:
         return f"rank {rank}"

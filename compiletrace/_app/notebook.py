@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiletrace._io.errors import OutputError, UsageError
+from compiletrace._io.text import ascii_int
 
 if TYPE_CHECKING:
     from compiletrace._app.profile import ProfileRun
@@ -237,7 +238,7 @@ class _CellMagic:
         if not found or not isinstance(found[1], str):
             return None
         number = found[1].removeprefix("In[").removesuffix("]")
-        return int(number) if number.isdecimal() else None
+        return ascii_int(number)
 
     def _cell_number(self) -> int:
         """The number of the cell running now (``In[n]``)."""

@@ -31,6 +31,7 @@ from compiletrace._data.records import qualified_type_name
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.timeline import PHASE, SPAN, PhaseRecord
 from compiletrace._io.state import warn_once
+from compiletrace._io.text import ascii_int
 
 __all__ = ["CURRENT", "OpenPhase", "begin", "current_phase", "end", "rank", "recording", "set_end_listener"]
 
@@ -90,10 +91,7 @@ def rank() -> int:
     torch-free), and once: a lookup in the environment costs as much as a phase."""
     global _rank
     if _rank is None:
-        try:
-            _rank = max(0, int(os.environ.get("RANK", "0")))
-        except ValueError:
-            _rank = 0
+        _rank = ascii_int(os.environ.get("RANK", "0")) or 0  # a rank is ASCII digits, as role names it
     return _rank
 
 

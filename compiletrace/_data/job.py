@@ -151,7 +151,10 @@ class Job:
                 parse_ready(ready)
             except UsageError:
                 raise f.fail(
-                    "ready", "a ready mark as 'run --ready' takes it (MODULE:FUNCTION or phase:NAME)", ready
+                    "ready",
+                    "a ready mark as 'run --ready' takes it "
+                    "(MODULE:FUNCTION, phase:NAME, port:PORT or step:N)",
+                    ready,
                 ) from None
         traffic = tuple(f.strings("traffic", [], limit=MAX_TEXT_CHARS, max_items=MAX_NAMES))
         return cls(

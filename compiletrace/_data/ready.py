@@ -32,7 +32,7 @@ from compiletrace._data.timeline import PhaseRecord
 from compiletrace._data.torch_text import GUARD_ENTRY_PREFIX
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import UsageError
-from compiletrace._io.text import printable, shorten
+from compiletrace._io.text import ascii_int, printable, shorten
 
 __all__ = [
     "AFTER_READY_MODES",
@@ -122,13 +122,13 @@ class ReadySpec(NamedTuple):
 
 
 def _number(kind: str, tail: str, low: int, high: int, example: str) -> str:
-    value = tail.strip()
-    if not value.isdigit() or len(value) > 6 or not low <= int(value) <= high:
+    number = ascii_int(tail.strip(), 6)  # isdigit() takes '²', which int() refuses
+    if number is None or not low <= number <= high:
         raise UsageError(
             f"--ready {kind}:{printable(shorten(tail, 40))!r}: {kind}:N needs a whole number from {low} "
-            f"to {high}, e.g. {example}"
+            f"to {high} in ASCII digits 0-9, e.g. {example}"
         )
-    return str(int(value))
+    return str(number)
 
 
 def parse_ready(text: str) -> ReadySpec:

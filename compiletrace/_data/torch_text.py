@@ -96,7 +96,7 @@ __all__ = [
 # resumes and the line: "torch_dynamo_resume_in_forward_at_12" (nested for a second break).
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 RESUME_NAME = re.compile(rf"^{RESUME_PREFIX}(\w+?)_at_\d+$")  # group 1: the function it resumes
-RESUME_AT = re.compile(rf"^{RESUME_PREFIX}\w+_at_(\d+)$")  # group 1: the line of the break it follows
+RESUME_AT = re.compile(rf"^{RESUME_PREFIX}\w+_at_([0-9]+)$")  # group 1: the line of the break it follows
 
 # -- the regions torch times (dynamo_timed, its chromium event logger) -----------------------
 
@@ -323,8 +323,10 @@ GUARD_VALUE = re.compile(r"==|!=|\blen\(| is None| is not None|___dict_contains"
 # A subscript in a guard's source ("args[1].layers[7].is_initialized"): group 1 the attribute
 # indexed, group 2 the index. Blocks compiled one by one that each fail on another index of
 # one attribute specialise on their own (their cache layer, their position).
-GUARD_SUBSCRIPT = re.compile(r"\.(\w+)\[(\d+)\]")
-SIZE_MISMATCH = re.compile(r"tensor '(.+?)' size mismatch at index (\d+)(?:\. expected (\d+), actual (\d+))?")
+GUARD_SUBSCRIPT = re.compile(r"\.(\w+)\[([0-9]+)\]")
+SIZE_MISMATCH = re.compile(
+    r"tensor '(.+?)' size mismatch at index ([0-9]+)(?:\. expected ([0-9]+), actual ([0-9]+))?"
+)
 # A value guard: what was guarded, and the constant it had to equal ("self.step == 2").
 VALUE_COMPARISON = re.compile(r"^\s*([\w.\[\]'\"]+)\s*==\s*(.*)$")
 STRING_CONSTANT = re.compile(r"^(['\"]).*\1$")  # a constant that is a string ('default')
@@ -338,7 +340,7 @@ KWARGS_COUNT_GUARD = re.compile(r"^len\((?:L\[['\"])?kwargs")
 # L['kwargs']['mask']. Group 1: the argument's own name.
 GUARDED_ARGUMENT = re.compile(r"^(?:L\[['\"]kwargs['\"]\]|L|kwargs)\[['\"](\w+)['\"]\]")
 # A positional argument a wrapper took as ``*args``: args[0], L['args'][0]. Group 1: its index.
-GUARDED_POSITIONAL = re.compile(r"^(?:L\[['\"]args['\"]\]|args)\[(\d{1,4})\]")
+GUARDED_POSITIONAL = re.compile(r"^(?:L\[['\"]args['\"]\]|args)\[([0-9]{1,4})\]")
 
 # -- graph-break reasons ----------------------------------------------------------------------
 

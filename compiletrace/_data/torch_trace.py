@@ -122,9 +122,11 @@ _BAD_VALUE = (ValueError, TypeError, OverflowError, RecursionError, KeyError, At
 _BAD_ARCHIVE = (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
 # glog's prefix: level, MMDD, time, process (or thread) id, where, then the JSON. A
 # distributed job's lines may start with their rank ("[rank1]:").
-_LINE = re.compile(r"^(?:\[rank(\d+)\]:)?[VIWEC]\d{4} \d\d:\d\d:\d\d\.\d+ +(\d+) [^\]]*\] (\{.*)$")
-_RANK = re.compile(r"rank_(\d+)")
-_BREAK_AT = re.compile(r"^Graph break in user code at (.*):(\d{1,9})$", re.M)
+_LINE = re.compile(
+    r"^(?:\[rank([0-9]+)\]:)?[VIWEC][0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]+ +([0-9]+) [^\]]*\] (\{.*)$"
+)
+_RANK = re.compile(r"rank_([0-9]+)")
+_BREAK_AT = re.compile(r"^Graph break in user code at (.*):([0-9]{1,9})$", re.M)
 _GZIP_MAGIC, _ZIP_MAGIC = b"\x1f\x8b", b"PK\x03\x04"
 _LOG_SUFFIXES = (".log", ".log.gz")
 
@@ -176,7 +178,7 @@ def _is_trace_line(first: str, cut: bool) -> bool:
     its head was read (an entry longer than that starts as one does). A whole line that is
     no entry (a console's warning, ``W1207 12:00:00.000000 7 run.py:1] ****``) is none."""
     return _LINE.match(first) is not None or (
-        cut and bool(re.match(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} ", first))
+        cut and bool(re.match(r"^(?:\[rank[0-9]+\]:)?[VIWEC][0-9]{4} ", first))
     )
 
 

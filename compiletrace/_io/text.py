@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "PIPE_WIDTH",
+    "ascii_int",
     "clip",
     "first_line",
     "printable",
@@ -166,6 +167,19 @@ def first_line(text: object) -> str:
     return ""
 
 
+def ascii_int(text: str, most_digits: int = 20) -> int | None:
+    """``text`` as a whole number when it is ASCII decimal digits, whole, and at most
+    ``most_digits`` of them; else None. ``str.isdigit()`` admits ``'²'``, which ``int()``
+    refuses, and ``int()`` takes ``'٣'``, spaces and ``_``: none is a number read here.
+
+    >>> ascii_int("8000"), ascii_int("²"), ascii_int("٣"), ascii_int(" 1"), ascii_int("1_0")
+    (8000, None, None, None, None)
+    """
+    if text.isascii() and text.isdecimal() and len(text) <= most_digits:
+        return int(text)
+    return None
+
+
 def text_width() -> int:
     """The columns a text view may take: ``COLUMNS`` when set (as shells and ``shutil`` read
     it), else the terminal's width when standard output is one, else :data:`PIPE_WIDTH`.
@@ -174,9 +188,9 @@ def text_width() -> int:
     80
     >>> del os.environ["COLUMNS"]
     """
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isascii() and columns.isdecimal() and int(columns) > 0:  # isdigit() takes '²'
-        return int(columns)
+    columns = ascii_int(os.environ.get("COLUMNS", ""), 6)
+    if columns:  # isdigit() takes '²'
+        return columns
     try:
         if sys.stdout.isatty():
             return os.get_terminal_size(sys.stdout.fileno()).columns

@@ -13,6 +13,7 @@ import importlib
 from collections.abc import Collection, Sequence
 from typing import Protocol, cast
 
+from compiletrace._io.text import ascii_int
 from compiletrace._version import __version__
 from compiletrace.cli.commands import COMMANDS
 
@@ -23,8 +24,10 @@ __all__ = [
     "add_common_options",
     "build_parser",
     "command_in",
+    "decimal",
     "formatter",
     "load_command",
+    "whole_number",
 ]
 
 PROG = "compiletrace"
@@ -42,6 +45,35 @@ class Command(Protocol):
 
     def run(self, args: argparse.Namespace) -> int:
         """Do the work; return the exit status (raise to fail: see cli.errors)."""
+
+
+def whole_number(text: str) -> int:
+    """An option's whole number (``type=whole_number``): ASCII digits, a sign allowed (the
+    option says what range it takes); anything else is a usage error, exit 2. ``type=int``
+    would take ``'٣'``, ``' 3'`` and ``'3_000'``.
+
+    >>> whole_number("3"), whole_number("-1")
+    (3, -1)
+    """
+    number = ascii_int(text[1:] if text[:1] in "+-" else text)
+    if number is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number in ASCII digits 0-9 (e.g. 3)")
+    return -number if text[:1] == "-" else number
+
+
+def decimal(text: str) -> float:
+    """An option's number of seconds or percent (``type=decimal``): as ``float`` reads it,
+    in ASCII only (``float`` takes Arabic-Indic digits); anything else is a usage error, exit 2.
+
+    >>> decimal("1.5"), decimal("3")
+    (1.5, 3.0)
+    """
+    try:
+        if text.isascii():
+            return float(text)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(f"{text!r} is not a number in ASCII digits 0-9 (e.g. 1.5)")
 
 
 def formatter(prog: str) -> argparse.HelpFormatter:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from compiletrace._io.errors import LaunchError, UsageError
 from compiletrace._io.signals import owned_temporary_directory, parent_death_preexec
-from compiletrace._io.text import first_line, tail_lines
+from compiletrace._io.text import ascii_int, first_line, tail_lines
 from compiletrace.distributed.rank import JOB_ID_ENV, WORKER_MODULE, is_job_process
 from compiletrace.distributed.results import GatherResult
 from compiletrace.telemetry._propagation import inject_into_environ
@@ -188,7 +188,7 @@ def _job_pids(job_id: str) -> list[int]:
     except OSError:
         return []
     return [
-        int(e) for e in entries if e.isdigit() and int(e) != os.getpid() and is_job_process(int(e), job_id)
+        pid for pid in map(ascii_int, entries) if pid and pid != os.getpid() and is_job_process(pid, job_id)
     ]
 
 

@@ -16,7 +16,7 @@ from compiletrace._data.registry import Registry
 from compiletrace._io.errors import GatherError, UsageError
 from compiletrace._io.files import write_json
 from compiletrace._io.signals import die_with_parent
-from compiletrace._io.text import first_line
+from compiletrace._io.text import ascii_int, first_line, printable, shorten
 from compiletrace.distributed.results import GatherResult
 from compiletrace.distributed.transport import gather
 
@@ -62,7 +62,13 @@ def model_work(
         if dev == "cuda" and "LOCAL_RANK" in os.environ:
             import torch
 
-            dev = f"cuda:{int(os.environ['LOCAL_RANK'])}"
+            local = ascii_int(os.environ["LOCAL_RANK"], 6)
+            if local is None:
+                raise UsageError(
+                    f"LOCAL_RANK={printable(shorten(os.environ['LOCAL_RANK'], 40))!r} is not a GPU index in "
+                    "ASCII digits 0-9: start the ranks with torch.distributed.run, which sets it"
+                )
+            dev = f"cuda:{local}"
             torch.cuda.set_device(dev)
         return profile(model, backend=backend, mode=mode, device=dev, registry=registry)
 

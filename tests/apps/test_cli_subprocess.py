@@ -105,3 +105,39 @@ def test_a_command_imports_its_own_module_alone(tmp_path: Path) -> None:
     proc, modules = _imported(["--help"], tmp_path)
     assert proc.returncode == 0 and "compiletrace.cli.commands" in modules
     assert not [m for m in modules if m.startswith("compiletrace.cli.commands.")]
+
+
+# -- numbers read as text: ASCII decimal digits --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["run", "--ready", "port:\u00b2", "--", "true"],
+            "port:N needs a whole number from 1 to 65535 in ASCII",
+        ),
+        (
+            ["run", "--ready", "step:\u00b3", "--", "true"],
+            "step:N needs a whole number from 1 to 999999 in ASCII",
+        ),
+        (["bench", "startup", "--ready", "port:\u0663", "--", "true"], "port:N needs a whole number"),
+        (["bench", "startup", "--num-iters-cold", "\u0663", "--", "true"], "not a whole number in ASCII"),
+        (["doctor", "job.json", "--verify", "--grace", "\u00b2"], "not a number in ASCII digits"),
+    ],
+)
+def test_a_number_that_is_not_ascii_digits_is_a_usage_error(
+    tmp_path: Path, argv: list[str], said: str
+) -> None:
+    """``--ready port:²`` ended in a ValueError traceback, exit 1: now one line saying what
+    was wrong, exit 2, and nothing runs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "compiletrace", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+    assert "ASCII digits 0-9" in proc.stderr and not list(tmp_path.iterdir())

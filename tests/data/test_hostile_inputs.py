@@ -490,6 +490,62 @@ def test_a_job_dir_file_names_numbers_are_ascii_decimal_digits() -> None:
     assert parse_key("1\u00b2-34-0123abcd") is None and parse_key("12-\u0663-0123abcd") is None
 
 
+# '²' and '³' (isdigit() but not int()), '٣' (Arabic-Indic three, int() takes it), fullwidth 8 and 0
+NOT_ASCII_DIGITS = ("\u00b2", "\u00b3", "\u0663", "\uff18\uff10", "8\u00b2")
+
+
+def test_a_ready_port_or_step_is_ascii_decimal_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--ready port:²`` ended in a ValueError traceback (exit 1): now a usage error naming
+    the ASCII digits, exit 2, before anything runs; a job file's ``ready`` so is damaged."""
+    from compiletrace._data.job import Job
+    from compiletrace._data.ready import parse_ready
+    from compiletrace._io.errors import UsageError
+
+    assert parse_ready("port:8000").number == 8000 and parse_ready("step:3").number == 3
+    marker = tmp_path / "ran"
+    for kind in ("port", "step"):
+        for digits in NOT_ASCII_DIGITS:
+            with pytest.raises(UsageError, match=rf"{kind}:N needs a whole number .* in ASCII digits 0-9"):
+                parse_ready(f"{kind}:{digits}")
+            assert cli.main(["run", "--ready", f"{kind}:{digits}", "--", "touch", str(marker)]) == 2
+            assert "in ASCII digits 0-9" in capsys.readouterr().err and not marker.exists()
+    data = Job(("true",), 0, (), cwd=str(tmp_path), ready="port:8000").to_dict()
+    data["ready"] = "port:\u00b2"
+    with pytest.raises(RunFileError, match="field 'ready' must be a ready mark"):
+        Job.from_dict(data)
+
+
+def test_a_number_option_is_ascii_decimal_digits(capsys: pytest.CaptureFixture[str]) -> None:
+    """``type=int`` and ``type=float`` took '٣' (and refused '²' in argparse's words): each
+    number option reads ASCII digits, or says so, exit 2."""
+    for argv in (
+        ["bench", "startup", "--num-iters-cold", "\u0663", "--", "true"],
+        ["bench", "startup", "--grace", "\u0663.\u0665", "--", "true"],
+        ["doctor", "x.json", "--verify", "--rounds", "\u00b3"],
+        ["doctor", "x.json", "--verify", "--ready-timeout", "\uff19"],
+        ["compare", "a.json", "b.json", "--threshold", "\u0661\u0660"],
+        ["profile", "--steady-calls", "\u0663"],
+    ):
+        assert cli.main(argv) == 2, argv
+        assert "in ASCII digits 0-9" in capsys.readouterr().err, argv
+
+
+def test_a_rank_from_the_environment_is_ascii_decimal_digits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiletrace._app.job_process import process_role
+    from compiletrace._core import recorder
+
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("RANK", "\u00b2")
+    assert "\u00b2" not in process_role()
+    monkeypatch.setattr(recorder, "_rank", None)
+    for rank, read in (("\u0663", 0), ("\u00b2", 0), ("3", 3)):
+        monkeypatch.setenv("RANK", rank)
+        monkeypatch.setattr(recorder, "_rank", None)
+        assert recorder.rank() == read
+
+
 def test_columns_is_ascii_decimal_digits(monkeypatch: pytest.MonkeyPatch) -> None:
     from compiletrace._io.text import PIPE_WIDTH, text_width
 

@@ -12,7 +12,7 @@ from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.files import write_json
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from compiletrace.cli.options import add_model_options, check_outputs, component_pairs
-from compiletrace.cli.parsing import PROG, add_common_options, formatter
+from compiletrace.cli.parsing import PROG, add_common_options, decimal, formatter, whole_number
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -52,17 +52,17 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add_common_options(startup)
     add_model_options(startup)
     startup.add_argument(
-        "--num-iters-cold", type=int, default=3, metavar="N", help="cold iterations (default: 3)"
+        "--num-iters-cold", type=whole_number, default=3, metavar="N", help="cold iterations (default: 3)"
     )
     startup.add_argument(
         "--num-iters-warmup",
-        type=int,
+        type=whole_number,
         default=1,
         metavar="N",
         help="untimed cache-filling iterations (default: 1)",
     )
     startup.add_argument(
-        "--num-iters-warm", type=int, default=3, metavar="N", help="warm iterations (default: 3)"
+        "--num-iters-warm", type=whole_number, default=3, metavar="N", help="warm iterations (default: 3)"
     )
     startup.add_argument(
         "--cache-artifacts",
@@ -76,7 +76,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     startup.add_argument(
         "--num-iters-portable",
-        type=int,
+        type=whole_number,
         default=None,
         metavar="N",
         help="portable iterations (default: as many as cold)",
@@ -90,7 +90,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     startup.add_argument(
         "--grace",
-        type=float,
+        type=decimal,
         default=3.0,
         metavar="S",
         help="with -- COMMAND: seconds it runs after ready before it is stopped (default 3)",
@@ -103,7 +103,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     startup.add_argument(
         "--ready-timeout",
-        type=float,
+        type=decimal,
         default=900.0,
         metavar="S",
         help="with -- COMMAND: a run not ready in S seconds fails the benchmark (default 900)",

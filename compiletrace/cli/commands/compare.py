@@ -7,7 +7,7 @@ import argparse
 
 from compiletrace._io.errors import UsageError
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.parsing import add_common_options
+from compiletrace.cli.parsing import add_common_options, decimal
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -33,11 +33,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("new", metavar="NEW", help="the run, job or trace to check (or a directory, as BASE)")
     parser.add_argument(
-        "--threshold", type=float, default=10.0, metavar="PCT", help="allowed growth in percent (default: 10)"
+        "--threshold",
+        type=decimal,
+        default=10.0,
+        metavar="PCT",
+        help="allowed growth in percent (default: 10)",
     )
     parser.add_argument(
         "--min-seconds",
-        type=float,
+        type=decimal,
         default=0.05,
         metavar="S",
         help="ignore changes smaller than S seconds (default: 0.05)",

@@ -15,7 +15,7 @@ from compiletrace._io.files import write_json, write_text
 from compiletrace._io.text import printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from compiletrace.cli.options import add_trace_components, check_outputs, check_seconds
-from compiletrace.cli.parsing import PROG, add_common_options
+from compiletrace.cli.parsing import PROG, add_common_options, decimal, whole_number
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
 
@@ -65,7 +65,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rounds",
-        type=int,
+        type=whole_number,
         default=3,
         metavar="N",
         help="with --verify: run the program as it is and with each fix N times, interleaved (default\n"
@@ -79,7 +79,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--grace",
-        type=float,
+        type=decimal,
         default=3.0,
         metavar="S",
         help="with --verify: each run goes until the command is ready (its ready mark), then S\n"
@@ -88,7 +88,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ready-timeout",
-        type=float,
+        type=decimal,
         default=900.0,
         metavar="S",
         help="with --verify: a run not ready in S seconds is stopped; its fix is 'never ready in S s'\n"
@@ -96,7 +96,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--jobs",
-        type=int,
+        type=whole_number,
         default=1,
         metavar="N",
         help="with --verify: run N trials of a round side by side (each on its own empty cache; the\n"
@@ -105,7 +105,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budget",
-        type=float,
+        type=decimal,
         default=None,
         metavar="S",
         help="with --verify: start no round that would end past S seconds of the proof (a fix\n"

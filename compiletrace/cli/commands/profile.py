@@ -20,7 +20,7 @@ from compiletrace._io.text import first_line, printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
 from compiletrace.cli.options import add_model_options, check_outputs, component_pairs
 from compiletrace.cli.outputs import write_outputs
-from compiletrace.cli.parsing import PROG, add_common_options
+from compiletrace.cli.parsing import PROG, add_common_options, whole_number
 
 if TYPE_CHECKING:
     from compiletrace._app.profile_run import ProfileRun
@@ -55,7 +55,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--steady-calls",
-        type=int,
+        type=whole_number,
         default=0,
         metavar="N",
         help="after the warm-up, time N more calls and report the median (the compiled model's speed)",
@@ -80,7 +80,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--nproc",
-        type=int,
+        type=whole_number,
         default=1,
         metavar="N",
         help="run N ranks with torch.distributed.run on loopback (gloo); rank 0 prints per-rank figures",
