@@ -106,3 +106,43 @@ def test_traffic_that_uses_a_port_needs_one(capsys: pytest.CaptureFixture[str]) 
     assert "give --ready port:PORT" in capsys.readouterr().err
     assert cli.main(["run", "--ready", "port:8000", "--traffic", "", "--", "true"]) == 2
     assert "--traffic needs a command" in capsys.readouterr().err
+
+
+def test_an_asyncio_llm_server_compiling_at_its_first_requests_is_verified_with_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tiny transformers Llama behind an asyncio server, no warm-up: its first request
+    compiles, a second prompt length recompiles; each trial replays the requests, so the
+    recompile's fix (the prompt length marked dynamic) is measured where it happens."""
+    port, pids = _free_port(), tmp_path / "pids"
+    traffic = f"{sys.executable} {PROGRAMS / 'send_requests.py'} {{port}} 5 7 9"
+    done = subprocess.run(
+        [sys.executable, "-m", "compiletrace", "run", "--json", str(tmp_path / "job.json"),
+         "--ready", f"port:{port}", "--traffic", traffic,
+         "--", sys.executable, str(PROGRAMS / "serve_llm_asyncio.py"), str(port), str(pids)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0 and "sent 3 requests" in done.stdout, done.stderr[-4000:]
+    loaded = compiletrace.load(tmp_path / "job.json")
+    assert isinstance(loaded, compiletrace.ProfileJob)
+    # The server's process compiled twice, both after it listened: the first request, then
+    # the second length (the third, a third length, runs the dynamic graph).
+    (server,) = loaded.compiling()
+    assert server.info.pid == int(pids.read_text().split()[0])
+    assert [r.compile_id for r in server.run.graph_records] == ["0/0", "0/1"]
+    assert loaded.after_ready().count == 2
+
+    out = tmp_path / "verified.json"
+    status = cli.main(
+        ["doctor", "--verify", "--trust", str(tmp_path / "job.json"), "--rounds", "1", "--grace", "1",
+         "--json", str(out)]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    measured = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))
+                if "verify" in f.evidence}  # fmt: skip
+    recompiles = measured["recompiles"]
+    assert recompiles["fix"] == "mark-dynamic=L['kwargs']['input_ids']:1", recompiles
+    assert recompiles["frame_compiles"] == [2, 1] and recompiles["verdict"] == "verified", recompiles
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) >= 3 and not any(_alive(pid) for pid in started)
