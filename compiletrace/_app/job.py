@@ -305,6 +305,10 @@ def _forwarding_signals(child: subprocess.Popen[bytes], group: bool = False) -> 
 # How a trial to ready ended (RunOutcome.stopped).
 STOPPED_READY = "ready"  # it became ready, ran its grace, and was stopped
 NEVER_READY = "never ready"  # it ran past UntilReady.timeout_s without a mark, and was stopped
+# Its processes kept writing ready marks (a supervisor restarting a crashing worker) for
+# UntilReady.timeout_s after the first, each of which would start the grace again: stopped.
+KEPT_MARKING = "kept becoming ready"
+OUT_OF_BUDGET = "out of budget"  # it ran to UntilReady.stop_at (the end of --budget): stopped
 
 
 @dataclass(frozen=True)
@@ -315,7 +319,10 @@ class UntilReady:
     again, so every rank of a job gets there), then it is stopped as a user stops it:
     SIGINT to its process group, then SIGTERM, then SIGKILL, ``stop_timeout_s`` apart,
     until no process of it is left. A command that never becomes ready is stopped the same
-    way after ``timeout_s``; one that ends by itself before is left to end.
+    way after ``timeout_s``; one that ends by itself before is left to end. Every run ends:
+    one whose marks keep coming (a worker restarted again and again, each restart a new
+    mark) is stopped at the first mark more than ``timeout_s`` after its first
+    (:data:`KEPT_MARKING`), and any run at ``stop_at`` (:data:`OUT_OF_BUDGET`).
 
     >>> UntilReady(grace_s=2).grace_s
     2
@@ -330,6 +337,9 @@ class UntilReady:
     stop_timeout_s: float = 10.0  # each signal's wait before the next, harder one
     poll_s: float = 0.05  # how often the job directory is read for ready marks
     clock: Callable[[], float] = time.monotonic  # injectable: tests drive the timeouts
+    # A time on ``clock`` at which the run is stopped, whatever it is doing (the end of
+    # doctor --verify's --budget); None: no such time.
+    stop_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -630,7 +640,10 @@ def _run_until_ready(
     traffic: _Traffic | None = None,
 ) -> tuple[str | None, float | None, tuple[ReadyMark, ...]]:
     """Wait for the command's ready marks, then its traffic (if any), then its grace: how it
-    ended (None: by itself), the seconds to its first mark, and its marks."""
+    ended (None: by itself), the seconds to its first mark, and its marks. Bounded whatever
+    the command does: ``timeout_s`` to its first mark, then a mark more than ``timeout_s``
+    after the first ends it (:data:`KEPT_MARKING`), and ``stop_at`` ends it whatever it is
+    doing (:data:`OUT_OF_BUDGET`)."""
     seen = 0
     first: float | None = None
     deadline: float | None = None
@@ -640,6 +653,10 @@ def _run_until_ready(
         marks = _ready_marks(directory)
         if len(marks) > seen:
             seen = len(marks)
+            if first is not None and now - first >= until.timeout_s:
+                # Marks still coming this long after the first (a supervisor restarting a
+                # crashing worker): each would start the grace again, for ever.
+                return KEPT_MARKING, first - started, tuple(marks)
             first = now if first is None else first
             deadline = now + until.grace_s  # each new mark: the grace again
             if traffic is not None and traffic.argv and traffic.proc is None:
@@ -650,8 +667,11 @@ def _run_until_ready(
             elif deadline is None:
                 traffic.stop(until)  # ended, or ran past its bound
                 deadline = now + until.grace_s
+        after = first - started if first is not None else None
+        if until.stop_at is not None and now >= until.stop_at:
+            return OUT_OF_BUDGET, after, tuple(marks)
         if deadline is not None and now >= deadline:
-            return STOPPED_READY, first - started if first is not None else None, tuple(marks)
+            return STOPPED_READY, after, tuple(marks)
         if first is None and now - started >= until.timeout_s:
             return NEVER_READY, None, tuple(marks)
         time.sleep(until.poll_s)

@@ -214,11 +214,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _traffic_status(outcome: RunOutcome) -> int:
     """A run with --traffic: the traffic's exit status when the command was stopped after it;
-    the command's own when it ended first; 1 when it was never ready."""
-    from compiletrace._app.job import NEVER_READY
+    the command's own when it ended first; 1 when it was never ready, or kept becoming ready."""
+    from compiletrace._app.job import KEPT_MARKING, NEVER_READY, UntilReady
 
     if outcome.stopped == NEVER_READY:
         print(f"{PROG}: the command was never ready: stopped, and its traffic never sent", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.stopped == KEPT_MARKING:
+        print(
+            f"{PROG}: the command kept becoming ready ({len(outcome.marks)} ready marks, the last over "
+            f"{UntilReady().timeout_s:g} s after the first: a worker restarted again and again?): stopped",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     if outcome.stopped is None:
         return outcome.exit_status  # it ended by itself, its traffic stopped with it
