@@ -54,7 +54,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from compiletrace._app.job import NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
+from compiletrace._app.job import (
+    NEVER_READY,
+    OUT_OF_BUDGET,
+    STOPPED_READY,
+    ProfileJob,
+    UntilReady,
+    run_command,
+)
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import apply_line
@@ -133,6 +140,7 @@ SIGNALLED = 128  # a shell's exit status for a command a signal ended: 128 + N
 STEADY_CALLS = 20  # calls timed after the warm-up in each trial of a profile run
 SLOWER_CALL = 0.10  # a fix whose steady-state call is this much slower is said to slow the model
 ROUNDS = 3  # rounds of runs (base and every fix, interleaved): the fewest that give a spread
+NOT_JUDGED = "not judged"  # a round's run that is no verdict on its fix (Trial.not_judged says why)
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,8 @@ class Trial:
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
     stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
     ready_after_s: float | None = None  # seconds from its start to its first ready mark
+    # Why this run is no verdict on its fix ("": it is one): --budget ran out while it ran.
+    not_judged: str = ""
 
     @property
     def startup_s(self) -> float:
@@ -285,7 +295,8 @@ def _run_once(
         wall = clock() - start
         steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
     named = " + ".join(fix) if isinstance(fix, tuple) else fix
-    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+    why = "--budget ran out while it ran: it was stopped" if outcome.stopped == OUT_OF_BUDGET else ""
+    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s, why)
 
 
 def never_ready_verdict(until_ready: UntilReady) -> str:
@@ -299,6 +310,9 @@ def never_ready_verdict(until_ready: UntilReady) -> str:
 
 def _check_baseline(trial: Trial, until_ready: UntilReady, ready: str | None) -> None:
     """A baseline that never became ready gives nothing to compare: bad input, said so."""
+    if trial.not_judged:
+        what = "a larger --budget" if trial.stopped == OUT_OF_BUDGET else "its port free (stop what holds it)"
+        raise UsageError(f"the command as it is gives nothing to compare: {trial.not_judged}; give {what}")
     if trial.never_ready:
         mark = f"--ready {printable(ready)}" if ready else "its warm-up's end or compiletrace.ready()"
         raise UsageError(
@@ -347,6 +361,8 @@ def verify_command(
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     until_ready = until_ready or UntilReady()
+    if budget_s is not None:  # a run still going when the budget ends is stopped, not judged
+        until_ready = replace(until_ready, stop_at=until_ready.clock() + budget_s)
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
@@ -494,7 +510,11 @@ def _verdict(
     uncompiled = next(
         (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
     )
-    if any(t.never_ready for t in runs):
+    not_judged = next((t.not_judged for t in (*runs, *base[: len(runs)]) if t.not_judged), "")
+    if not_judged:
+        # A run that could not listen, or that the budget cut short: no verdict on the fix.
+        verdict, judged = NOT_JUDGED, False
+    elif any(t.never_ready for t in runs):
         # Its start-up never ended: no seconds to compare, and no saving to claim.
         verdict, judged = never_ready_verdict(until_ready or UntilReady()), False
     elif rule.reads_exit_status:
@@ -509,7 +529,9 @@ def _verdict(
     else:
         verdict = with_seconds(counts, cpu)
     why = (
-        uncompiled
+        not_judged
+        if verdict == NOT_JUDGED
+        else uncompiled
         if verdict == UNCOMPILED and uncompiled
         else why_not_verified(verdict, counts, finding, before, after, cpu)
     )
