@@ -380,6 +380,7 @@ def run_command(
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stdout: Any = None,
+    stderr: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
@@ -397,6 +398,7 @@ def run_command(
         extra_env=extra_env,
         cwd=cwd,
         stdout=stdout,
+        stderr=stderr,
         otlp_endpoint=otlp_endpoint,
         ready=ready,
         until_ready=until_ready,
@@ -416,6 +418,7 @@ def job_run(
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stdout: Any = None,
+    stderr: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
@@ -432,7 +435,10 @@ def job_run(
     to serve, ``MODULE:FUNCTION`` or ``phase:NAME`` (default: the end of its warm-up);
     what compiles after it is the job's :meth:`~compiletrace._data.job.Job.after_ready`.
     ``until_ready``: run it only until it is ready (:class:`UntilReady`), in a process group
-    of its own.
+    of its own. ``{port}`` in the command's arguments is the port of ``--ready port:PORT``
+    (as in a traffic command): a trial given a port of its own gets it there
+    (:mod:`compiletrace._app.trial_ports`). ``stdout``, ``stderr``: the command's (default:
+    this process's).
     ``job_id`` (``--job-id``): the id every process's spans carry as ``compiletrace.job.id``
     where the launcher gives none (torchrun's run id, Slurm's job id); else one per run.
     Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
@@ -469,10 +475,12 @@ def job_run(
         started = until_ready.clock() if until_ready is not None else 0.0
         try:
             child = subprocess.Popen(
-                [executable, *command[1:]],
+                # {port} in its words is the port of --ready port:PORT, as in the traffic's.
+                [executable, *traffic_argv(command[1:], spec or None)],
                 env=env,
                 cwd=cwd,
                 stdout=stdout,
+                stderr=stderr,
                 process_group=group,
                 preexec_fn=_trial_preexec() if until_ready is not None else None,
             )
@@ -537,7 +545,8 @@ def traffic_words(traffic: str | Sequence[str], ready: str | None) -> tuple[str,
 
 
 def traffic_argv(words: Sequence[str], ready: str | None) -> list[str]:
-    """The traffic command as run: ``{port}`` replaced by the port of ``ready``.
+    """The traffic command (or the command's own arguments) as run: ``{port}`` replaced by
+    the port of ``ready``, where it is ``port:PORT``.
 
     >>> traffic_argv(("curl", "http://127.0.0.1:{port}/"), "port:8000")
     ['curl', 'http://127.0.0.1:8000/']

@@ -62,6 +62,7 @@ from compiletrace._app.job import (
     UntilReady,
     run_command,
 )
+from compiletrace._app.trial_ports import Placement, run_on_own_port
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import apply_line
@@ -154,7 +155,8 @@ class Trial:
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
     stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
     ready_after_s: float | None = None  # seconds from its start to its first ready mark
-    # Why this run is no verdict on its fix ("": it is one): --budget ran out while it ran.
+    # Why this run is no verdict on its fix ("": it is one): it could not listen on its
+    # port, alone either, or --budget ran out while it ran.
     not_judged: str = ""
 
     @property
@@ -272,31 +274,39 @@ def _run_once(
     profiled: bool,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
+    side_by_side: bool = False,
 ) -> Trial:
     # A profile run measures its steady calls after its warm-up, and ends by itself.
     until = None if profiled else until_ready or UntilReady()
-    with owned_temporary_directory("compiletrace-verify-cache-") as cache:
-        env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
-        run_file = os.path.join(cache, "profile.json")
-        if profiled:
-            command = [*command, "--json", run_file]
-        start = clock()
-        # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
-        # the doctor's, --json - included.
-        outcome = run_command(
-            command,
-            fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
-            extra_env=env,
-            cwd=cwd,
-            stdout=2,
-            ready=ready,
-            until_ready=until,
-        )
-        wall = clock() - start
-        steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
     named = " + ".join(fix) if isinstance(fix, tuple) else fix
-    why = "--budget ran out while it ran: it was stopped" if outcome.stopped == OUT_OF_BUDGET else ""
-    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s, why)
+
+    def attempt(placed: Placement) -> Trial:
+        with owned_temporary_directory("compiletrace-verify-cache-") as cache:
+            env = {name: os.path.join(cache, name.lower()) for name in CACHE_ENV}
+            run_file = os.path.join(cache, "profile.json")
+            argv = [*placed.command, "--json", run_file] if profiled else placed.command
+            start = clock()
+            # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
+            # the doctor's, --json - included.
+            outcome = run_command(
+                argv,
+                fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
+                extra_env=env,
+                cwd=cwd,
+                stdout=placed.stdout,
+                stderr=placed.stderr,
+                ready=placed.ready,
+                until_ready=until and replace(until, traffic=placed.traffic),
+            )
+            wall = clock() - start
+            steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
+        return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+    # Side by side, each trial on a port of its own (where the command names the port).
+    trial, why = run_on_own_port(command, ready, until.traffic if until else (), side_by_side, attempt)
+    if not why and trial.stopped == OUT_OF_BUDGET:
+        why = "--budget ran out while it ran: it was stopped"
+    return replace(trial, not_judged=why) if why else trial
 
 
 def never_ready_verdict(until_ready: UntilReady) -> str:
@@ -439,7 +449,7 @@ def _run_all(
 
     def one(item: tuple[str | None, str]) -> Trial:
         say(item[1])
-        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready)
+        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready, jobs > 1)
 
     if jobs <= 1 or len(todo) <= 1:
         return [one(item) for item in todo]
