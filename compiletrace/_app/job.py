@@ -310,6 +310,10 @@ def _forwarding_signals(
 STOPPED_READY = "ready"  # it became ready, ran its grace, and was stopped
 NEVER_READY = "never ready"  # it ran past UntilReady.timeout_s without a mark, and was stopped
 INTERRUPTED = "interrupted"  # Ctrl-C (UntilReady.interrupted set): stopped, and no verdict on it
+# Its processes kept writing ready marks (a supervisor restarting a crashing worker) for
+# UntilReady.timeout_s after the first, each of which would start the grace again: stopped.
+KEPT_MARKING = "kept becoming ready"
+OUT_OF_BUDGET = "out of budget"  # it ran to UntilReady.stop_at (the end of --budget): stopped
 
 
 @dataclass(frozen=True)
@@ -320,7 +324,10 @@ class UntilReady:
     again, so every rank of a job gets there), then it is stopped as a user stops it:
     SIGINT to its process group, then SIGTERM, then SIGKILL, ``stop_timeout_s`` apart,
     until no process of it is left. A command that never becomes ready is stopped the same
-    way after ``timeout_s``; one that ends by itself before is left to end.
+    way after ``timeout_s``; one that ends by itself before is left to end. Every run ends:
+    one whose marks keep coming (a worker restarted again and again, each restart a new
+    mark) is stopped at the first mark more than ``timeout_s`` after its first
+    (:data:`KEPT_MARKING`), and any run at ``stop_at`` (:data:`OUT_OF_BUDGET`).
 
     >>> UntilReady(grace_s=2).grace_s
     2
@@ -338,6 +345,9 @@ class UntilReady:
     # Set by Ctrl-C (or by the caller, for trials side by side): the command is passed the
     # interrupt, stopped, and its run ends INTERRUPTED; the trials of a proof share one.
     interrupted: threading.Event | None = None
+    # A time on ``clock`` at which the run is stopped, whatever it is doing (the end of
+    # doctor --verify's --budget); None: no such time.
+    stop_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -378,6 +388,7 @@ def run_command(
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stdout: Any = None,
+    stderr: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
@@ -395,6 +406,7 @@ def run_command(
         extra_env=extra_env,
         cwd=cwd,
         stdout=stdout,
+        stderr=stderr,
         otlp_endpoint=otlp_endpoint,
         ready=ready,
         until_ready=until_ready,
@@ -414,6 +426,7 @@ def job_run(
     extra_env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     stdout: Any = None,
+    stderr: Any = None,
     otlp_endpoint: str | None = None,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
@@ -430,7 +443,10 @@ def job_run(
     to serve, ``MODULE:FUNCTION`` or ``phase:NAME`` (default: the end of its warm-up);
     what compiles after it is the job's :meth:`~compiletrace._data.job.Job.after_ready`.
     ``until_ready``: run it only until it is ready (:class:`UntilReady`), in a process group
-    of its own.
+    of its own. ``{port}`` in the command's arguments is the port of ``--ready port:PORT``
+    (as in a traffic command): a trial given a port of its own gets it there
+    (:mod:`compiletrace._app.trial_ports`). ``stdout``, ``stderr``: the command's (default:
+    this process's).
     ``job_id`` (``--job-id``): the id every process's spans carry as ``compiletrace.job.id``
     where the launcher gives none (torchrun's run id, Slurm's job id); else one per run.
     Raises :class:`CommandNotFound` (nothing run) for a command that does not exist,
@@ -467,10 +483,12 @@ def job_run(
         started = until_ready.clock() if until_ready is not None else 0.0
         try:
             child = subprocess.Popen(
-                [executable, *command[1:]],
+                # {port} in its words is the port of --ready port:PORT, as in the traffic's.
+                [executable, *traffic_argv(command[1:], spec or None)],
                 env=env,
                 cwd=cwd,
                 stdout=stdout,
+                stderr=stderr,
                 process_group=group,
                 preexec_fn=_trial_preexec() if until_ready is not None else None,
             )
@@ -536,7 +554,8 @@ def traffic_words(traffic: str | Sequence[str], ready: str | None) -> tuple[str,
 
 
 def traffic_argv(words: Sequence[str], ready: str | None) -> list[str]:
-    """The traffic command as run: ``{port}`` replaced by the port of ``ready``.
+    """The traffic command (or the command's own arguments) as run: ``{port}`` replaced by
+    the port of ``ready``, where it is ``port:PORT``.
 
     >>> traffic_argv(("curl", "http://127.0.0.1:{port}/"), "port:8000")
     ['curl', 'http://127.0.0.1:8000/']
@@ -639,7 +658,10 @@ def _run_until_ready(
     traffic: _Traffic | None = None,
 ) -> tuple[str | None, float | None, tuple[ReadyMark, ...]]:
     """Wait for the command's ready marks, then its traffic (if any), then its grace: how it
-    ended (None: by itself), the seconds to its first mark, and its marks."""
+    ended (None: by itself), the seconds to its first mark, and its marks. Bounded whatever
+    the command does: ``timeout_s`` to its first mark, then a mark more than ``timeout_s``
+    after the first ends it (:data:`KEPT_MARKING`), and ``stop_at`` ends it whatever it is
+    doing (:data:`OUT_OF_BUDGET`)."""
     seen = 0
     first: float | None = None
     deadline: float | None = None
@@ -651,6 +673,10 @@ def _run_until_ready(
         marks = _ready_marks(directory)
         if len(marks) > seen:
             seen = len(marks)
+            if first is not None and now - first >= until.timeout_s:
+                # Marks still coming this long after the first (a supervisor restarting a
+                # crashing worker): each would start the grace again, for ever.
+                return KEPT_MARKING, first - started, tuple(marks)
             first = now if first is None else first
             deadline = now + until.grace_s  # each new mark: the grace again
             if traffic is not None and traffic.argv and traffic.proc is None:
@@ -661,8 +687,11 @@ def _run_until_ready(
             elif deadline is None:
                 traffic.stop(until)  # ended, or ran past its bound
                 deadline = now + until.grace_s
+        after = first - started if first is not None else None
+        if until.stop_at is not None and now >= until.stop_at:
+            return OUT_OF_BUDGET, after, tuple(marks)
         if deadline is not None and now >= deadline:
-            return STOPPED_READY, first - started if first is not None else None, tuple(marks)
+            return STOPPED_READY, after, tuple(marks)
         if first is None and now - started >= until.timeout_s:
             return NEVER_READY, None, tuple(marks)
         time.sleep(until.poll_s)

@@ -57,7 +57,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from compiletrace._app.compile_caches import cache_environment
-from compiletrace._app.job import INTERRUPTED, NEVER_READY, STOPPED_READY, ProfileJob, UntilReady, run_command
+from compiletrace._app.job import (
+    INTERRUPTED,
+    NEVER_READY,
+    OUT_OF_BUDGET,
+    STOPPED_READY,
+    ProfileJob,
+    UntilReady,
+    run_command,
+)
+from compiletrace._app.trial_ports import Placement, run_on_own_port
 from compiletrace._data.files import read
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.fixes import apply_line
@@ -150,6 +159,9 @@ class Trial:
     steady_spread_s: float = 0.0  # ... and the interquartile range of those calls
     stopped: str | None = None  # the trial was stopped: after its ready mark, or never ready
     ready_after_s: float | None = None  # seconds from its start to its first ready mark
+    # Why this run is no verdict on its fix ("": it is one): it could not listen on its
+    # port, alone either, or --budget ran out while it ran.
+    not_judged: str = ""
 
     @property
     def startup_s(self) -> float:
@@ -267,34 +279,43 @@ def _run_once(
     profiled: bool,
     ready: str | None = None,
     until_ready: UntilReady | None = None,
+    side_by_side: bool = False,
 ) -> Trial:
     # A profile run measures its steady calls after its warm-up, and ends by itself.
     until = None if profiled else until_ready or UntilReady()
-    with owned_temporary_directory("compiletrace-verify-cache-") as cache:
-        env = cache_environment(cache)  # every compile cache empty: no run warms another
-        run_file = os.path.join(cache, "profile.json")
-        if profiled:
-            command = [*command, "--json", run_file]
-        start = clock()
-        # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
-        # the doctor's, --json - included.
-        outcome = run_command(
-            command,
-            fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
-            extra_env=env,
-            cwd=cwd,
-            stdout=2,
-            ready=ready,
-            until_ready=until,
-        )
-        wall = clock() - start
-        if outcome.stopped == INTERRUPTED:
-            # Ctrl-C was passed on to the trial and stopped it: the proof stops, with no
-            # verdict on a run the user cut short (the CLI exits 130).
-            raise KeyboardInterrupt
-        steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
     named = " + ".join(fix) if isinstance(fix, tuple) else fix
-    return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+    def attempt(placed: Placement) -> Trial:
+        with owned_temporary_directory("compiletrace-verify-cache-") as cache:
+            env = cache_environment(cache)  # every compile cache empty: no run warms another
+            run_file = os.path.join(cache, "profile.json")
+            argv = [*placed.command, "--json", run_file] if profiled else placed.command
+            start = clock()
+            # The program's stdout goes to this process's stderr (file descriptor 2): stdout is
+            # the doctor's, --json - included.
+            outcome = run_command(
+                argv,
+                fixes=() if fix is None else (fix,) if isinstance(fix, str) else fix,
+                extra_env=env,
+                cwd=cwd,
+                stdout=placed.stdout,
+                stderr=placed.stderr,
+                ready=placed.ready,
+                until_ready=until and replace(until, traffic=placed.traffic),
+            )
+            wall = clock() - start
+            if outcome.stopped == INTERRUPTED:
+                # Ctrl-C was passed on to the trial and stopped it: the proof stops, with no
+                # verdict on a run the user cut short (the CLI exits 130).
+                raise KeyboardInterrupt
+            steady, spread = _steady_call_s(run_file) if profiled else (None, 0.0)
+        return Trial(named, outcome.job, wall, steady, spread, outcome.stopped, outcome.ready_after_s)
+
+    # Side by side, each trial on a port of its own (where the command names the port).
+    trial, why = run_on_own_port(command, ready, until.traffic if until else (), side_by_side, attempt)
+    if not why and trial.stopped == OUT_OF_BUDGET:
+        why = "--budget ran out while it ran: it was stopped"
+    return replace(trial, not_judged=why) if why else trial
 
 
 def _interruptible(until_ready: UntilReady) -> UntilReady:
@@ -316,6 +337,9 @@ def never_ready_verdict(until_ready: UntilReady) -> str:
 
 def _check_baseline(trial: Trial, until_ready: UntilReady, ready: str | None) -> None:
     """A baseline that never became ready gives nothing to compare: bad input, said so."""
+    if trial.not_judged:
+        what = "a larger --budget" if trial.stopped == OUT_OF_BUDGET else "its port free (stop what holds it)"
+        raise UsageError(f"the command as it is gives nothing to compare: {trial.not_judged}; give {what}")
     if trial.never_ready:
         mark = f"--ready {printable(ready)}" if ready else "its warm-up's end or compiletrace.ready()"
         raise UsageError(
@@ -368,6 +392,8 @@ def verify_command(
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     until_ready = _interruptible(until_ready or UntilReady())
+    if budget_s is not None:  # a run still going when the budget ends is stopped, not judged
+        until_ready = replace(until_ready, stop_at=until_ready.clock() + budget_s)
     say = progress or (lambda line: None)
     shown = printable(" ".join(command))
     say(f"the baseline: {shown}" + (f" (round 1 of {rounds})" if rounds > 1 else ""))
@@ -512,7 +538,7 @@ def _run_all(
 
     def one(item: tuple[str | tuple[str, ...] | None, str]) -> Trial:
         say(item[1])
-        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready)
+        return _run_once(command, item[0], cwd, clock, profiled, ready, until_ready, jobs > 1)
 
     if jobs <= 1 or len(todo) <= 1:
         return [one(item) for item in todo]
@@ -592,7 +618,11 @@ def _verdict(
     uncompiled = next(
         (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
     )
-    if any(t.never_ready for t in runs):
+    not_judged = next((t.not_judged for t in (*runs, *base[: len(runs)]) if t.not_judged), "")
+    if not_judged:
+        # A run that could not listen, or that the budget cut short: no verdict on the fix.
+        verdict, judged = NOT_JUDGED, False
+    elif any(t.never_ready for t in runs):
         # Its start-up never ended: no seconds to compare, and no saving to claim.
         verdict, judged = never_ready_verdict(until_ready or UntilReady()), False
     elif rule.reads_exit_status:
@@ -607,7 +637,9 @@ def _verdict(
     else:
         verdict = with_seconds(counts, cpu)
     why = (
-        uncompiled
+        not_judged
+        if verdict == NOT_JUDGED
+        else uncompiled
         if verdict == UNCOMPILED and uncompiled
         else why_not_verified(verdict, counts, finding, before, after, cpu)
     )
@@ -1010,6 +1042,8 @@ def measure_plan(
     if not base:
         return None
     until = _interruptible(until_ready or UntilReady())
+    if budget_s is not None:  # a plan round still going when the budget ends is stopped
+        until = replace(until, stop_at=until.clock() + budget_s)
     at_once = max(1, jobs // 2)  # pairs side by side
     # A round of the plan: a baseline and a trial with every fix, beside each other or in turn.
     per_round_s = max(t.wall_s for t in base) * (1 if jobs >= 2 else 2)
@@ -1036,6 +1070,19 @@ def measure_plan(
                 (fixes, f"the plan: {', '.join(fixes)}{of}"),
             ]
         trials = _run_all(todo, jobs, say, command, cwd, clock, False, ready, until)
-        base_runs += trials[0::2]
-        runs += trials[1::2]
+        # A pair with a run that is no verdict (cut short by the budget, or that could not
+        # listen) is left out: the plan is what the rounds that ran whole measured.
+        whole = [
+            (b, t)
+            for b, t in zip(trials[0::2], trials[1::2], strict=True)
+            if not (b.not_judged or t.not_judged)
+        ]
+        base_runs += [b for b, _ in whole]
+        runs += [t for _, t in whole]
+        if len(whole) < pairs:
+            lost = pairs - len(whole)
+            say(f"the plan: {lost} round{'s' if lost != 1 else ''} left out (cut short)")
+            break
+    if not runs:
+        return None
     return Plan(fixes, tuple(command), tuple(base_runs), tuple(runs))

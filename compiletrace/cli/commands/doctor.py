@@ -92,7 +92,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=900.0,
         metavar="S",
         help="with --verify: a run not ready in S seconds is stopped; its fix is 'never ready in S s'\n"
-        "(default 900)",
+        "(default 900); one whose ready marks still come S seconds after its first is stopped too",
     )
     parser.add_argument(
         "--jobs",
@@ -100,8 +100,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="with --verify: run N trials of a round side by side (each on its own empty cache; the\n"
-        "verdict rests on compile CPU seconds, which other work moves little); 1 for a server on a\n"
-        "fixed port (default 1)",
+        "verdict rests on compile CPU seconds, which other work moves little); a server's each on a\n"
+        "free port in place of the job's (default 1)",
     )
     parser.add_argument(
         "--budget",
@@ -109,7 +109,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="with --verify: start no round that would end past S seconds of the proof (a fix\n"
-        "decided after two rounds runs no third either way)",
+        "decided after two rounds runs no third either way); a run still going at S is stopped, and\n"
+        "its fix is 'not judged'",
     )
     parser.add_argument(
         "--traffic",

@@ -38,7 +38,8 @@ EPILOG = (
     "step:N (when its N-th optimizer step ends: any training loop), or the program's own\n"
     "compiletrace.ready(); by default the end of its first warm-up phase (compiletrace.warm_up's,\n"
     "vLLM's compile and warm-up). A job stopped with Ctrl-C after its ready mark can be verified\n"
-    "('doctor --verify' runs it again only until it is ready).\n\n"
+    "('doctor --verify' runs it again only until it is ready). {port} in the command's arguments\n"
+    "is the port of --ready port:PORT ('doctor --verify --jobs N' gives each trial its own).\n\n"
     "traffic (--traffic 'COMMAND'): the requests a server gets once it is ready, e.g. a load\n"
     "script: started at the first ready mark ({port} becomes the port of --ready port:PORT), and\n"
     "when it ends, after a grace of 3 s, the command is stopped as Ctrl-C stops it and run exits\n"
@@ -214,11 +215,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _traffic_status(outcome: RunOutcome) -> int:
     """A run with --traffic: the traffic's exit status when the command was stopped after it;
-    the command's own when it ended first; 1 when it was never ready."""
-    from compiletrace._app.job import NEVER_READY
+    the command's own when it ended first; 1 when it was never ready, or kept becoming ready."""
+    from compiletrace._app.job import KEPT_MARKING, NEVER_READY, UntilReady
 
     if outcome.stopped == NEVER_READY:
         print(f"{PROG}: the command was never ready: stopped, and its traffic never sent", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.stopped == KEPT_MARKING:
+        print(
+            f"{PROG}: the command kept becoming ready ({len(outcome.marks)} ready marks, the last over "
+            f"{UntilReady().timeout_s:g} s after the first: a worker restarted again and again?): stopped",
+            file=sys.stderr,
+        )
         return EXIT_FAILED
     if outcome.stopped is None:
         return outcome.exit_status  # it ended by itself, its traffic stopped with it
