@@ -18,7 +18,22 @@ from compiletrace._core.observers import OnCompile
 from compiletrace._data.records import GraphRecord
 from compiletrace._io.text import printable
 
-__all__ = ["Progress", "compile_lines", "process_start_unix_s", "wall_time_s"]
+__all__ = ["STDERR_LINES", "Progress", "compile_lines", "process_start_unix_s", "stderr_line", "wall_time_s"]
+
+# Held while a whole line goes to this process's stderr: progress lines and the output of
+# trials side by side (doctor --verify --jobs N) each land on lines of their own.
+STDERR_LINES = threading.Lock()
+
+
+def stderr_line(text: str) -> None:
+    """Write ``text`` and its newline to file descriptor 2 in one piece, never between the
+    parts of another thread's line."""
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    with STDERR_LINES:
+        sys.stderr.flush()  # what print left in the stream's buffer goes first
+        view = memoryview(data)
+        while view:
+            view = view[os.write(2, view) :]
 
 
 class Progress:

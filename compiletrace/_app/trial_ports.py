@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from compiletrace._app.job import PORT_FIELD
+from compiletrace._app.progress import STDERR_LINES
 from compiletrace._data.ready import PORT, parse_ready
 from compiletrace._io.errors import CompiletraceError
 from compiletrace._io.text import printable
@@ -152,18 +153,22 @@ class _OutputWatch:
 
     def _copy(self) -> None:
         tail = b""
+        pending = b""  # a line not ended yet: copied whole, so trials side by side never share one
         copying = True
         try:
             while chunk := os.read(self.read_fd, 65536):
-                if copying:
-                    try:
-                        _write_all(2, chunk)
-                    except OSError:
-                        copying = False  # our stderr is gone: keep draining, or the trial blocks
+                whole, _, pending = (pending + chunk).rpartition(b"\n")
+                if copying and whole:
+                    copying = _copy_lines(whole + b"\n")
+                if len(pending) > 65536:  # no newline for this long: copied as it is
+                    copying = copying and _copy_lines(pending)
+                    pending = b""
                 if not self.in_use:
                     window = tail + chunk.lower()
                     self.in_use = any(text in window for text in IN_USE)
                     tail = window[-32:]  # the text may span two reads
+            if copying and pending:
+                _copy_lines(pending + b"\n")
         finally:
             os.close(self.read_fd)
 
@@ -173,10 +178,17 @@ class _OutputWatch:
         self._thread.join(JOIN_S)
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _copy_lines(data: bytes) -> bool:
+    """Copy a trial's whole lines to this process's stderr, between other threads' lines;
+    False when stderr is gone (the caller keeps draining, or the trial would block)."""
+    try:
+        with STDERR_LINES:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(2, view) :]
+    except OSError:
+        return False
+    return True
 
 
 class _Turns:

@@ -222,3 +222,33 @@ def test_a_trial_whose_port_another_program_holds_runs_again_and_the_baseline_is
         with pytest.raises(UsageError, match=r"the command as it is gives nothing to compare: it could not "):
             verify_command(command, rounds=1, ready=f"port:{port}", until_ready=UntilReady(grace_s=1))
     assert len(pids.read_text().split()) == 2  # run again once, then not judged
+
+
+def test_trials_side_by_side_and_progress_lines_each_land_on_lines_of_their_own(tmp_path: Path) -> None:
+    """Two trials' output (each written in pieces) and a progress line between the pieces:
+    every line on stderr is one of them whole, never two run together."""
+    from compiletrace._app.progress import stderr_line
+    from compiletrace._app.trial_ports import _OutputWatch
+
+    written = tmp_path / "stderr"
+    saved = os.dup(2)
+    with open(written, "wb") as sink:
+        os.dup2(sink.fileno(), 2)
+    try:
+        first, second = _OutputWatch(), _OutputWatch()
+        os.write(first.fd, b"trial A says ")
+        os.write(second.fd, b"trial B says ")
+        stderr_line("compiletrace: running the plan")
+        os.write(first.fd, b"hello\n")
+        os.write(second.fd, b"world\nand ends without a newline")
+        first.close()
+        second.close()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert sorted(written.read_text().splitlines()) == [
+        "and ends without a newline",
+        "compiletrace: running the plan",
+        "trial A says hello",
+        "trial B says world",
+    ]

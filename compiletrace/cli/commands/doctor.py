@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -238,6 +237,7 @@ def _check_traffic(job: Any, traffic: tuple[str, ...], source: str) -> None:
 def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace._app.job import ProfileJob
     from compiletrace._app.profile_run import ProfileRun
+    from compiletrace._app.progress import stderr_line
     from compiletrace._app.verify import (
         measure_plan,
         profile_command,
@@ -252,7 +252,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     from compiletrace.reports import findings_text
 
     def progress(line: str) -> None:
-        print(f"{PROG}: running {line}", file=sys.stderr)
+        stderr_line(f"{PROG}: running {line}")  # whole, beside trials side by side
 
     profiled = isinstance(job, ProfileRun) and job.meta.source is None and job.meta.model is not None
     if not profiled and (not isinstance(job, Job) or not job.command):  # torch's trace, ranks
