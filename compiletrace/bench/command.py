@@ -27,6 +27,7 @@ and nothing of what ``bench startup MODEL`` would have chosen.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -158,11 +159,18 @@ def run_command_bench(
 ) -> CommandBenchResult:
     """Run ``command`` to ready: ``num_iters_cold`` times each on a fresh empty compile cache,
     then ``num_iters_warmup`` untimed times and ``num_iters_warm`` timed times on one shared
-    cache. The command's output goes to stderr. Raises :class:`ChildFailed` for a run that
-    was never ready, :class:`~compiletrace.UsageError` for bad counts or a bad ready mark."""
+    cache (with no warm-up, the last cold iteration runs on that cache, empty then, and fills
+    it: a warm iteration never starts on an empty cache). The command's output goes to
+    stderr. Raises :class:`ChildFailed` for a run that was never ready,
+    :class:`~compiletrace.UsageError` for bad counts or a bad ready mark."""
     for name, value in (("cold", num_iters_cold), ("warmup", num_iters_warmup), ("warm", num_iters_warm)):
         if value < 0:
             raise UsageError(f"--num-iters-{name} must be >= 0, got {value}")
+    if num_iters_warm and not num_iters_warmup and not num_iters_cold:
+        raise UsageError(
+            "--num-iters-warm with no warm-up and no cold iteration: nothing fills the warm "
+            "iterations' cache, so they would be cold starts; give --num-iters-warmup 1 or more"
+        )
     until = until_ready or UntilReady()
     say = note or (lambda line: None)
     result = CommandBenchResult(
@@ -187,13 +195,24 @@ def run_command_bench(
         say(f"{label}: start-up {it.startup_time:.2f} s (compile {it.compilation_cpu_time:.2f} s CPU)")
         return it
 
-    for i in range(num_iters_cold):
-        with owned_temporary_directory("compiletrace-bench-cache-") as cache:
-            result.cold.append(once(cache, f"cold {i + 1} of {num_iters_cold}"))
-    if num_iters_warm:
-        with owned_temporary_directory("compiletrace-bench-cache-") as cache:
+    with contextlib.ExitStack() as stack:
+        warm = (
+            stack.enter_context(owned_temporary_directory("compiletrace-bench-cache-"))
+            if num_iters_warm
+            else None
+        )
+        for i in range(num_iters_cold):
+            label = f"cold {i + 1} of {num_iters_cold}"
+            if warm is not None and not num_iters_warmup and i == num_iters_cold - 1:
+                # No warm-up: the last cold iteration, on an empty cache too, fills the warm
+                # iterations' (a warm start reads what a cold one wrote, never an empty cache).
+                result.cold.append(once(warm, label))
+                continue
+            with owned_temporary_directory("compiletrace-bench-cache-") as cache:
+                result.cold.append(once(cache, label))
+        if warm is not None:
             for i in range(num_iters_warmup):
-                once(cache, f"warm-up {i + 1} of {num_iters_warmup} (untimed)")
+                once(warm, f"warm-up {i + 1} of {num_iters_warmup} (untimed)")
             for i in range(num_iters_warm):
-                result.warm.append(once(cache, f"warm {i + 1} of {num_iters_warm}"))
+                result.warm.append(once(warm, f"warm {i + 1} of {num_iters_warm}"))
     return result

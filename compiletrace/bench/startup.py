@@ -314,6 +314,11 @@ def run_startup_bench(
     for name in ("num_iters_cold", "num_iters_warmup", "num_iters_warm"):
         if getattr(options, name) < 0:
             raise UsageError(f"{name} must be >= 0, got {getattr(options, name)}")
+    if options.num_iters_warm and not options.num_iters_warmup and not options.num_iters_cold:
+        raise UsageError(
+            "--num-iters-warm with no warm-up and no cold iteration: nothing fills the warm "
+            "iterations' cache, so they would be cold starts; give --num-iters-warmup 1 or more"
+        )
     if options.cache_artifacts is not None and options.portable_iters:
         from compiletrace._app.cache import check_cache_artifacts
 
@@ -335,20 +340,27 @@ def run_startup_bench(
         )
 
     def fresh_cache_iterations(
-        kind: str, n: int, extra: dict[str, Any] | None = None
+        kind: str, n: int, extra: dict[str, Any] | None = None, fills: str | None = None
     ) -> list[IterationResult]:
-        # Each iteration on its own fresh, empty cache, removed afterwards.
+        # Each iteration on its own fresh, empty cache, removed afterwards; with ``fills``,
+        # the last on that one (empty then), which it fills for the warm iterations.
         its = []
         for i in range(n):
-            with owned_temporary_directory(f"compiletrace-{kind}-cache-") as cache:
-                it = iterate(cache, f"{kind} {i + 1}/{n}", extra)
+            if fills is not None and i == n - 1:
+                it = iterate(fills, f"{kind} {i + 1}/{n}", extra)
+            else:
+                with owned_temporary_directory(f"compiletrace-{kind}-cache-") as cache:
+                    it = iterate(cache, f"{kind} {i + 1}/{n}", extra)
             its.append(it)
             finished(f"{kind} {i + 1}/{n}", it)
         return its
 
-    result.cold = fresh_cache_iterations("cold", options.num_iters_cold)
-    if options.num_iters_warm:
-        with owned_temporary_directory("compiletrace-warm-cache-") as cache:
+    with owned_temporary_directory("compiletrace-warm-cache-") as cache:
+        # No warm-up: the last cold iteration fills the warm iterations' cache (a warm start
+        # reads what a cold one wrote, never an empty cache).
+        fills = cache if options.num_iters_warm and not options.num_iters_warmup else None
+        result.cold = fresh_cache_iterations("cold", options.num_iters_cold, fills=fills)
+        if options.num_iters_warm:
             for i in range(options.num_iters_warmup):
                 label = f"warm-up {i + 1}/{options.num_iters_warmup} (untimed)"
                 finished(label, iterate(cache, label))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from compiletrace import cli
+from compiletrace._io.errors import UsageError
 
 SERVER = str(Path(__file__).resolve().parent.parent / "programs" / "serve_forever.py")
 
@@ -141,3 +142,34 @@ def test_a_commands_records_name_the_backend_it_compiled_with_not_bench_defaults
             assert chosen_by_bench_for_a_model not in extra["args"], path
         assert extra["args"]["command_argv"] == [sys.executable, str(script), "0"]
         assert record["model"]["name"] == f"{sys.executable} {script} 0"
+
+
+_CACHE_SEER = """
+import os, sys
+
+cache = os.environ["TORCHINDUCTOR_CACHE_DIR"]
+with open(sys.argv[1], "a") as log:
+    log.write(f"{sorted(os.listdir(cache)) if os.path.isdir(cache) else []}\\n")
+os.makedirs(cache, exist_ok=True)
+with open(os.path.join(cache, f"entry-{os.getpid()}"), "w") as entry:
+    entry.write("compiled")
+"""
+
+
+@pytest.mark.slow
+def test_with_no_warm_up_the_last_cold_iteration_fills_the_warm_ones_cache(tmp_path: Path) -> None:
+    """A warm iteration never starts on an empty cache: with --num-iters-warmup 0, the last
+    cold iteration (on an empty cache too) fills the cache the warm ones read."""
+    from compiletrace.bench.command import run_command_bench
+
+    script, seen = tmp_path / "seer.py", tmp_path / "seen.txt"
+    script.write_text(_CACHE_SEER)
+    result = run_command_bench(
+        [sys.executable, str(script), str(seen)], num_iters_cold=2, num_iters_warmup=0, num_iters_warm=2
+    )
+    assert len(result.cold) == 2 and len(result.warm) == 2
+    cold_one, cold_two, warm_one, warm_two = seen.read_text().splitlines()
+    assert cold_one == cold_two == "[]"  # each cold iteration on an empty cache
+    assert warm_one.count("entry-") == 1 and warm_two.count("entry-") == 2  # the last cold's, then more
+    with pytest.raises(UsageError, match="nothing fills the warm iterations' cache"):
+        run_command_bench([sys.executable, str(script), str(seen)], num_iters_cold=0, num_iters_warmup=0)

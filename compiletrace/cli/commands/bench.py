@@ -59,7 +59,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         type=whole_number,
         default=1,
         metavar="N",
-        help="untimed cache-filling iterations (default: 1)",
+        help="untimed cache-filling iterations (default: 1; 0: the last cold iteration fills it)",
     )
     startup.add_argument(
         "--num-iters-warm", type=whole_number, default=3, metavar="N", help="warm iterations (default: 3)"
