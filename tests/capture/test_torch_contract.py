@@ -122,6 +122,7 @@ def _remove(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
             torch._dynamo.output_graph.OutputGraph, "_call_user_compiler"
         ),
         "automatic-dynamic state": lambda: monkeypatch.delattr(torch._dynamo.pgo, "get_code_state"),
+        "compile workers": lambda: monkeypatch.delattr("torch._inductor.async_compile._pool_set"),
         "config fixes": lambda: monkeypatch.delitem(torch._dynamo.config._config, "capture_scalar_outputs"),
         "one-time functions": lambda: monkeypatch.delattr(torch._inductor.cpu_vec_isa, "valid_vec_isa_list"),
         "first-call work": lambda: monkeypatch.delattr(utils.ChromiumEventLogger, "log_event_start"),

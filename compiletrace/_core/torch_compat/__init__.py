@@ -29,6 +29,7 @@ One module per concept, each saying which internals it uses, and why:
 ``distributed``     a process group's timeout
 ``fixes``           the Dynamo settings a fix applied from outside a program makes
                     (``compiletrace run --apply``, ``doctor --verify``)
+``compile_workers`` inductor's compile-worker pools, whose processes' CPU is the compile's
 ``one_time``        torch's once-per-process set-up no timed region covers (the CPU's vector
                     instruction probe), timed at its first call
 ``stance``          torch.compile's stance toward new compiles, set at the ready mark by the
@@ -105,6 +106,7 @@ from compiletrace._core.torch_compat.callbacks import (
     uninstall_callbacks_for_tests as uninstall_callbacks_for_tests,
 )
 from compiletrace._core.torch_compat.capabilities import Capability, capabilities, warn_missing_capabilities
+from compiletrace._core.torch_compat.compile_workers import compile_pool_pids, compile_workers_available
 from compiletrace._core.torch_compat.distributed import (
     DEFAULT_PROCESS_GROUP_TIMEOUT_S as DEFAULT_PROCESS_GROUP_TIMEOUT_S,
 )
@@ -232,7 +234,9 @@ __all__ = [
     "collect_timed_regions",
     "compilation_metrics",
     "compile_name",
+    "compile_pool_pids",
     "compile_settings",
+    "compile_workers_available",
     "compiling_frame",
     "config_fixes_available",
     "current_compile_context",

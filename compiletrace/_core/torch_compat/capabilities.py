@@ -20,6 +20,7 @@ import torch
 
 from compiletrace._core.torch_compat.cache_keys import cache_key_hooks_available
 from compiletrace._core.torch_compat.callbacks import TRIGGER_LAZY_BACKWARD, callbacks_available
+from compiletrace._core.torch_compat.compile_workers import compile_workers_available
 from compiletrace._core.torch_compat.dynamic_sources import automatic_dynamic_state_available
 from compiletrace._core.torch_compat.fixes import config_fixes_available
 from compiletrace._core.torch_compat.one_time import one_time_functions_available
@@ -198,6 +199,11 @@ _CAPABILITIES: tuple[tuple[str, Callable[[], object], str], ...] = (
         automatic_dynamic_state_available,
         "the inputs and dimensions torch made dynamic on a recompile (the doctor names the first "
         "failing guard's alone, and offers no mark-dynamic fix)",
+    ),
+    (
+        "compile workers",
+        compile_workers_available,
+        "the CPU of inductor's compile-worker processes (a subprocess pool's compiles) in compile CPU",
     ),
     (
         "config fixes",
