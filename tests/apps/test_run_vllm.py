@@ -264,6 +264,9 @@ def _torchs_compiles(trace: Path) -> dict[int, list[float]]:
     return found
 
 
+# Five starts of vLLM's server (the run, a trial per fix, the cold and the warm iteration):
+# minutes each on a loaded machine, past the suite's per-test limit.
+@pytest.mark.timeout(2700)
 def test_vllms_http_server_runs_to_ready_on_its_port_is_verified_and_benchmarked(tmp_path: Path) -> None:
     """The server never ends by itself: run with --ready port:PORT, stopped with Ctrl-C once
     it answers, then verified (each trial to ready, then stopped) and benchmarked cold and warm;
