@@ -8,7 +8,6 @@ warm-up), and a client (tests/programs/send_requests.py)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import compiletrace
 from compiletrace import cli
 from compiletrace._data.findings import findings_from_dict
+from tests.apps.test_trials_to_ready import _alive, _free_port
 
 pytestmark = pytest.mark.slow
 
@@ -25,18 +25,18 @@ PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 TIMEOUT_S = 300
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+def _verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, dict]:
+    """``doctor --verify`` the job in ``tmp_path``, one round, replaying its traffic: what
+    was measured for each finding, by kind."""
+    out = tmp_path / "verified.json"
+    status = cli.main(
+        ["doctor", "--verify", "--trust", str(tmp_path / "job.json"), "--rounds", "1", "--grace", "1",
+         "--json", str(out)]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert status == 0, printed.err
+    return {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))
+            if "verify" in f.evidence}  # fmt: skip
 
 
 def _run(tmp_path: Path, port: int, sizes: list[str], pids: Path) -> subprocess.CompletedProcess[str]:
@@ -74,16 +74,7 @@ def test_a_server_that_compiles_at_its_requests_is_run_and_verified_with_them(
     assert "2 compiles came after the server was ready" in err and "--traffic 'COMMAND'" in err, err
 
     # With them, replayed from the job: each trial compiles what the requests compile.
-    out = tmp_path / "verified.json"
-    status = cli.main(
-        ["doctor", "--verify", "--trust", str(tmp_path / "job.json"), "--rounds", "1", "--grace", "1",
-         "--json", str(out)]
-    )  # fmt: skip
-    printed = capsys.readouterr()
-    assert status == 0, printed.err
-    measured = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))
-                if "verify" in f.evidence}  # fmt: skip
-    recompiles = measured["recompiles"]
+    recompiles = _verified(tmp_path, capsys)["recompiles"]
     assert str(recompiles["fix"]).startswith("mark-dynamic=")
     assert recompiles["frame_compiles"] == [2, 1], recompiles  # the baseline got both requests
     # Every server it started (the job's and each trial's) is gone.
@@ -132,16 +123,7 @@ def test_an_asyncio_llm_server_compiling_at_its_first_requests_is_verified_with_
     assert [r.compile_id for r in server.run.graph_records] == ["0/0", "0/1"]
     assert loaded.after_ready().count == 2
 
-    out = tmp_path / "verified.json"
-    status = cli.main(
-        ["doctor", "--verify", "--trust", str(tmp_path / "job.json"), "--rounds", "1", "--grace", "1",
-         "--json", str(out)]
-    )  # fmt: skip
-    printed = capsys.readouterr()
-    assert status == 0, printed.err
-    measured = {f.kind.value: f.evidence["verify"] for f in findings_from_dict(json.loads(out.read_text()))
-                if "verify" in f.evidence}  # fmt: skip
-    recompiles = measured["recompiles"]
+    recompiles = _verified(tmp_path, capsys)["recompiles"]
     assert recompiles["fix"] == "mark-dynamic=L['kwargs']['input_ids']:1", recompiles
     assert recompiles["frame_compiles"] == [2, 1] and recompiles["verdict"] == "verified", recompiles
     started = [int(line) for line in pids.read_text().split()]
