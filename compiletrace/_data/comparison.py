@@ -17,6 +17,7 @@ __all__ = [
     "ABOUT",
     "BENCH",
     "CLOCKS",
+    "COUNTS",
     "CPU",
     "DEFAULT_GATES",
     "GATES",
@@ -26,6 +27,7 @@ __all__ = [
     "WALL",
     "Change",
     "Comparison",
+    "CountChange",
     "RunFile",
 ]
 
@@ -47,6 +49,15 @@ ABOUT = ("model", "backend", "torch_version")  # what two compared runs should s
 CPU = "cpu"
 WALL = "wall"
 CLOCKS = (CPU, WALL)
+# What a profile run counts, which a busy machine does not move: any increase fails the gate.
+COUNTS = (
+    "graphs compiled",
+    "frames",
+    "recompiles",
+    "fx_graph cache misses",
+    "aot_autograd cache misses",
+    "compiles after ready",
+)
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,8 @@ class RunFile:
     # A job's (``run --json``, or torch's trace of several processes) compiling processes,
     # each named as two runs of one command name it ("main", "rank 0"), with its records.
     processes: tuple[tuple[str, tuple[GraphRecord, ...]], ...] = ()
+    # Profile runs: what they count (COUNTS), exact; empty for bench runs.
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,11 @@ class Change:
     new: float | None
     slower: bool
     gated: bool = True
+    # Several runs per side: each run's figure (base and new are their medians), and the
+    # noise the growth had to beat (None: one run per side, judged by the thresholds).
+    base_runs: tuple[float, ...] = ()
+    new_runs: tuple[float, ...] = ()
+    noise: float | None = None
 
     @property
     def regressed(self) -> bool:
@@ -104,6 +122,30 @@ class Change:
 
 
 @dataclass(frozen=True)
+class CountChange:
+    """One count of the runs (:data:`COUNTS`): each side's median over its runs, and each
+    run's count. Any increase fails the gate (``rose``): a count does not move with load.
+
+    >>> CountChange("recompiles", 0, 1).status, CountChange("frames", 2, 2).status
+    ('ROSE', 'ok')
+    """
+
+    name: str
+    base: float
+    new: float
+    base_runs: tuple[int, ...] = ()
+    new_runs: tuple[int, ...] = ()
+
+    @property
+    def rose(self) -> bool:
+        return self.new > self.base
+
+    @property
+    def status(self) -> str:
+        return "ROSE" if self.rose else "fewer" if self.new < self.base else "ok"
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The changes between two runs and the rule that judged them; ``regressions`` are
     the slower changes in gated scopes (what makes ``compiletrace compare`` exit 1)."""
@@ -118,6 +160,20 @@ class Comparison:
     # traced functions are wall seconds either way), and why that one, in words.
     clock: str = WALL
     clock_why: str = ""
+    counts: tuple[CountChange, ...] = ()  # profile runs: what they count, side by side
+    runs: tuple[int, int] = (1, 1)  # how many runs each side has (base, new)
+    bound_why: str = ""  # where the thresholds came from, in words
+
+    @property
+    def count_rises(self) -> tuple[CountChange, ...]:
+        """The counts that rose: each fails the gate, whatever the seconds."""
+        return tuple(c for c in self.counts if c.rose)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the gate fails (``compiletrace compare`` exits 1): a count rose, or a
+        gated figure regressed."""
+        return bool(self.count_rises or self.regressions)
 
     @property
     def regressions(self) -> tuple[Change, ...]:

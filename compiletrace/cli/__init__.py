@@ -61,14 +61,18 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     after: list[str] | None = None
-    if command == "bench" and "--" in words:  # bench startup [OPTIONS] -- COMMAND: the command's own words
+    if command in ("bench", "compare") and "--" in words:
+        # bench startup [OPTIONS] -- COMMAND: the command's own words; compare BASE... --
+        # CURRENT...: the current runs' files, every one a path (options go before --)
         cut = words.index("--")
         words, after = words[:cut], words[cut + 1 :]
     try:
         args = parser.parse_args(words)
     except SystemExit as exc:  # --help, or argparse's own usage error (status 2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    if after is not None:
+    if after is not None and command == "compare":
+        args.current = after
+    elif after is not None:
         args.command_argv = after
     try:
         with terminate_on_signals():

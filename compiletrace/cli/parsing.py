@@ -106,8 +106,8 @@ def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentPa
     """The argument parser: every command listed, with the options of those in ``commands``
     (default: all of them); the others' modules are not imported.
 
-    >>> build_parser(["compare"]).parse_args(["compare", "a.json", "b.json"]).threshold
-    10.0
+    >>> build_parser(["compare"]).parse_args(["compare", "a.json", "b.json"]).runs
+    ['a.json', 'b.json']
     """
     parser = argparse.ArgumentParser(
         prog=PROG,

@@ -55,7 +55,8 @@ def test_identical_runs_have_no_regression(tmp_path: Path) -> None:
 def test_a_slower_backend_is_named(tmp_path: Path) -> None:
     base = save_run(tmp_path / "base.json", first_call())
     new = save_run(tmp_path / "new.json", first_call(S // 4 + PLANTED_NS))
-    result = compare_files(base, new)  # default thresholds: 10% and 0.05 s; gates: total, component
+    old = {"threshold_pct": 10.0, "min_seconds": 0.05}  # the thresholds this test names
+    result = compare_files(base, new, **old)  # gates: total, component
     deltas = {(c.scope, c.name): c.delta for c in result.changes if c.delta}
     # The planted 0.5 s, exactly, in the total, the language model, its graph and its backend;
     # nothing else moved.
@@ -73,9 +74,12 @@ def test_a_slower_backend_is_named(tmp_path: Path) -> None:
         (c.scope, c.name) for c in result.regressions
     )
     assert "REGRESSED" in result.table()
-    assert "2 regression(s) beyond 10% and 0.05 s" in result.table()
+    verdict = "FAILED: total compile time 0.500 -> 1.000 s (+0.500 s, +100.0%), beyond 0.050 s (10% and"
+    assert verdict + " 0.05 s); component language_model" in " ".join(result.table().split())
     every = ("total", "component", "phase", "graph")
-    assert {(c.scope, c.name) for c in compare_files(base, new, gates=every).regressions} == set(deltas)
+    assert {(c.scope, c.name) for c in compare_files(base, new, gates=every, **old).regressions} == set(
+        deltas
+    )
     # A figure must grow by more than both thresholds. The largest growth is the backend's:
     # 0.5 s on 0.3125 s, 160%.
     slower = compare_files(base, new, threshold_pct=159, gates=every).regressions
@@ -233,7 +237,7 @@ def save_job(path: Path, processes: dict[str, list[GraphRecord]]) -> Path:
 def test_jobs_compare_in_total_and_process_by_process(tmp_path: Path) -> None:
     base = save_job(tmp_path / "base.json", {"rank 0": first_call(), "rank 1": first_call()})
     new = save_job(tmp_path / "new.json", {"rank 0": first_call(), "rank 1": first_call(S // 4 + PLANTED_NS)})
-    result = compare_files(base, new)
+    result = compare_files(base, new, threshold_pct=10, min_seconds=0.05)
     deltas = {(c.scope, c.name): c.delta for c in result.changes if c.delta}
     # The total adds up both processes; rank 1's planted 0.5 s is named as rank 1's.
     assert deltas == {
@@ -252,7 +256,7 @@ def test_jobs_compare_in_total_and_process_by_process(tmp_path: Path) -> None:
     # A single run stands for a job's one process: a profile run against a job of one.
     single = save_run(tmp_path / "single.json", first_call())
     one = save_job(tmp_path / "one.json", {"main": first_call(S // 4 + PLANTED_NS)})
-    against = compare_files(single, one)
+    against = compare_files(single, one, threshold_pct=10, min_seconds=0.05)
     assert {c.name for c in against.regressions} == {"compile time", "language_model"}
     # A process only one job has is named, in the total's scope.
     three = {f"rank {n}": first_call() for n in range(3)}

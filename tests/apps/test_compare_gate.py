@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import pytest
 
-from compiletrace import GraphRecord, UsageError, cli
-from compiletrace._app.compare import DEFAULT_GATES, GATES, compare_files, parse_gates
+from compiletrace import CacheOutcome, GraphRecord, UsageError, cli
+from compiletrace._app.compare import COUNTS, DEFAULT_GATES, GATES, ONE_RUN_BOUNDS, compare_files, parse_gates
 from tests.conftest import MS, S, make_record, save_run
 
 
@@ -47,6 +47,21 @@ def row(out: str, scope: str, name: str) -> list[str]:
     raise AssertionError(f"no {scope} row {name!r} in:\n{out}")
 
 
+def count_row(out: str, name: str) -> list[str]:
+    """A row of the counts' table: base, new, status (and each run's, with several)."""
+    for line in out.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells[0] == name:
+            return cells[1:]
+    raise AssertionError(f"no count {name!r} in:\n{out}")
+
+
+def verdict(out: str) -> str:
+    """The last line, however the terminal's width wrapped it."""
+    lines = out.rstrip("\n").splitlines()
+    return " ".join(line.strip() for line in lines[len(lines) - lines[::-1].index("") :])
+
+
 def test_a_much_faster_run_passes_although_one_phase_grew(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,15 +72,18 @@ def test_a_much_faster_run_passes_although_one_phase_grew(
     assert cli.main(["compare", base, new]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[:2] == [
-        "gate: total, component; shown, not gated: phase, graph",
-        "a gated figure regresses when it grows by more than 10% and 0.05 s",
-    ]
-    # The runs were saved without CPU seconds: wall seconds, and the line says why.
-    clock = " ".join(line.strip() for line in lines[2 : lines.index("")])
-    assert clock == f"judged in wall seconds ({base} and {new} have no CPU seconds)"
-    header = lines.index("") + 1
-    first_row = re.split(r"\s{2,}", lines[header + 2].strip())  # below the header and its rule
+    assert lines[0] == "gate: total, component; shown, not gated: phase, graph"
+    # The runs were saved without CPU seconds: wall seconds, and the line says why; one run
+    # per side: the bound measured for wall seconds.
+    rule = " ".join(line.strip() for line in lines[1 : lines.index("")])
+    assert rule == (
+        "a count that rises fails; a gated figure regresses when it grows by more than 150% and 0.25 s "
+        "(one run per side: the bound identical warm starts stayed within beside 4 busy processes) "
+        f"judged in wall seconds ({base} and {new} have no CPU seconds)"
+    )
+    assert count_row(out, "graphs compiled") == ["2", "2", "ok"]
+    total_line = next(line for line in lines if line.startswith("total "))
+    first_row = re.split(r"\s{2,}", total_line.strip())
     assert first_row == ["total", "compile time", "20.000", "1.600", "-18.400", "-92.0%", "ok"]
     assert row(out, "phase", "backend.cache")[2:] == [
         "0.140",
@@ -74,7 +92,10 @@ def test_a_much_faster_run_passes_although_one_phase_grew(
         "+807.1%",
         "slower (not gated)",
     ]
-    assert lines[-1] == "no regression beyond 10% and 0.05 s; 1 slower figure(s) not gated (phase)"
+    assert verdict(out) == (
+        "passed: no count rose (2 graphs compiled, 2 frames, 0 recompiles, ...); no regression beyond 150% "
+        "and 0.25 s; 1 slower figure(s) not gated (phase)"
+    )
 
     # Asked to gate phases, the same comparison fails, on that phase alone.
     assert cli.main(["compare", base, new, "--gate", "phase"]) == 1
@@ -82,7 +103,9 @@ def test_a_much_faster_run_passes_although_one_phase_grew(
     assert out.splitlines()[0] == "gate: phase; shown, not gated: total, component, graph"
     assert row(out, "phase", "backend.cache")[-1] == "REGRESSED"
     assert row(out, "total", "compile time")[-1] == "ok"
-    assert out.splitlines()[-1] == "1 regression(s) beyond 10% and 0.05 s"
+    assert verdict(out) == (
+        "FAILED: phase backend.cache 0.140 -> 1.270 s (+1.130 s, +807.1%), beyond 0.250 s (150% and 0.25 s)"
+    )
     result = compare_files(base, new, gates=["total,component", "phase"])
     assert [(c.scope, c.name) for c in result.regressions] == [("phase", "backend.cache")]
 
@@ -102,8 +125,9 @@ def test_the_total_catches_what_no_component_shows(
     assert row(out, "component", "audio")[-1] == "new"
 
 
-def test_a_new_graph_fails_only_the_graph_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A graph break splits the language model's 0.5 s in two: same totals, one graph more.
+def test_a_new_graph_fails_by_its_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A graph break splits the language model's 0.5 s in two: same totals, one graph (and
+    # one frame) more, which fails the gate whatever the seconds.
     enc = make_record("0/0", "encoder", code_name="enc", frame_ns=S // 4)
     base = str(
         save_run(
@@ -116,13 +140,16 @@ def test_a_new_graph_fails_only_the_graph_gate(tmp_path: Path, capsys: pytest.Ca
         [enc, make_record("1/0", "language_model", code_name="lm", frame_ns=S // 4),
          make_record("2/0", "language_model", code_name="lm_tail", frame_ns=S // 4)],
     ))  # fmt: skip
-    assert cli.main(["compare", base, new]) == 0
+    assert cli.main(["compare", base, new]) == 1
     out = capsys.readouterr().out
     assert row(out, "graph", "language_model:lm_tail#0 [2/0]")[-1] == "new graph (not gated)"
+    assert row(out, "total", "compile time")[-1] == "ok"
+    assert count_row(out, "graphs compiled") == ["2", "3", "ROSE"]
+    assert verdict(out) == "FAILED: graphs compiled rose 2 -> 3; frames rose 2 -> 3"
     assert cli.main(["compare", base, new, "--gate", "total", "--gate", "graph"]) == 1
     out = capsys.readouterr().out
     assert row(out, "graph", "language_model:lm_tail#0 [2/0]")[-1] == "NEW GRAPH"
-    assert out.splitlines()[1].endswith("0.05 s (a new graph regresses too)")
+    assert " ".join(out.split()).split(" judged in ")[0].endswith("(a new graph regresses too)")
 
 
 def test_bench_metrics_are_always_gated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -193,10 +220,14 @@ def test_the_gate_judges_cpu_seconds_where_both_runs_have_them(
     result = compare_files(base, new)
     assert (result.clock, result.regressions) == ("cpu", ())
 
-    # Asked for wall seconds, the same runs regress by half.
-    assert cli.main(["compare", base, new, "--clock", "wall"]) == 1
+    # Asked for wall seconds, the same runs grew by half: within the bound measured for wall
+    # seconds, beyond a 10% threshold.
+    assert cli.main(["compare", base, new, "--clock", "wall"]) == 0
     out = capsys.readouterr().out
     assert "judged in wall seconds (asked for)" in out
+    assert row(out, "total", "compile time")[2:] == ["3.000", "4.500", "+1.500", "+50.0%", "ok"]
+    assert cli.main(["compare", base, new, "--clock", "wall", "--threshold", "10"]) == 1
+    out = capsys.readouterr().out
     assert row(out, "total", "compile time")[2:] == ["3.000", "4.500", "+1.500", "+50.0%", "REGRESSED"]
 
 
@@ -256,7 +287,8 @@ def test_two_real_starts_beside_four_busy_processes_are_judged_in_cpu_seconds(tm
     cpu = (seconds(base, "cpu_ns"), seconds(new, "cpu_ns"))
     total = row(out, "total", "compile time")
     assert (float(total[2]), float(total[3])) == pytest.approx(cpu, abs=0.0006)  # as printed, to the ms
-    grew = cpu[1] - cpu[0] > max(0.05, cpu[0] * 0.10)
+    pct, floor = ONE_RUN_BOUNDS["cpu"]
+    grew = cpu[1] - cpu[0] > max(floor, cpu[0] * pct / 100)
     assert done.returncode == (1 if grew else 0), out
     assert total[-1] == ("REGRESSED" if grew else "ok")
 
@@ -269,3 +301,160 @@ def test_two_real_starts_beside_four_busy_processes_are_judged_in_cpu_seconds(tm
         (seconds(base, "wall"), seconds(new, "wall")), abs=0.0006
     )
     print(f"wall {wall[2]} -> {wall[3]} s ({wall[-1]}); CPU {total[2]} -> {total[3]} s ({total[-1]})")
+
+
+def cpu_run(path: Path, cpu_ns: int, *extra: GraphRecord) -> str:
+    """A run of one graph whose compile took ``cpu_ns`` CPU nanoseconds (and twice that in
+    wall time: a busy machine), with ``extra`` graphs."""
+    first = make_record("0/0", "encoder", frame_ns=2 * cpu_ns, cpu_ns=cpu_ns)
+    return str(save_run(path, [first, *extra]))
+
+
+def test_identical_counts_pass_with_seconds_within_the_bound_and_fail_beyond_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pct, floor = ONE_RUN_BOUNDS["cpu"]
+    base = cpu_run(tmp_path / "base.json", S)
+    bound_ns = int(max(floor, pct / 100) * S)  # of a 1 s compile
+    within = cpu_run(tmp_path / "within.json", S + bound_ns - MS)
+    beyond = cpu_run(tmp_path / "beyond.json", S + bound_ns + MS)
+    assert cli.main(["compare", base, within]) == 0
+    out = capsys.readouterr().out
+    assert all(count_row(out, name)[2] == "ok" for name in COUNTS)
+    assert verdict(out) == (
+        "passed: no count rose (1 graphs compiled, 1 frames, 0 recompiles, ...); no regression beyond "
+        f"{pct:g}% and {floor:g} s"
+    )
+    assert cli.main(["compare", base, beyond]) == 1
+    new_s = (S + bound_ns + MS) / S
+    grew = f"+{new_s - 1:.3f} s, {100 * (new_s - 1):+.1f}%"
+    assert verdict(capsys.readouterr().out).startswith(
+        f"FAILED: total compile time 1.000 -> {new_s:.3f} s ({grew}), beyond {bound_ns / S:.3f} s "
+        f"({pct:g}% and {floor:g} s); component encoder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "rose"),
+    [
+        ({"compile_id": "1/0", "code_name": "tail"}, "graphs compiled rose 1 -> 2; frames rose 1 -> 2"),
+        (
+            {"compile_id": "0/1", "is_recompile": True, "recompile_reason": "tensor 'x' size mismatch"},
+            "graphs compiled rose 1 -> 2; recompiles rose 0 -> 1",
+        ),
+        ({"fx_graph_cache": CacheOutcome.MISS}, "fx_graph cache misses rose 0 -> 1"),
+        ({"aot_autograd_cache": CacheOutcome.MISS}, "aot_autograd cache misses rose 0 -> 1"),
+    ],
+)
+def test_a_count_that_rises_fails_named_whatever_the_seconds(
+    extra: dict[str, Any], rose: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same CPU seconds in all: the count alone fails it.
+    base = cpu_run(tmp_path / "base.json", S)
+    if "compile_id" in extra:  # one more graph, its seconds taken from the first
+        first = make_record("0/0", "encoder", frame_ns=S, cpu_ns=S // 2)
+        more = make_record(component="encoder", start_unix_ns=S, frame_ns=S, cpu_ns=S // 2, **extra)
+        new = str(save_run(tmp_path / "new.json", [first, more]))
+    else:  # the one graph missed a cache tier it hit
+        hit = {key: CacheOutcome.HIT for key in extra}
+        base = str(save_run(tmp_path / "base.json", [make_record(frame_ns=2 * S, cpu_ns=S, **hit)]))
+        new = str(save_run(tmp_path / "new.json", [make_record(frame_ns=2 * S, cpu_ns=S, **extra)]))
+    assert cli.main(["compare", base, new]) == 1
+    out = capsys.readouterr().out
+    assert verdict(out) == f"FAILED: {rose}"
+    assert row(out, "total", "compile time")[-1] == "ok"
+    # The other way round, the count fell: no failure.
+    assert cli.main(["compare", new, base]) == 0
+    assert "fewer" in capsys.readouterr().out
+
+
+def test_compiles_after_ready_rising_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = Path(__file__).resolve().parent.parent / "inputs" / "runs"
+    warmup, ready = str(runs / "compile_after_warmup.run.json"), str(runs / "compile_after_ready.run.json")
+    assert cli.main(["compare", warmup, ready]) == 1
+    assert verdict(capsys.readouterr().out).startswith("FAILED: compiles after ready rose 1 -> 3")
+
+
+def test_several_runs_per_side_are_read_as_median_and_spread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eighth = S // 8
+    bases = [cpu_run(tmp_path / f"base{i}.json", n * eighth) for i, n in enumerate((8, 9, 7))]
+    # Medians 1.0 -> 1.25 s; the base moved by half its range, 0.125 s: beyond it.
+    tight = [cpu_run(tmp_path / f"tight{i}.json", n * eighth) for i, n in enumerate((10, 11, 10))]
+    result = compare_files(bases, tight)
+    total = result.changes[0]
+    assert (total.base, total.new, total.base_runs, total.new_runs) == (
+        1.0,
+        1.25,
+        (1.0, 1.125, 0.875),
+        (1.25, 1.375, 1.25),
+    )
+    assert total.noise == 0.125 and total.regressed and result.failed
+    assert cli.main(["compare", *bases, "--", *tight]) == 1
+    out = capsys.readouterr().out
+    assert "3 base run(s), 3 new run(s): each side's median" in " ".join(out.split())
+    assert row(out, "total", "compile time")[2:] == [
+        "1.000",
+        "1.250",
+        "+0.250",
+        "+25.0%",
+        "0.125",
+        "REGRESSED",
+    ]
+    assert count_row(out, "graphs compiled") == ["1", "1", "ok", "1, 1, 1", "1, 1, 1"]
+    assert verdict(out).startswith(
+        "FAILED: total compile time 1.000 -> 1.250 s (+0.250 s, +25.0%), beyond 0.125 s "
+        "(the runs' spread, 3% and 0.05 s)"
+    )
+    # The same medians, but the new runs moved by 0.25 s among themselves: within noise.
+    loose = [cpu_run(tmp_path / f"loose{i}.json", n * eighth) for i, n in enumerate((8, 12, 10))]
+    result = compare_files(bases, loose)
+    assert (result.changes[0].new, result.changes[0].noise) == (1.25, 0.25)
+    assert not result.failed
+    # A count is each side's median too: one run of three with a graph more is no rise.
+    odd = str(save_run(tmp_path / "odd.json", [
+        make_record("0/0", "encoder", frame_ns=2 * S, cpu_ns=S // 2),
+        make_record("1/0", "encoder", code_name="tail", start_unix_ns=2 * S, frame_ns=S, cpu_ns=S // 2),
+    ]))  # fmt: skip
+    counted = compare_files(bases, [bases[0], odd, bases[1]])
+    graphs = counted.counts[0]
+    assert (graphs.name, graphs.base, graphs.new, graphs.new_runs) == ("graphs compiled", 1, 1, (1, 2, 1))
+    assert not counted.count_rises
+
+
+@pytest.mark.slow
+def test_several_runs_per_side_from_the_command_line_exit_status(tmp_path: Path) -> None:
+    # A real subprocess: compare A B -- C D.
+    a, b = cpu_run(tmp_path / "a.json", S), cpu_run(tmp_path / "b.json", S + S // 16)
+    c, d = cpu_run(tmp_path / "c.json", S), cpu_run(tmp_path / "d.json", S + S // 32)
+    slow_c, slow_d = cpu_run(tmp_path / "e.json", 2 * S), cpu_run(tmp_path / "f.json", 2 * S + S // 32)
+    recompiled = str(save_run(tmp_path / "g.json", [
+        make_record("0/0", "encoder", frame_ns=2 * S, cpu_ns=S),
+        make_record("0/1", "encoder", start_unix_ns=2 * S, frame_ns=MS, cpu_ns=MS, is_recompile=True),
+    ]))  # fmt: skip
+
+    def compare(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "compiletrace", "compare", *words],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        )  # fmt: skip
+
+    same = compare(a, b, "--", c, d)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "2 base run(s), 2 new run(s)" in " ".join(same.stdout.split())
+    slower = compare(a, b, "--", slow_c, slow_d)
+    assert slower.returncode == 1 and "FAILED: total compile time" in " ".join(slower.stdout.split())
+    counted = compare(a, b, "--gate", "phase", "--", c, recompiled)
+    assert (
+        counted.returncode == 1
+        and "FAILED: graphs compiled rose 1 -> 1.5; recompiles rose 0 -> 0.5"
+        in " ".join(counted.stdout.split())
+    )
+    for words, said in (
+        ((a, b, c), "compare takes BASE NEW, got 3 run(s)"),
+        ((a, b, "--"), "no run after --"),
+        ((a, "--", c, "--threshold", "5"), "--threshold after --"),
+    ):
+        bad = compare(*words)
+        assert bad.returncode == 2 and said in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
