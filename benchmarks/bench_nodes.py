@@ -17,7 +17,7 @@ seconds of ``compiletrace.load(DIRECTORY)`` plus ``ProfileJob.summary()`` (what 
 prints), median and spread; the peak of Python's allocations while doing so (``tracemalloc``,
 one extra round: it slows what it traces); the files' size. Apart, once each, on the job
 read: the report alone (``summary()``) and the doctor over the whole job (``diagnose()``),
-in CPU seconds. Views linear in the ranks keep these near 16x from 64 nodes to 1,024.
+in CPU seconds: linear in the ranks, 4x the nodes costs them about 4x.
 
     python benchmarks/bench_nodes.py [--nodes 64] [--ranks 8] [--repeats 5] [--lean]
     python benchmarks/bench_nodes.py --nodes 1024 --ranks 8 --repeats 3 --lean
