@@ -120,7 +120,8 @@ class ProfileJob(Job):
 
     def summary(self) -> str:
         """The job's summary lines, then each compiling process's own tables."""
-        from compiletrace._app.profile import ProfileRun
+        # The tables need no torch: profile_run's ProfileRun, not profile's (which imports it).
+        from compiletrace._app.profile_run import ProfileRun
         from compiletrace.reports import job_summary_lines
 
         parts = ["\n".join(job_summary_lines(self))]

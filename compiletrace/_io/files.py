@@ -13,12 +13,15 @@ where it is a stream, and never through a link the kernel would not follow eithe
   world-writable directory such as ``/tmp``, a link is followed only when the user or the
   directory's owner owns it. Another user's link there is refused before anything is
   written: it could point at any file of the user's.
-- ``-`` means standard output; a FIFO, a character device or a socket is written straight
-  through (renaming over ``/dev/stdout`` would replace the device), never blocking: a FIFO
-  with no reader, or one that stops reading, fails after :data:`STREAM_TIMEOUT_S`. One
-  that another user owns in a sticky world-writable directory is refused, as the kernel
-  does with ``fs.protected_fifos``. ``/dev/stdout`` and ``/proc/self/fd/N`` name a
-  descriptor, and are written through as the stream (or file) it is.
+- ``-`` means standard output, and so does any path that is this process's standard
+  output (``/dev/stdout``, ``/proc/self/fd/1``, or the very file it was redirected to:
+  :func:`is_stdout`): the data goes after what was printed there, never over it. A FIFO,
+  a character device or a socket is written straight through (renaming over a device
+  would replace it), never blocking: a FIFO with no reader, or one that stops reading,
+  fails after :data:`STREAM_TIMEOUT_S`. One that another user owns in a sticky
+  world-writable directory is refused, as the kernel does with ``fs.protected_fifos``.
+  ``/dev/stderr`` and ``/proc/self/fd/N`` name a descriptor, and are written through as
+  the stream (or file) it is.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
@@ -49,6 +52,7 @@ __all__ = [
     "STDOUT",
     "STREAM_TIMEOUT_S",
     "check_writable",
+    "is_stdout",
     "json_bytes",
     "write_bytes",
     "write_json",
@@ -171,12 +175,39 @@ def _open_target(path: str) -> _Target:
         raise OutputError(exc.errno, f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """Whether ``path`` is this process's standard output: ``-``, or a path to the file
+    descriptor 1 is (``/dev/stdout``, ``/proc/self/fd/1``, ``out.json`` in ``> out.json``),
+    the same device and inode. A command whose output goes there prints no text of its own:
+    the output is all that standard output then holds.
+
+    >>> is_stdout("-"), is_stdout(None), is_stdout("/no/such/file")
+    (True, False, False)
+    """
+    if path is None:
+        return False
+    text = os.fspath(path)
+    if text == STDOUT:
+        return True
+    if not text:
+        return False
+    try:
+        out = os.fstat(1)
+        # stat() does not block on a FIFO, and follows /dev/stdout's links to what fd 1 is.
+        there = os.stat(text)
+    except (OSError, ValueError):
+        return False
+    return (there.st_dev, there.st_ino) == (out.st_dev, out.st_ino)
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` (see the module docstring for how). Raises
     :class:`OutputError` naming the path when it cannot be written; a file that was there
     before is then left as it was."""
     text = os.fspath(path)
-    if text == STDOUT:
+    if is_stdout(text):
+        # Through the process's own stream, after what it holds: reopening the path would
+        # write from the file's start (a redirect's file), over what was printed first.
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

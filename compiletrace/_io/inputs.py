@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from compiletrace._io.errors import RunFileError, UsageError
+from compiletrace._io.files import is_stdout
 
 __all__ = ["HEAD_BYTES", "InputFile", "check_outputs_apart", "open_input"]
 
@@ -188,8 +189,9 @@ def check_outputs_apart(outputs: Iterable[tuple[str, str]], inputs: Iterable[str
     """Refuse, before anything is written, an output that would land on what is read: one
     that is an input (the same file by any name: a link, a hard link), one that lies inside
     an input directory (torch's trace, whose logs it would replace or add to), or two outputs
-    that are the same file. ``outputs`` are (path, option) pairs; ``-`` is standard output.
-    Raises :class:`UsageError` naming both paths.
+    that are the same file, standard output among them (``-``, ``/dev/stdout``: two outputs
+    there would run into one another). ``outputs`` are (path, option) pairs. Raises
+    :class:`UsageError` naming both paths.
 
     >>> import tempfile
     >>> trace = tempfile.mkdtemp()
@@ -200,7 +202,15 @@ def check_outputs_apart(outputs: Iterable[tuple[str, str]], inputs: Iterable[str
     """
     sources = [(path, _where(path)) for path in inputs if path]
     seen: list[tuple[str, tuple[str, os.stat_result | None]]] = []
+    stdout: list[tuple[str, str]] = []
     for path, what in outputs:
+        if is_stdout(path):
+            if stdout:
+                raise UsageError(
+                    f"{what} {path!r} and {stdout[0][1]} {stdout[0][0]!r} are both standard output, where "
+                    "one would run into the other; give one of them a file"
+                )
+            stdout.append((path, what))
         if path == "-":
             continue
         where = _where(path)

@@ -38,7 +38,7 @@ from compiletrace._data.bench import BENCH_PREFIXES
 from compiletrace._data.kinds import FileKind
 from compiletrace._io.envelope import Fields
 from compiletrace._io.errors import UsageError
-from compiletrace._io.files import STDOUT, check_writable, write_json
+from compiletrace._io.files import check_writable, is_stdout, write_json
 
 __all__ = ["BENCHMARK_NAME", "pytorch_benchmark_records", "record_paths", "write_pytorch_records"]
 
@@ -163,10 +163,10 @@ def record_paths(output_json: str | os.PathLike[str], metrics: list[str]) -> dic
     'out/bench.cold_startup.pytorch.json'
     """
     text = os.fspath(output_json)
-    if text == STDOUT:
+    if is_stdout(text):
         raise UsageError(
             "PyTorch benchmark records are written beside the --output-json file; "
-            "give it a file name, not '-'"
+            f"give it a file name, not standard output ({text!r})"
         )
     base = os.path.splitext(text)[0]
     return {metric: Path(f"{base}.{metric}{RECORDS_SUFFIX}") for metric in metrics}

@@ -12,10 +12,17 @@ from collections.abc import Sequence
 
 from compiletrace._app.model_spec import DEFAULT_MODEL, parse_component
 from compiletrace._io.errors import UsageError
-from compiletrace._io.files import check_writable
+from compiletrace._io.files import check_writable, is_stdout
 from compiletrace._io.inputs import check_outputs_apart
 
-__all__ = ["add_model_options", "add_trace_components", "check_outputs", "check_seconds", "component_pairs"]
+__all__ = [
+    "add_model_options",
+    "add_trace_components",
+    "check_outputs",
+    "check_seconds",
+    "component_pairs",
+    "prints_text",
+]
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
@@ -67,6 +74,17 @@ def check_outputs(pairs: Sequence[tuple[str | None, str]], inputs: Sequence[str]
     for path, what in named:
         check_writable(path, what)
     check_outputs_apart(named, inputs)
+
+
+def prints_text(pairs: Sequence[tuple[str | None, str]]) -> bool:
+    """Whether a command prints its text (tables, "wrote ..." lines) on standard output: not
+    where one of its outputs goes there (``-``, ``/dev/stdout``, the file it was redirected
+    to), which then holds that output alone, whole.
+
+    >>> prints_text([("out.json", "--json"), (None, "--html")]), prints_text([("-", "--json")])
+    (True, False)
+    """
+    return not any(is_stdout(path) for path, _ in pairs if path)
 
 
 def check_seconds(value: float, option: str, *, minimum: float) -> None:

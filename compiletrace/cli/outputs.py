@@ -17,27 +17,39 @@ if TYPE_CHECKING:
 __all__ = ["write_job_outputs", "write_outputs"]
 
 
-def write_outputs(run: ProfileRun, html_path: str | None, trace_path: str | None) -> None:
-    """A run's HTML report and Chrome trace."""
+def write_outputs(
+    run: ProfileRun, html_path: str | None, trace_path: str | None, *, say: bool = True
+) -> None:
+    """A run's HTML report and Chrome trace (``say``: a line for each on stdout)."""
     if html_path is not None:
         write_text(html_path, run.html())
-        print(f"wrote HTML report to {html_path}")
+        if say:
+            print(f"wrote HTML report to {html_path}")
     if trace_path is not None:
         from compiletrace.reports import export_chrome_trace
 
         export_chrome_trace(trace_path, run)
-        print(f"wrote Chrome trace to {trace_path}")
+        if say:
+            print(f"wrote Chrome trace to {trace_path}")
 
 
 def write_job_outputs(
-    job: ProfileJob, html_path: str | None, trace_path: str | None, *, on_stderr: bool = False
+    job: ProfileJob,
+    html_path: str | None,
+    trace_path: str | None,
+    *,
+    on_stderr: bool = False,
+    say: bool = True,
 ) -> None:
-    """A job's HTML report and Chrome trace (``on_stderr``: the lines go to stderr)."""
+    """A job's HTML report and Chrome trace (``on_stderr``: the lines go to stderr; ``say``:
+    a line for each)."""
     # run's own lines go to stderr (stdout is the command's), named as compiletrace's.
     out, prefix = (sys.stderr, f"{PROG}: ") if on_stderr else (sys.stdout, "")
     if html_path:
         write_text(html_path, job.html(title="compiletrace run: " + printable(" ".join(job.command))))
-        print(f"{prefix}wrote the HTML report to {html_path}", file=out)
+        if say:
+            print(f"{prefix}wrote the HTML report to {html_path}", file=out)
     if trace_path:
         write_json(trace_path, job.chrome_trace())
-        print(f"{prefix}wrote the Chrome trace to {trace_path}", file=out)
+        if say:
+            print(f"{prefix}wrote the Chrome trace to {trace_path}", file=out)

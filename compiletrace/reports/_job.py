@@ -77,6 +77,13 @@ def _rank_processes(job: Job) -> dict[int, JobProcess]:
     return {rank: p for rank, p in job.ranks().items() if p.compiled}
 
 
+def _not_ranks(job: Job) -> list[JobProcess]:
+    """The processes that compiled and are no rank, in the job's order: one pass over the
+    rank table (a process's equality compares its whole run)."""
+    ranks = {id(p) for p in job.ranks().values()}
+    return [p for p in job.compiling() if id(p) not in ranks]
+
+
 def _seconds_by_component(job: Job) -> dict[str, float]:
     """The job's compile seconds per component, as long as it waited for them: ranks
     compile side by side, so each component counts its slowest rank's seconds (the other
@@ -91,10 +98,9 @@ def _seconds_by_component(job: Job) -> dict[str, float]:
         for name, value in _totals(job.records()).items():
             ns[name] = ns.get(name, 0) + value
         return {name: ns[name] / NS_PER_S for name in ordered_components(ns)}
-    for process in job.compiling():
-        if process not in ranks.values():
-            for name, value in _totals(process.run.graph_records).items():
-                ns[name] = ns.get(name, 0) + value
+    for process in _not_ranks(job):
+        for name, value in _totals(process.run.graph_records).items():
+            ns[name] = ns.get(name, 0) + value
     slowest: dict[str, int] = {}
     for process in ranks.values():
         for name, value in _totals(process.run.graph_records).items():
@@ -108,14 +114,10 @@ def _component_hint(job: Job) -> str | None:
     """A hint at ``--component`` where a process compiled several components and none is
     the encoder (a tower named otherwise counts as the language model in the encoder split)."""
     # A component that compiled no graph is no tower (a wrapper Dynamo gave up on).
-    names = [
-        {
-            k: v
-            for k, v in component_totals(p.run.graph_records).items()
-            if k not in _graphless(p.run.graph_records)
-        }
-        for p in job.compiling()
-    ]
+    names = []
+    for p in job.compiling():
+        graphless = _graphless(p.run.graph_records)
+        names.append({k: v for k, v in component_totals(p.run.graph_records).items() if k not in graphless})
     if any(ENCODER in totals for totals in names) or not any(len(totals) > 1 for totals in names):
         return None
     example = next(name for totals in names if len(totals) > 1 for name in totals)
@@ -258,7 +260,7 @@ def nodes_summary_lines(job: Job) -> list[str]:
             who = f"{len(group)} ranks, {ranges}"
         each = " each" if len(group) != 1 else ""
         lines.append(f"  {who} ({on}): {_outcomes(graphs, hits, misses)}{each}, {seconds}")
-    others = [p for p in job.compiling() if p not in job.ranks().values()]
+    others = _not_ranks(job)
     if others:
         lines.append(f"  {len(others)} more process{'es' if len(others) != 1 else ''} compiled, not as ranks")
     for info in job.missing:

@@ -40,6 +40,8 @@ def test_python_m_compiletrace_profile_then_report(tmp_path: Path) -> None:
 
 RUNS = Path(__file__).resolve().parents[1] / "inputs" / "runs"  # made by make_cli_small.py
 RUN, RUN_B = str(RUNS / "cli_small.run.json"), str(RUNS / "cli_small_b.run.json")
+NODES = Path(__file__).resolve().parents[1] / "inputs" / "nodes" / "node_cache_miss"
+NODE_JOBS = [str(NODES / "node0.json"), str(NODES / "node1.json")]
 HELPS = [[], ["profile"], ["bench"], ["bench", "startup"], ["report"], ["cache"], ["cache", "save"],
          ["cache", "inspect"], ["cache", "load"], ["compare"], ["doctor"], ["env"]]  # fmt: skip
 
@@ -76,6 +78,7 @@ def _torch(modules: set[str]) -> list[str]:
         ["report", RUN],
         ["doctor", RUN],
         ["compare", RUN, RUN_B],
+        ["report", *NODE_JOBS],  # several nodes' jobs: a job's tables need no torch either
         ["report", str(RUNS / "missing.run.json")],  # bad input is refused before torch too
     ],
     ids=lambda argv: " ".join(a.rpartition("/")[2] for a in argv),
@@ -141,3 +144,70 @@ def test_a_number_that_is_not_ascii_digits_is_a_usage_error(
     assert proc.returncode == 2, proc.stderr
     assert said in proc.stderr and "Traceback" not in proc.stderr
     assert "ASCII digits 0-9" in proc.stderr and not list(tmp_path.iterdir())
+
+
+# -- an output on standard output is all it holds ------------------------------------------
+
+# Each command with its output (OUT where its path goes) and what it reads.
+_OUTPUTS = {
+    "report run --json": ["report", "--json", "OUT", RUN],
+    "report job --json": ["report", "--json", "OUT", *NODE_JOBS],
+    "report --html": ["report", "--html", "OUT", RUN],
+    "report job --chrome-trace": ["report", "--chrome-trace", "OUT", *NODE_JOBS],
+    "doctor --json": ["doctor", "--json", "OUT", *NODE_JOBS],
+    "doctor --html": ["doctor", "--html", "OUT", RUN],
+    "why --json": ["why", "--json", "OUT", RUN, RUN_B],
+}
+
+
+def _whole(text: str, argv: list[str]) -> None:
+    """``text`` is the output alone: JSON that parses whole, or one HTML page."""
+    if "--html" in argv:
+        assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>"), text[-300:]
+        assert text.count("</html>") == 1
+    else:
+        json.loads(text)  # no text before or after it
+
+
+def _compiletrace(argv: list[str], out: str, **how: object) -> subprocess.CompletedProcess[str]:
+    argv = [out if a == "OUT" else a for a in argv]
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-m", "compiletrace", *argv], text=True, timeout=300, **how
+    )
+
+
+@pytest.mark.parametrize("out", ["-", "/dev/stdout"])
+@pytest.mark.parametrize("argv", list(_OUTPUTS.values()), ids=list(_OUTPUTS))
+def test_an_output_on_stdout_is_the_whole_of_it(argv: list[str], out: str) -> None:
+    proc = _compiletrace(argv, out, capture_output=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _whole(proc.stdout, argv)
+
+
+@pytest.mark.parametrize("out", ["/dev/stdout", "/proc/self/fd/1", "THE FILE"])
+@pytest.mark.parametrize("argv", list(_OUTPUTS.values()), ids=list(_OUTPUTS))
+def test_an_output_to_stdout_redirected_to_a_file_is_the_whole_file(
+    argv: list[str], out: str, tmp_path: Path
+) -> None:
+    """``--json /dev/stdout > out.json`` (or the file's own name: ``--json out.json > out.json``)
+    leaves the output whole in the file: the text is held back, and the output goes after
+    what stdout holds, not over it from the file's start."""
+    path = tmp_path / "out.txt"
+    with path.open("w") as stdout:
+        proc = _compiletrace(
+            argv, str(path) if out == "THE FILE" else out, stdout=stdout, stderr=subprocess.PIPE
+        )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _whole(path.read_text(), argv)
+
+
+def test_two_outputs_on_stdout_are_refused() -> None:
+    proc = _compiletrace(["report", "--json", "-", "--html", "/dev/stdout", RUN], "", capture_output=True)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "are both standard output" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_run_refuses_its_outputs_on_stdout_by_any_name() -> None:
+    for out in ("-", "/dev/stdout"):
+        proc = _compiletrace(["run", "--json", "OUT", "--", "true"], out, capture_output=True)
+        assert proc.returncode == 2 and "stdout is the command's own" in proc.stderr

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -18,7 +22,7 @@ import compiletrace
 from compiletrace import cli
 from compiletrace._data.files import read
 from compiletrace._data.job import Job
-from compiletrace._data.nodes import cold, number_ranges, warm
+from compiletrace._data.nodes import cold, merge_jobs, number_ranges, warm
 from compiletrace._io.errors import UsageError
 from tests.cache_cases import causes
 
@@ -302,12 +306,7 @@ def test_reading_a_nodes_file_allocates_about_its_size_not_the_readers_limit() -
 def test_the_report_of_64_nodes_of_8_ranks_fits_80_columns(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-    try:
-        from bench_nodes import build
-    finally:
-        sys.path.pop(0)
-    build(tmp_path, 64, 8)
+    _bench_nodes().build(tmp_path, 64, 8)
     monkeypatch.setenv("COLUMNS", "80")
     job = compiletrace.load(tmp_path)
     assert isinstance(job, compiletrace.ProfileJob) and len(job.ranks()) == 512
@@ -323,6 +322,55 @@ def test_the_report_of_64_nodes_of_8_ranks_fits_80_columns(
         "  32 ranks, 1, 3, 5, 7, ...",
     ]
     assert "(64 nodes): 1 graph (1 hit, 0 missed) each" in rows[0]
+
+
+def _bench_nodes() -> Any:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    try:
+        import bench_nodes
+    finally:
+        sys.path.pop(0)
+    return bench_nodes
+
+
+def _job_of_nodes(nodes: int) -> compiletrace.ProfileJob:
+    """``nodes`` nodes of 8 ranks each, built as ``bench_nodes.py --lean`` builds them from the
+    two real nodes' files, every other node cold (its ranks missed the cache the others hit)."""
+    bench = _bench_nodes()
+    cold, warm = (json.loads(path.read_text()) for path in FILES)
+    jobs = [
+        (f"node{n}.json", Job.from_dict(bench._node_file(cold if n % 2 == 0 else warm, n, 8, lean=True)))
+        for n in range(nodes)
+    ]
+    return compiletrace.ProfileJob.of(merge_jobs(jobs))
+
+
+def _python_calls(work: Callable[[], object]) -> int:
+    """The Python function calls ``work()`` makes: work counted, not timed."""
+    calls = 0
+
+    def count(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal calls
+        calls += event == "call"
+
+    sys.setprofile(count)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", ["summary", "diagnose"])
+def test_the_report_and_the_doctor_of_many_nodes_grow_with_the_ranks_not_their_square(view: str) -> None:
+    small, large = _job_of_nodes(16), _job_of_nodes(64)  # 128 ranks, then 512
+    assert len(large.ranks()) == 4 * len(small.ranks()) == 512
+    getattr(small, view)()  # what a first call imports is not the view's work
+    grown = _python_calls(getattr(large, view)) / _python_calls(getattr(small, view))
+    # 4x the ranks: 4x the work, or n log n at most (4 x log 512 / log 128 = 5.1); the rank
+    # table rebuilt per process, or every node against every rank, made it 12.6x and 6.0x.
+    assert grown <= 4 * math.log(512) / math.log(128)
 
 
 def test_two_nodes_processes_of_one_pid_are_two_tracks_of_the_chrome_trace(tmp_path: Path) -> None:

@@ -52,6 +52,27 @@ def _missed_where_hit(
     return best if best is not None else (Reason("unknown", "", ""), [])
 
 
+def _witnesses(
+    nodes: Sequence[tuple[str, Sequence[JobProcess]]], share: dict[str, float]
+) -> list[tuple[str, JobProcess]]:
+    """The rank that hit best (the warmest node's, then the most hits, then the fewest
+    seconds; the first in the job's order on a tie), then the best on any other node: every
+    node's witness is one of these two. One pass over the ranks, not one per node."""
+    best: list[tuple[tuple[float, int, float], str, JobProcess]] = []  # at most 2, by node
+    for node, processes in nodes:
+        for process in processes:
+            hits = _hits(process)
+            if not hits:
+                continue
+            key = (share[node], hits, -_compile_s(process))
+            if not best or key > best[0][0]:
+                # The runner-up: the old best, or where that was this node's, the old runner-up.
+                best = [(key, node, process), *[b for b in best if b[1] != node][:1]]
+            elif node != best[0][1] and (len(best) == 1 or key > best[1][0]):
+                best = [best[0], (key, node, process)]
+    return [(node, process) for _, node, process in best]
+
+
 def check(evidence: Evidence) -> Iterator[Finding]:
     nodes = evidence.nodes
     if len(nodes) < 2:
@@ -62,15 +83,15 @@ def check(evidence: Evidence) -> Iterator[Finding]:
         node: sum(map(_hits, processes)) / max(1, sum(len(p.run.graph_records) for p in processes))
         for node, processes in nodes
     }
-    hitting = [(node, p) for node, processes in nodes for p in processes if _hits(p)]
+    witnesses = _witnesses(nodes, share)
     found: dict[str, list[tuple[str, str, Reason, list[GraphMiss], float]]] = {}
     for node, processes in nodes:
         missing = [p for p in processes if any(cold(r) for r in p.run.graph_records)]
-        others = [(n, p) for n, p in hitting if n != node]
-        if not missing or not others:
+        # The best witness on another node: the best of all, unless it is this node's own.
+        other = next((w for w in witnesses if w[0] != node), None)
+        if not missing or other is None:
             continue
         process = max(missing, key=_compile_s)
-        other = max(others, key=lambda item: (share[item[0]], _hits(item[1]), -_compile_s(item[1])))
         reason, graphs = _missed_where_hit(node, process, other)
         if not graphs:
             continue

@@ -11,7 +11,7 @@ from compiletrace._app.model_spec import DEFAULT_MODEL, load_factory
 from compiletrace._io.errors import ChildFailed, UsageError
 from compiletrace._io.files import write_json
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.options import add_model_options, check_outputs, component_pairs
+from compiletrace.cli.options import add_model_options, check_outputs, component_pairs, prints_text
 from compiletrace.cli.parsing import PROG, add_common_options, decimal, formatter, whole_number
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
@@ -177,10 +177,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{PROG}: error: {exc}; its stderr ends with:\n{exc.stderr_tail}", file=sys.stderr)
         return EXIT_FAILED
     data = result.to_dict()
-    print(format_results(data))
+    say = prints_text([(args.output_json, "--output-json")])  # JSON on stdout is all it holds
+    if say:
+        print(format_results(data))
     if args.output_json:
         write_json(args.output_json, data)
-        print(f"wrote figures to {args.output_json}")
+        if say:
+            print(f"wrote figures to {args.output_json}")
     if args.pytorch_records:
         from compiletrace.bench.pytorch_records import write_pytorch_records
 
@@ -233,10 +236,13 @@ def _run_command(args: argparse.Namespace, command: list[str]) -> int:
         print(f"{PROG}: error: {exc}: {exc.stderr_tail}", file=sys.stderr)
         return EXIT_FAILED
     data = result.to_dict()
-    print(bench_text(data))
+    say = prints_text([(args.output_json, "--output-json")])  # JSON on stdout is all it holds
+    if say:
+        print(bench_text(data))
     if args.output_json:
         write_json(args.output_json, data)
-        print(f"wrote figures to {args.output_json}")
+        if say:
+            print(f"wrote figures to {args.output_json}")
     if args.pytorch_records:
         from compiletrace.bench.pytorch_records import write_pytorch_records
 

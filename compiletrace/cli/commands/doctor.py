@@ -13,7 +13,7 @@ from compiletrace._io.errors import UsageError
 from compiletrace._io.files import write_json, write_text
 from compiletrace._io.text import printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.options import add_trace_components, check_outputs, check_seconds
+from compiletrace.cli.options import add_trace_components, check_outputs, check_seconds, prints_text
 from compiletrace.cli.parsing import PROG, add_common_options, decimal, whole_number
 
 __all__ = ["DESCRIPTION", "EPILOG", "add_options", "run"]
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         return _verify(args, job, fail_on)
     findings = job.diagnose() if not args.baseline else _against_baseline(args, job)
-    if args.json != "-":
+    if _says(args):
         print(findings_text(findings))
     _write_findings(args, findings)
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
@@ -192,6 +192,11 @@ def _against_baseline(args: argparse.Namespace, job: Any) -> Any:
     return diagnose_against(job, baseline_evidence(base))  # type: ignore[arg-type]
 
 
+def _says(args: argparse.Namespace) -> bool:
+    """Whether the doctor prints its text: not where --json or --html is standard output."""
+    return prints_text([(args.json, "--json"), (args.html, "--html")])
+
+
 def _write_findings(
     args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None, differ: Sequence[str] = ()
 ) -> None:
@@ -208,12 +213,12 @@ def _write_findings(
         if differ:
             data["trials_differ"] = list(differ)
         write_json(args.json, data)
-        if args.json != "-":
+        if _says(args):
             print(f"wrote findings to {args.json}")
     if args.html:
         table = None if verify is None else (verify.header, verify.rows, verify.notes)
         write_text(args.html, doctor_html_report(findings, verify=table))
-        if args.json != "-":
+        if _says(args):
             print(f"wrote the HTML page to {args.html}")
 
 
@@ -304,7 +309,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
             jobs=args.jobs,
             budget_s=None if args.budget is None else args.budget - (time.monotonic() - began),
         )
-    if args.json != "-":
+    if _says(args):
         print(findings_text(findings))
         print()
         print("\n".join(verify_lines(verdicts, notes)))

@@ -18,7 +18,7 @@ from compiletrace._io.errors import LaunchError, UsageError
 from compiletrace._io.files import write_json
 from compiletrace._io.text import first_line, printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK
-from compiletrace.cli.options import add_model_options, check_outputs, component_pairs
+from compiletrace.cli.options import add_model_options, check_outputs, component_pairs, prints_text
 from compiletrace.cli.outputs import write_outputs
 from compiletrace.cli.parsing import PROG, add_common_options, whole_number
 
@@ -100,15 +100,16 @@ def run(args: argparse.Namespace) -> int:
     from compiletrace.reports import timeline_text
 
     command_start = unix_now_ns()
-    check_outputs(
-        [
-            (args.json, "--json"),
-            (args.chrome_trace, "--chrome-trace"),
-            (args.html, "--html"),
-            (args.speedscope, "--speedscope"),
-            (args.collapsed, "--collapsed"),
-        ]
-    )
+    outputs = [
+        (args.json, "--json"),
+        (args.chrome_trace, "--chrome-trace"),
+        (args.html, "--html"),
+        (args.speedscope, "--speedscope"),
+        (args.collapsed, "--collapsed"),
+    ]
+    check_outputs(outputs)
+    # An output on standard output is all it holds: the report's text is held back.
+    say = prints_text(outputs)
     if (args.speedscope or args.collapsed) and not args.trace_cost:
         raise UsageError("--speedscope and --collapsed export the tracing cost: add --trace-cost")
     components = component_pairs(args)
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nproc > 1 and args.steady_calls:
         raise UsageError("--steady-calls times one process: use it with --nproc 1")
     if args.nproc > 1:
-        return _profile_ranks(args)
+        return _profile_ranks(args, say)
     registry = Registry()
     compiling = args.compilation_mode != "none"
     # Without a terminal, profile keeps stderr for errors (one line each): its report is on
@@ -152,20 +153,23 @@ def run(args: argparse.Namespace) -> int:
             )
         progress.close()
         with OwnPhase(REPORT_PHASE, registry=registry):
-            print_profile(run)
+            if say:
+                print_profile(run)
             if args.json:
                 run.save(args.json)
-                print(f"wrote run to {args.json}")
-            write_outputs(run, args.html, args.chrome_trace)
-            _write_flame(run, args.speedscope, args.collapsed)
+                if say:
+                    print(f"wrote run to {args.json}")
+            write_outputs(run, args.html, args.chrome_trace, say=say)
+            _write_flame(run, args.speedscope, args.collapsed, say)
     # The command's own start-up, from its process's start to these last lines: the phases
     # of the run and of this command (any the model declared in the process registry too).
     mine = [p for p in get_registry().phase_records() if p.start_unix_ns >= command_start]
     timeline = startup_timeline(registry, extra_phases=mine)
-    print()
-    print(timeline_text(timeline))
-    what = "imports, model building, " + ("compiling, warm-up" if compiling else "the eager run")
-    _print_wall_time(what, timeline)
+    if say:
+        print()
+        print(timeline_text(timeline))
+        what = "imports, model building, " + ("compiling, warm-up" if compiling else "the eager run")
+        _print_wall_time(what, timeline)
     return EXIT_OK
 
 
@@ -192,15 +196,17 @@ def _telemetry(args: argparse.Namespace) -> Iterator[None]:
             handle.shutdown()
 
 
-def _write_flame(run: ProfileRun, speedscope: str | None, collapsed: str | None) -> None:
+def _write_flame(run: ProfileRun, speedscope: str | None, collapsed: str | None, say: bool) -> None:
     from compiletrace.reports import write_collapsed, write_speedscope
 
     if speedscope:
         write_speedscope(run.records(), speedscope)
-        print(f"wrote speedscope profile to {speedscope}")
+        if say:
+            print(f"wrote speedscope profile to {speedscope}")
     if collapsed:
         write_collapsed(run.records(), collapsed)
-        print(f"wrote collapsed stacks to {collapsed}")
+        if say:
+            print(f"wrote collapsed stacks to {collapsed}")
 
 
 def _print_wall_time(what: str, timeline: Timeline | None = None) -> None:
@@ -265,7 +271,7 @@ def _check_ranks(args: argparse.Namespace) -> None:
     _check_device(args.device, args.nproc)
 
 
-def _profile_ranks(args: argparse.Namespace) -> int:
+def _profile_ranks(args: argparse.Namespace, say: bool) -> int:
     from compiletrace.distributed import launch
 
     _check_ranks(args)
@@ -288,9 +294,12 @@ def _profile_ranks(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     if args.debug and job.output:
         sys.stderr.write(job.output.rstrip() + "\n")
-    print(job.result.table())
+    if say:
+        print(job.result.table())
     if args.json:
         write_json(args.json, job.result.to_dict())
-        print(f"wrote per-rank figures to {args.json}")
-    _print_wall_time(f"imports and the {args.nproc}-rank job")
+        if say:
+            print(f"wrote per-rank figures to {args.json}")
+    if say:
+        _print_wall_time(f"imports and the {args.nproc}-rank job")
     return EXIT_OK

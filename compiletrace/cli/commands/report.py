@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from compiletrace.cli.exit_codes import EXIT_OK
-from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.options import add_trace_components, check_outputs, prints_text
 from compiletrace.cli.outputs import write_job_outputs, write_outputs
 from compiletrace.cli.parsing import add_common_options
 
@@ -62,24 +62,27 @@ def run(args: argparse.Namespace) -> int:
         command="compiletrace report",
         components=args.component,
     )
+    # An output on standard output is all it holds: the text is held back.
+    say = prints_text(outputs)
     if not isinstance(run, ProfileRun):
-        return _report_job(args, run)
+        return _report_job(args, run, say)
     if args.json:
         run.save(args.json)
-    print(run.summary())
-    if run.timeline is not None:
-        print()
-        print(timeline_text(run.timeline))
-    if args.ledger:
-        print()
-        print("\n".join(run_ledger_lines(run)))
-    write_outputs(run, args.html, args.chrome_trace)
-    if args.json:
+    if say:
+        print(run.summary())
+        if run.timeline is not None:
+            print()
+            print(timeline_text(run.timeline))
+        if args.ledger:
+            print()
+            print("\n".join(run_ledger_lines(run)))
+    write_outputs(run, args.html, args.chrome_trace, say=say)
+    if args.json and say:
         print(f"wrote the run to {args.json}")
     return EXIT_OK
 
 
-def _report_job(args: argparse.Namespace, job: object) -> int:
+def _report_job(args: argparse.Namespace, job: object, say: bool) -> int:
     # A job's views sit beside the launcher, which load() imported to give it them.
     from compiletrace._app.job import ProfileJob
     from compiletrace.reports import job_ledger_lines
@@ -87,12 +90,13 @@ def _report_job(args: argparse.Namespace, job: object) -> int:
     assert isinstance(job, ProfileJob)  # what accept= lets through besides a run
     if args.json:
         job.save(args.json)
-    print(job.summary())
-    if args.ledger:
-        print()
-        print("\n".join(job_ledger_lines(job)))
+    if say:
+        print(job.summary())
+        if args.ledger:
+            print()
+            print("\n".join(job_ledger_lines(job)))
     if args.html or args.chrome_trace:
-        write_job_outputs(job, args.html, args.chrome_trace)
-    if args.json:
+        write_job_outputs(job, args.html, args.chrome_trace, say=say)
+    if args.json and say:
         print(f"wrote the job to {args.json}")
     return EXIT_OK

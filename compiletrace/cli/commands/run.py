@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from compiletrace._data.fixes import fixes_help
 from compiletrace._data.ready import AFTER_READY_MODES, parse_ready
 from compiletrace._io.errors import OutputError, UsageError
+from compiletrace._io.files import is_stdout
 from compiletrace._io.text import first_line, printable
 from compiletrace.cli.exit_codes import EXIT_FAILED, EXIT_OK, KilledBy
 from compiletrace.cli.options import check_outputs
@@ -153,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("compiletrace run needs a command: compiletrace run [OPTIONS] -- COMMAND [ARGS...]")
     check_outputs([(args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")])
     for path, what in ((args.json, "--json"), (args.html, "--html"), (args.chrome_trace, "--chrome-trace")):
-        if path == "-":
-            raise UsageError(f"{what} -: stdout is the command's own; give a file path")
+        if is_stdout(path):  # '-', /dev/stdout, or the file stdout was redirected to
+            raise UsageError(f"{what} {printable(path)}: stdout is the command's own; give a file path")
     parse_component_rules(args.component)
     if args.ready is not None:
         parse_ready(args.ready)  # a bad mark is bad input, before the command runs

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from compiletrace._data.kinds import FileKind
 from compiletrace.cli.exit_codes import EXIT_OK
-from compiletrace.cli.options import add_trace_components, check_outputs
+from compiletrace.cli.options import add_trace_components, check_outputs, prints_text
 from compiletrace.cli.parsing import add_common_options
 
 if TYPE_CHECKING:
@@ -93,19 +93,20 @@ def explain_nodes(path: str, components: list[str], command: str = "compiletrace
 
 
 def write_why(report: object, json_path: str | None, html_path: str | None) -> None:
-    """The report as text (unless JSON goes to stdout), and its --json and --html files."""
+    """The report as text (unless an output goes to stdout), and its --json and --html files."""
     from compiletrace._data.why import WhyReport
     from compiletrace._io.files import write_json, write_text
     from compiletrace.reports import why_html, why_text
 
     assert isinstance(report, WhyReport)
-    if json_path != "-":
+    say = prints_text([(json_path, "--json"), (html_path, "--html")])
+    if say:
         print(why_text(report))
     if json_path:
         write_json(json_path, report.to_json())
-        if json_path != "-":
+        if say:
             print(f"wrote the explanation to {json_path}")
     if html_path:
         write_text(html_path, why_html(report))
-        if json_path != "-":
+        if say:
             print(f"wrote the HTML page to {html_path}")
