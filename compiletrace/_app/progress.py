@@ -26,14 +26,15 @@ STDERR_LINES = threading.Lock()
 
 
 def stderr_line(text: str) -> None:
-    """Write ``text`` and its newline to file descriptor 2 in one piece, never between the
-    parts of another thread's line."""
-    data = (text + "\n").encode("utf-8", "backslashreplace")
+    """Write ``text`` and its newline to this process's stderr, whole and flushed at once,
+    never between the parts of another thread's line (a trial's output copied to file
+    descriptor 2 waits for the same lock)."""
+    stream = sys.stderr
+    if stream is None:
+        return
     with STDERR_LINES:
-        sys.stderr.flush()  # what print left in the stream's buffer goes first
-        view = memoryview(data)
-        while view:
-            view = view[os.write(2, view) :]
+        stream.write(text + "\n")
+        stream.flush()
 
 
 class Progress:

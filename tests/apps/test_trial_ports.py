@@ -224,7 +224,9 @@ def test_a_trial_whose_port_another_program_holds_runs_again_and_the_baseline_is
     assert len(pids.read_text().split()) == 2  # run again once, then not judged
 
 
-def test_trials_side_by_side_and_progress_lines_each_land_on_lines_of_their_own(tmp_path: Path) -> None:
+def test_trials_side_by_side_and_progress_lines_each_land_on_lines_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two trials' output (each written in pieces) and a progress line between the pieces:
     every line on stderr is one of them whole, never two run together."""
     from compiletrace._app.progress import stderr_line
@@ -234,6 +236,8 @@ def test_trials_side_by_side_and_progress_lines_each_land_on_lines_of_their_own(
     saved = os.dup(2)
     with open(written, "wb") as sink:
         os.dup2(sink.fileno(), 2)
+    # This process's stderr as a program has it: its stream writes to file descriptor 2.
+    monkeypatch.setattr(sys, "stderr", open(2, "w", closefd=False))  # noqa: SIM115
     try:
         first, second = _OutputWatch(), _OutputWatch()
         os.write(first.fd, b"trial A says ")
