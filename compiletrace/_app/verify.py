@@ -657,6 +657,7 @@ def verify_job(
     until_ready: UntilReady | None = None,
     jobs: int = 1,
     budget_s: float | None = None,
+    findings: Sequence[Finding] | None = None,
 ) -> list[Verdict]:
     """:func:`verify_command` on a saved job's command, in the directory it ran in, each run
     only until it is ready (``until_ready``). A job that a signal ended after its ready mark
@@ -683,7 +684,8 @@ def verify_job(
         until_ready=until_ready,
         jobs=jobs,
         budget_s=budget_s,
-        findings=ProfileJob.of(job).diagnose(),  # the job's own, as its run showed them
+        # The job's own, as its run showed them (the caller's, where it has them already).
+        findings=ProfileJob.of(job).diagnose() if findings is None else findings,
     )
 
 

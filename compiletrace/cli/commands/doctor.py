@@ -291,13 +291,19 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
     how = {"progress": progress, "rounds": args.rounds, "alternatives": args.alternatives}
     how.update(until_ready=until, jobs=args.jobs, budget_s=args.budget)
     began = time.monotonic()  # --budget bounds the fixes' rounds and the plan's together
-    verdicts = verify_profile_run(job.meta, cwd=os.getcwd(), **how) if profiled else verify_job(job, **how)
+    # A job's own findings, diagnosed once: judged by verify, and set beside its trials'.
+    job_findings = None if profiled else ProfileJob.of(job).diagnose()
+    verdicts = (
+        verify_profile_run(job.meta, cwd=os.getcwd(), **how)
+        if profiled
+        else verify_job(job, findings=job_findings, **how)
+    )
     findings = verified_findings(verdicts)
     # A profile run's MODEL takes no --apply: the plan is a job's command's.
     plan, notes = None, []
     if not profiled:
         if verdicts:
-            notes = trial_differences(ProfileJob.of(job).diagnose(), len(job.records()), verdicts[0].before)
+            notes = trial_differences(job_findings or [], len(job.records()), verdicts[0].before)
         plan = measure_plan(
             verdicts,
             job.command,
