@@ -33,6 +33,9 @@ _CONFIG = tempfile.mkdtemp(prefix="compiletrace-test-config-")
 os.environ["XDG_CONFIG_HOME"] = _CONFIG
 os.environ.pop("COMPILETRACE_SIGNING_KEY", None)
 atexit.register(shutil.rmtree, _CONFIG, ignore_errors=True)
+# The text views' width is each test's choice (monkeypatch.setenv): not the terminal's, nor
+# the COLUMNS=80 that the test runner's parallel workers are started with.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(autouse=True)
