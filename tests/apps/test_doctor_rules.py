@@ -372,7 +372,7 @@ def test_compile_after_ready() -> None:
     assert set(found) == {"recompile", "lazy_backward", "runtime_autotune"}
     recompile = found["recompile"]
     assert recompile.title == (
-        f"forward ({_at(late)}) recompiled 1 time after ready (compiletrace.ready() was called): "
+        f"Block.forward ({_at(late)}) recompiled 1 time after ready (compiletrace.ready() was called): "
         "tensor 'x' size mismatch at index 0. expected 4, actual 5"
     )
     assert recompile.seconds == pytest.approx(late.frame_s) and recompile.location == _at(late)
@@ -390,6 +390,29 @@ def test_compile_after_ready() -> None:
     autotune = found["runtime_autotune"]
     assert autotune.seconds == pytest.approx(event.duration_ns / 1e9) and event.detail in autotune.title
     assert "auto_fix" not in backward.evidence and "auto_fix" not in autotune.evidence
+
+
+def test_a_compile_after_ready_is_named_by_the_models_method_not_a_librarys_wrapper() -> None:
+    # transformers wraps LlamaForCausalLM.forward in a decorator (deprecate_kwarg's
+    # wrapped_func): torch compiles the wrapper's frame; the finding names the model's forward
+    # at its own line, as the recompiles rule does.
+    evidence = _evidence("compile_after_ready")
+    first, late = evidence.records
+    wrapped = replace(
+        late,
+        code_name="wrapped_func",
+        code_filename="/venv/site-packages/transformers/utils/deprecation.py",
+        code_firstlineno=168,
+        module_class="LlamaForCausalLM",
+        module_forward="/venv/site-packages/transformers/models/llama/modeling_llama.py:420",
+    )
+    found = list(rule_for("compile_after_ready").check(replace(evidence, records=(first, wrapped))))
+    (recompile,) = [f for f in found if f.evidence["kind"] == "recompile"]
+    where = "/venv/site-packages/transformers/models/llama/modeling_llama.py:420"
+    assert recompile.title.startswith(f"LlamaForCausalLM.forward ({where}) recompiled 1 time after ready")
+    assert recompile.location == where and "wrapped_func" not in recompile.title + recompile.fix
+    (recompiles,) = rule_for("recompiles").check(replace(evidence, records=(first, wrapped)))
+    assert "LlamaForCausalLM.forward" in recompiles.title  # both rules name it alike
 
 
 @pytest.mark.parametrize("path", sorted(RUNS.glob("*.run.json")), ids=lambda p: p.name.split(".")[0])

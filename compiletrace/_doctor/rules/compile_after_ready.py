@@ -72,11 +72,16 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     if not late or evidence.ready is None:
         return
     warmed = {r.compile_id for r in evidence.records if r.after_warmup}
+    # A compile is named by the model's function it belongs to, as the recompiles rule names
+    # it (LlamaForCausalLM.forward at its own line), never a library's wrapper around it.
+    owner_of = dict(zip((r.compile_id for r in evidence.records), evidence.owners, strict=True))
     groups: dict[tuple[str, str, str, str], list[AfterReady]] = {}
     for event in late:
         if event.kind in (NEW_FRAME, RECOMPILE) and event.compile_id in warmed:
             continue  # compile_after_warmup names it
-        groups.setdefault((event.kind, event.component, event.code_name, event.location), []).append(event)
+        owner = owner_of.get(event.compile_id)
+        name, where = (owner[2], shared.located(owner)) if owner else (event.code_name, event.location)
+        groups.setdefault((event.kind, event.component, name, where), []).append(event)
     by_id = {r.compile_id: r for r in evidence.records}
     mark = evidence.ready
     for (kind, component, code_name, location), events in groups.items():
