@@ -50,6 +50,9 @@ __all__ = [
 MAX_EXAMPLES = 5  # reasons, graphs or keys quoted per finding: evidence, not a dump
 AUTO_FIX = "auto_fix"  # the evidence key of a finding's fix that applies with no edit
 GATE_FIX = "gate_fix"  # ... and of a setting that stops the program at the problem instead (a gate)
+# The evidence key saying a fix changes how the program is deployed, not the program: a
+# cold cache is fixed by keeping the filled cache, or shipping it where the program starts.
+FIX_KIND, DEPLOYMENT = "fix_kind", "deployment"
 OTHER_FIXES = "other_fixes"  # ... and of fixes that also apply, measured only when asked (--verify)
 # ... and of what a fix would have named but is not as torch writes it (a run file's
 # "L['$(...)']"): left out of every command the doctor prints

@@ -39,7 +39,7 @@ from typing import Protocol
 from compiletrace._data.findings import Finding
 from compiletrace._data.fixes import Fix
 from compiletrace._data.records import GraphRecord
-from compiletrace._doctor.shared import fix_of
+from compiletrace._doctor.shared import DEPLOYMENT, FIX_KIND, fix_of
 
 __all__ = [
     "BROKE",
@@ -368,9 +368,17 @@ def why_not_verified(
 
     >>> why_not_verified(MANUAL, MANUAL, Finding("graph_break", "lm", 1.0, "t", "f"), None, None, None)
     'the fix is an edit to the program (the finding says which): nothing was run'
+    >>> cold = Finding("cache_miss", "lm", 1.0, "t", "f", "", {"fix_kind": "deployment"})
+    >>> why_not_verified(MANUAL, MANUAL, cold, None, None, None).split(" (")[0]
+    'the fix is a change to how the program is deployed'
     """
     if verdict == VERIFIED:
         return ""
+    if (verdict == MANUAL or after is None) and finding.evidence.get(FIX_KIND) == DEPLOYMENT:
+        return (
+            "the fix is a change to how the program is deployed (keep the filled cache, or ship it to "
+            "where it starts), not to the program: nothing was run"
+        )
     if verdict == MANUAL or after is None:
         return "the fix is an edit to the program (the finding says which): nothing was run"
     if verdict == UNCOMPILED:

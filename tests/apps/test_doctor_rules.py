@@ -31,6 +31,7 @@ from compiletrace._doctor import (
     rule_for,
 )
 from compiletrace._doctor.stake import claimable_ns
+from compiletrace._doctor.verdicts import MANUAL, why_not_verified
 
 RUNS = Path(__file__).parents[1] / "inputs" / "runs"
 NODES = Path(__file__).parents[1] / "inputs" / "nodes"  # jobs of two nodes, made by two_nodes.py
@@ -233,6 +234,10 @@ def test_cache_miss() -> None:
     (graph,) = finding.evidence["graphs"]
     assert graph["keys"] == {c.tier: c.key for c in record.cache_lookups} and len(graph["keys"]) == 2
     assert "the cache was cold" in finding.fix
+    # Its fix changes how the program is deployed, not the program: verify says so.
+    assert finding.evidence["fix_kind"] == "deployment"
+    why = why_not_verified(MANUAL, MANUAL, finding, None, None, None)
+    assert why.startswith("the fix is a change to how the program is deployed") and "edit" not in why
 
 
 CACHE_TRACES = Path(__file__).parents[1] / "inputs" / "traces" / "cache"
