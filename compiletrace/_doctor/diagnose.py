@@ -21,6 +21,7 @@ from typing import Any
 from compiletrace._data.findings import Finding, FindingKind
 from compiletrace._data.gather import RankTimes
 from compiletrace._data.job import Job
+from compiletrace._data.nodes import node_of_process
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.registry import Registry, get_registry
 from compiletrace._data.run import Run, WarmupResult
@@ -30,6 +31,7 @@ from compiletrace._data.why import Side
 from compiletrace._doctor.evidence import Evidence, RunContext, gather_evidence, job_evidence
 from compiletrace._doctor.rule import Rule
 from compiletrace._doctor.rules import RULES
+from compiletrace._doctor.shared import DEPLOYMENT, FIX_KIND
 from compiletrace._doctor.stake import Claim, claim_once, named_records, whole_claims
 from compiletrace._doctor.verdicts import BROKE, Measured, by_counts
 
@@ -169,7 +171,31 @@ def diagnose_job(job: Job) -> list[Finding]:
     """The findings of every process of a job (a finding's evidence names its process), and
     across the ranks of a distributed job, most seconds at stake first."""
     findings = [finding for evidence in job_evidence(job) for finding in diagnose_evidence(evidence)]
-    return _ranked(_fold_ranks(findings, job))
+    return _ranked(_fold_ranks(_explained_by_nodes(findings, job), job))
+
+
+def _explained_by_nodes(findings: list[Finding], job: Job) -> list[Finding]:
+    """Without the cold-cache findings of the ranks on a node that ``node_cache_miss`` says
+    missed what another node hit: their cache was not cold but filled under another key, and
+    that finding names the part of the key and its fix (and puts those seconds at stake)."""
+    explained = {
+        str(node)
+        for f in findings
+        if f.kind is FindingKind.NODE_CACHE_MISS
+        for node in f.evidence.get("nodes", ())
+    }
+    if not explained:
+        return findings
+    node_of = {p.info.label: node_of_process(p) for p in job.ranks().values()}
+    return [
+        f
+        for f in findings
+        if not (
+            f.kind is FindingKind.CACHE_MISS
+            and f.evidence.get(FIX_KIND) == DEPLOYMENT
+            and node_of.get(str(f.evidence.get("process", ""))) in explained
+        )
+    ]
 
 
 def baseline_evidence(baseline: Run | Job) -> Evidence:

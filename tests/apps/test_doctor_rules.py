@@ -19,6 +19,7 @@ from compiletrace._data.findings import Finding, FindingKind, doctor_dict
 from compiletrace._data.fixes import Fix
 from compiletrace._data.gather import GatherResult
 from compiletrace._data.job import Job
+from compiletrace._data.nodes import node_of_process
 from compiletrace._data.records import GraphRecord
 from compiletrace._data.run import Run
 from compiletrace._doctor import (
@@ -350,6 +351,20 @@ def test_node_cache_miss_names_the_node_the_key_part_and_what_it_set() -> None:
     }
     hit = [pid for pid in cpu if pid not in cold]
     assert any(finding.seconds == pytest.approx(max(0.0, cpu[c] - cpu[h])) for c in cold for h in hit)
+
+
+def test_a_node_whose_cache_held_another_key_is_not_told_its_cache_was_cold() -> None:
+    # Node 0's ranks missed what node 1 hit (another thread count in the key): node_cache_miss
+    # names the part; no finding calls node 0's cache cold, nor tells it to fill one.
+    job = compiletrace.load(NODES / "node_cache_miss")
+    assert isinstance(job, Job)
+    found = job.diagnose()
+    (node,) = [f for f in found if f.kind is FindingKind.NODE_CACHE_MISS]
+    assert node.evidence["nodes"] == ["0"]
+    assert {rank: node_of_process(p) for rank, p in job.ranks().items()} == {0: "0", 1: "0", 2: "1", 3: "1"}
+    cold = [f for f in found if f.kind is FindingKind.CACHE_MISS and "(a cold cache)" in f.title]
+    # Node 1's ranks, whose AOTAutograd cache was cold (each node's own), keep theirs.
+    assert [f.evidence["process"] for f in cold] == ["ranks 2-3"]
 
 
 def test_nodes_that_missed_for_one_reason_are_one_finding() -> None:
