@@ -246,10 +246,10 @@ def test_cpu_seconds_asked_of_a_run_without_them_exit_2(
 
 
 @pytest.mark.slow
-def test_two_real_starts_beside_four_busy_processes_are_judged_in_cpu_seconds(tmp_path: Path) -> None:
-    # One program (aot_eager: seconds) started twice under `run` beside four CPU-bound
-    # processes: its wall seconds move with the load, the compile work's CPU seconds far
-    # less, and the gate judges those.
+def test_two_real_starts_are_judged_in_cpu_seconds(tmp_path: Path) -> None:
+    # One program (aot_eager: seconds) started twice under `run`: the gate judges the compile
+    # work's CPU seconds, which load moves far less than wall seconds (how far, beside four
+    # CPU-bound processes: benchmarks/gate_noise.py, whose figures set the bound).
     program = Path(__file__).resolve().parent.parent / "programs" / "top_level_compile.py"
 
     def start(name: str) -> dict[str, Any]:
@@ -261,14 +261,7 @@ def test_two_real_starts_beside_four_busy_processes_are_judged_in_cpu_seconds(tm
         )  # fmt: skip
         return cast(dict[str, Any], json.loads(job.read_text()))
 
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]
-    try:
-        base, new = start("base.json"), start("new.json")
-    finally:
-        for hog in hogs:
-            hog.kill()
-        for hog in hogs:
-            hog.wait()
+    base, new = start("base.json"), start("new.json")
 
     def seconds(job: dict[str, Any], key: str) -> float:
         records = [r for p in job["processes"] for r in p["run"]["registry"]["records"]]
