@@ -10,7 +10,7 @@ seconds grew over the first's, on the CPU clock and on the wall clock, and the l
 growth: the bound a gate of one run per side must allow for identical starts to pass; and
 ``compiletrace compare``'s own verdict on each ordered pair (all must pass).
 
-With ``--regressions``, then, beside the same busy processes, the changes a gate must catch,
+With ``--regressions``, first, beside the same busy processes, the changes a gate must catch,
 each started on the cache an unchanged start left warm (inductor, a private cache directory,
 filled before the busy processes start) and judged by ``compiletrace compare`` against that
 start: a changed dtype, a second batch size (a recompile), four more layers (a bigger graph).
@@ -82,6 +82,14 @@ def main() -> None:
         growth: dict[str, list[tuple[float, float]]] = {"cpu": [], "wall": []}  # (abs s, relative)
         verdicts: list[int] = []
         try:
+            if args.regressions:
+                base = Path(tmp) / "unchanged.json"
+                start(base, *UNCHANGED, env=inductor)
+                for name, changed in REGRESSIONS.items():
+                    job = Path(tmp) / f"{changed[0]}-{changed[1]}-{changed[2]}.json"
+                    start(job, *changed, env=inductor)
+                    status, line = gate(base, job)
+                    print(f"{name}: exit {status}: {line}", flush=True)
             for i in range(args.pairs):
                 a_job, b_job = Path(tmp) / f"a{i}.json", Path(tmp) / f"b{i}.json"
                 a, b = start(a_job), start(b_job)
@@ -92,14 +100,6 @@ def main() -> None:
                 verdicts += [status for status, _ in judged]
                 seconds = f"CPU {a[0]:.3f} / {b[0]:.3f} s, wall {a[1]:.3f} / {b[1]:.3f} s"
                 print(f"pair {i + 1}: {seconds}; gate {' / '.join(line for _, line in judged)}", flush=True)
-            if args.regressions:
-                base = Path(tmp) / "unchanged.json"
-                start(base, *UNCHANGED, env=inductor)
-                for name, changed in REGRESSIONS.items():
-                    job = Path(tmp) / f"{changed[0]}-{changed[1]}-{changed[2]}.json"
-                    start(job, *changed, env=inductor)
-                    status, line = gate(base, job)
-                    print(f"{name}: exit {status}: {line}", flush=True)
         finally:
             for hog in hogs:
                 hog.kill()

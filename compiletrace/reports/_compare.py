@@ -129,7 +129,7 @@ def comparison_verdict(comparison: Comparison) -> str:
         return printable("FAILED: " + "; ".join(shown[:3]) + more)
     kept = ""
     if comparison.counts:
-        counted = ", ".join(f"{_count(c.new)} {c.name}" for c in comparison.counts[:3])
+        counted = ", ".join(f"{c.name} {_count(c.new)}" for c in comparison.counts[:3])
         kept = f"no count rose ({counted}, ...); "
     verdict = f"passed: {kept}no regression beyond {_limits(comparison)}"
     others = comparison.ungated_slower

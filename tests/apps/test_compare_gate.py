@@ -93,7 +93,7 @@ def test_a_much_faster_run_passes_although_one_phase_grew(
         "slower (not gated)",
     ]
     assert verdict(out) == (
-        "passed: no count rose (2 graphs compiled, 2 frames, 0 recompiles, ...); no regression beyond 150% "
+        "passed: no count rose (graphs compiled 2, frames 2, recompiles 0, ...); no regression beyond 150% "
         "and 0.25 s; 1 slower figure(s) not gated (phase)"
     )
 
@@ -315,7 +315,7 @@ def test_identical_counts_pass_with_seconds_within_the_bound_and_fail_beyond_it(
     out = capsys.readouterr().out
     assert all(count_row(out, name)[2] == "ok" for name in COUNTS)
     assert verdict(out) == (
-        "passed: no count rose (1 graphs compiled, 1 frames, 0 recompiles, ...); no regression beyond "
+        "passed: no count rose (graphs compiled 1, frames 1, recompiles 0, ...); no regression beyond "
         f"{pct:g}% and {floor:g} s"
     )
     assert cli.main(["compare", base, beyond]) == 1

@@ -79,7 +79,10 @@ def check(evidence: Evidence) -> Iterator[Finding]:
     for event in late:
         if event.kind in (NEW_FRAME, RECOMPILE) and event.compile_id in warmed:
             continue  # compile_after_warmup names it
-        owner = owner_of.get(event.compile_id)
+        # (work on a compiled graph's calls, an autotune or a CUDA-graph recording, keeps the
+        # kernel or graph it names)
+        compiled = event.kind in (NEW_FRAME, RECOMPILE, LAZY_BACKWARD)
+        owner = owner_of.get(event.compile_id) if compiled else None
         name, where = (owner[2], shared.located(owner)) if owner else (event.code_name, event.location)
         groups.setdefault((event.kind, event.component, name, where), []).append(event)
     by_id = {r.compile_id: r for r in evidence.records}
