@@ -105,7 +105,7 @@ def check(evidence: Evidence) -> Iterator[Finding]:
             "consulted": len(group),
             "compile_ids": shared.ids(missed),  # the records whose seconds it puts at stake
         }
-        if cold and not explained and not evidence.context.loaded_artifacts:
+        if cold and not evidence.context.loaded_artifacts:  # the "cold cache" advice above
             found[shared.FIX_KIND] = shared.DEPLOYMENT
         if explained:
             found["stored"] = [
