@@ -70,7 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--hogs", type=int, default=4)
-    parser.add_argument("--regressions", action="store_true", help="then judge three real regressions")
+    parser.add_argument("--regressions", action="store_true", help="first, judge three real regressions")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         start(Path(tmp) / "warm.json")
@@ -83,12 +83,12 @@ def main() -> None:
         verdicts: list[int] = []
         try:
             if args.regressions:
-                base = Path(tmp) / "unchanged.json"
-                start(base, *UNCHANGED, env=inductor)
+                unchanged = Path(tmp) / "unchanged.json"
+                start(unchanged, *UNCHANGED, env=inductor)
                 for name, changed in REGRESSIONS.items():
                     job = Path(tmp) / f"{changed[0]}-{changed[1]}-{changed[2]}.json"
                     start(job, *changed, env=inductor)
-                    status, line = gate(base, job)
+                    status, line = gate(unchanged, job)
                     print(f"{name}: exit {status}: {line}", flush=True)
             for i in range(args.pairs):
                 a_job, b_job = Path(tmp) / f"a{i}.json", Path(tmp) / f"b{i}.json"
