@@ -32,6 +32,9 @@ Served = tuple[subprocess.CompletedProcess[str], compiletrace.ProfileJob, Path]
 
 
 def _serve(tmp_path: Path, in_process: bool) -> Served:
+    """A cold start of serve_tiny.py under ``compiletrace run``. In-process, the program then
+    serves the requests its start-up did not warm up, under the after-ready gate (``error``:
+    a compile after ready fails the run)."""
     job_json, oracle = tmp_path / "job.json", tmp_path / "oracle.json"
     env = {
         **os.environ,
@@ -41,9 +44,11 @@ def _serve(tmp_path: Path, in_process: bool) -> Served:
         "VLLM_CPU_KVCACHE_SPACE": "1",
     }
     env.pop("VLLM_CPU_CI_ENV", None)  # it skips the CPU worker's warm-up, where the model compiles
+    gate = ["--after-ready", "error"] if in_process else []
+    requests = ["--requests"] if in_process else []
     proc = subprocess.run(
-        [sys.executable, "-m", "compiletrace", "run", "--json", str(job_json), "--",
-         sys.executable, str(PROGRAM), str(tmp_path / "model"), str(oracle)],
+        [sys.executable, "-m", "compiletrace", "run", *gate, "--json", str(job_json), "--",
+         sys.executable, str(PROGRAM), str(tmp_path / "model"), str(oracle), *requests],
         capture_output=True, text=True, timeout=TIMEOUT_S, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -53,7 +58,7 @@ def _serve(tmp_path: Path, in_process: bool) -> Served:
     return proc, job, oracle
 
 
-# One job per mode for the whole module: each is a cold compile of a minute or more.
+# One job per mode for the whole module: each is a cold start of vLLM, a minute or more.
 @pytest.fixture(scope="module")
 def in_process(tmp_path_factory: pytest.TempPathFactory) -> Served:
     return _serve(tmp_path_factory.mktemp("in-process"), in_process=True)
@@ -159,36 +164,19 @@ def test_multi_process_vllms_start_up_phases_are_in_the_worker_only(multi_proces
     assert others and all(_vllm_phases(p) == [] for p in others)
 
 
-REQUESTS = Path(__file__).resolve().parent.parent / "programs" / "serve_tiny_requests.py"
-
-
-def test_requests_the_warm_up_did_not_cover_compile_nothing_after_ready(tmp_path: Path) -> None:
+def test_requests_the_warm_up_did_not_cover_compile_nothing_after_ready(in_process: Served) -> None:
     """vLLM's CPU engine drops Dynamo's guards and compiles the token dimension dynamic: a
     prompt near the model's length and a batch of mixed lengths, none of them warmed up,
     compile nothing after its compile-and-warm-up phase (the default ready mark). The gate
     holds at zero, and says the mark fired."""
-    job_json = tmp_path / "job.json"
-    env = {
-        **os.environ,
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
-        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"),
-        "VLLM_CPU_KVCACHE_SPACE": "1",
-    }
-    env.pop("VLLM_CPU_CI_ENV", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "compiletrace", "run", "--after-ready", "error", "--json", str(job_json), "--",
-         sys.executable, str(REQUESTS), str(tmp_path / "model")],
-        capture_output=True, text=True, timeout=TIMEOUT_S, env=env, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    proc, _, oracle = in_process
     assert proc.stdout.splitlines()[-1].startswith("generated [")  # a random model: its own lengths
     assert proc.stdout.splitlines()[-1].count(",") == 3  # the batch of four was served
     gate = (
         "compiletrace: 0 compiles after ready (0.00 s); ready when its warm-up (vLLM: compile and warm up) "
     )
     assert gate + "ended" in proc.stderr
-    job = json.loads(job_json.read_text())
+    job = json.loads((oracle.parent / "job.json").read_text())
     assert (job["after_ready"]["fired"], job["after_ready"]["count"]) == (True, 0)
     (mark,) = job["after_ready"]["ready"]
     assert mark["how"] == "warm-up" and mark["what"] == engine_phases.VLLM_WARM_UP

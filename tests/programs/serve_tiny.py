@@ -1,14 +1,16 @@
 """An unmodified vLLM program: build a tiny random Llama (saved as safetensors with an
 offline tokenizer), start vLLM's CPU engine on it and generate a few tokens. Nothing in it
 knows of compiletrace. Writes torch's own per-compile figures of the process that compiled
-(the engine's, in-process) to ORACLE.json.
+(the engine's, in-process) to ORACLE.json. With --requests, it then serves the requests its
+start-up did not warm up (serve_tiny_requests.py's) before it writes them.
 
-    VLLM_ENABLE_V1_MULTIPROCESSING=0 python serve_tiny.py MODEL_DIR ORACLE
+    VLLM_ENABLE_V1_MULTIPROCESSING=0 python serve_tiny.py MODEL_DIR ORACLE [--requests]
 """
 
 import json
 import os
 import sys
+from typing import Any
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
@@ -41,6 +43,22 @@ def build(model_dir: str) -> None:
     LlamaForCausalLM(config).save_pretrained(model_dir, safe_serialization=True)
 
 
+def untried_requests(llm: Any) -> None:
+    """Requests the engine's start-up did not warm up: a prompt of one length, one near the
+    model's length, and a batch of mixed lengths; prints each one's generated lengths."""
+    from vllm import SamplingParams
+
+    greedy = SamplingParams(max_tokens=4, temperature=0.0)
+    words = [f"w{i % 256}" for i in range(300)]
+    for prompts in (
+        ["w1 w2 w3"],  # short
+        [" ".join(words[:200])],  # near the model's length
+        [" ".join(words[:n]) for n in (5, 37, 90, 150)],  # a batch of mixed lengths
+    ):
+        outputs = llm.generate(prompts, greedy)
+        print("generated", [len(o.outputs[0].token_ids) for o in outputs], flush=True)
+
+
 if __name__ == "__main__":
     model_dir, oracle = sys.argv[1], sys.argv[2]
     build(model_dir)
@@ -48,7 +66,9 @@ if __name__ == "__main__":
 
     llm = LLM(model=model_dir, dtype="float32", max_model_len=256, enforce_eager=False)
     outputs = llm.generate(["w1 w2 w3"], SamplingParams(max_tokens=4, temperature=0.0))
-    print("generated", len(outputs[0].outputs[0].token_ids), "tokens")
+    print("generated", len(outputs[0].outputs[0].token_ids), "tokens", flush=True)
+    if sys.argv[3:] == ["--requests"]:
+        untried_requests(llm)
     from torch._dynamo.utils import compilation_time_metrics, get_compilation_metrics
 
     rows = [

@@ -11,20 +11,12 @@ import sys
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
-from serve_tiny import build  # beside this program, on its path
+from serve_tiny import build, untried_requests  # beside this program, on its path
 
 if __name__ == "__main__":
     model_dir = sys.argv[1]
     build(model_dir)
-    from vllm import LLM, SamplingParams
+    from vllm import LLM
 
     llm = LLM(model=model_dir, dtype="float32", max_model_len=256, enforce_eager=False)
-    greedy = SamplingParams(max_tokens=4, temperature=0.0)
-    words = [f"w{i % 256}" for i in range(300)]
-    for prompts in (
-        ["w1 w2 w3"],  # short
-        [" ".join(words[:200])],  # near the model's length
-        [" ".join(words[:n]) for n in (5, 37, 90, 150)],  # a batch of mixed lengths
-    ):
-        outputs = llm.generate(prompts, greedy)
-        print("generated", [len(o.outputs[0].token_ids) for o in outputs], flush=True)
+    untried_requests(llm)
