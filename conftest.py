@@ -114,3 +114,37 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     with _no_process_unless_slow(item):
         return (yield)
+
+
+# --- Where the suite's CPU goes: COMPILETRACE_TEST_CPU_LOG=FILE appends one JSON line per test
+# (its CPU seconds, this process's and every process it started and waited for, and its wall
+# seconds). Wall time misleads here: under parallel workers and load, a test's wall is other
+# tests' CPU too. .ci/run sets it and prints the costliest (.ci/test_cpu.py).
+_CPU_LOG = os.environ.get("COMPILETRACE_TEST_CPU_LOG")
+
+
+def _cpu_s() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not _CPU_LOG:
+        return (yield)
+    import json
+    import time
+
+    cpu, wall = _cpu_s(), time.monotonic()
+    try:
+        return (yield)
+    finally:
+        line = {
+            "test": item.nodeid,
+            "cpu_s": round(_cpu_s() - cpu, 3),
+            "wall_s": round(time.monotonic() - wall, 3),
+        }
+        with open(_CPU_LOG, "a") as log:  # one short append per test: whole lines from every worker
+            log.write(json.dumps(line) + "\n")
