@@ -126,6 +126,7 @@ __all__ = [
     "UntilReady",
     "Verdict",
     "decided",
+    "group_by_fix",
     "judge",
     "measure_edit",
     "measure_plan",
@@ -135,6 +136,7 @@ __all__ = [
     "trial_differences",
     "verified_findings",
     "verify_command",
+    "verify_fixes",
     "verify_job",
     "verify_lines",
     "verify_profile_run",
@@ -236,21 +238,57 @@ class Verdict:
     # Whether its seconds decide: not for a fix that makes code compile (it costs them by design).
     seconds_judged: bool = True
     why: str = ""  # why the verdict is not "verified", in a line ("" for verified)
+    # The other findings whose first fix this is (the same runs answer them): the fix's stake
+    # is theirs and this one's together (:func:`group_by_fix`).
+    answers: tuple[Finding, ...] = ()
 
     @property
     def at_stake_s(self) -> float:
         """The seconds the finding put at stake: what the doctor said its fix can save."""
-        stake = self.finding.evidence.get(AT_STAKE)
-        seconds = stake.get("seconds") if isinstance(stake, dict) else None
-        return float(seconds) if isinstance(seconds, (int, float)) else self.finding.seconds
+        return _stake_s(self.finding)
+
+    @property
+    def fix_stake_s(self) -> float:
+        """What the fix put at stake: the stakes of every finding it answers first, added (the
+        doctor hands each compile's seconds to one finding only, so they never overlap)."""
+        return self.at_stake_s + sum(_stake_s(f) for f in self.answers)
 
     @property
     def calibration(self) -> float | None:
-        """Seconds saved over seconds at stake (CPU): 1.0 is an exact estimate (None where
-        the seconds do not decide the verdict)."""
-        if self.cpu is None or self.at_stake_s <= 0 or not self.seconds_judged:
+        """Seconds the fix saved over the seconds it put at stake (CPU; every finding it
+        answers first: one number per fix): 1.0 is an exact estimate (None where the seconds
+        do not decide the verdict)."""
+        if self.cpu is None or self.fix_stake_s <= 0 or not self.seconds_judged:
             return None
-        return self.cpu.saving / self.at_stake_s
+        return self.cpu.saving / self.fix_stake_s
+
+
+def _stake_s(finding: Finding) -> float:
+    stake = finding.evidence.get(AT_STAKE)
+    seconds = stake.get("seconds") if isinstance(stake, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) else finding.seconds
+
+
+def _answered_together(v: Verdict) -> bool:
+    """Whether a verdict's fix is its finding's first, measured: a fix other findings may
+    share (not an alternative, a gate or a fix that needs an edit)."""
+    first = v.fix is not None and v.fix == automatic_fix(v.finding)
+    return first and not v.alternative and v.after is not None
+
+
+def group_by_fix(verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Each verdict with the other findings its fix answers first (``answers``): a fix that
+    answers several findings is judged once, on the stakes of all of them."""
+    firsts: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        if _answered_together(v):
+            firsts.setdefault(str(v.fix), []).append(v)
+    out = []
+    for v in verdicts:
+        shared = firsts.get(str(v.fix), []) if _answered_together(v) else []
+        others = tuple(o.finding for o in shared if o is not v)
+        out.append(replace(v, answers=others) if others else v)
+    return out
 
 
 def slowdown(before: Trial, after: Trial) -> float | None:
@@ -444,7 +482,7 @@ def verify_command(
             if cut and rounds > 1:
                 verdict = _unjudged_by_budget(verdict)
             verdicts.append(replace(verdict, finding=finding))
-    return verdicts
+    return group_by_fix(verdicts)
 
 
 def twin_in(trial: Trial, finding: Finding) -> Finding | None:
@@ -812,6 +850,8 @@ def _measured(v: Verdict) -> dict[str, object]:
                 [round(t.compile_s, 4) for t in v.fix_runs],
             ],
         )
+    if v.answers:  # the fix answers other findings first too: its stake is theirs and this one's
+        measured.update(answers=[_row_name(f) for f in v.answers], fix_at_stake_s=round(v.fix_stake_s, 4))
     if v.cpu is not None:
         measured.update(
             at_stake_s=round(v.at_stake_s, 4),
@@ -839,36 +879,61 @@ def _figures(trial: Trial, runs: Sequence[Trial] = ()) -> TrialFigures:
     )
 
 
+def _row_name(finding: Finding) -> str:
+    return finding.kind.value + (f" ({finding.component})" if finding.component else "")
+
+
 def verify_rows(verdicts: Iterable[Verdict]) -> list[VerifyRow]:
-    """The table's rows: each verdict's figures, as plain data (a fix that slowed the
-    compiled model's call beyond the trials' spread says by how much)."""
+    """The table's rows: each fix's figures, as plain data: one row per fix, naming every
+    finding it answers first (their stakes added, one calibration), and a row for each fix
+    measured otherwise (an alternative, a gate, one that needs an edit); a fix that slowed
+    the compiled model's call beyond the trials' spread says by how much."""
     rows = []
+    verdicts = list(verdicts)
+    shown: set[str] = set()  # fixes that have their row, with every finding they answer
     for v in verdicts:
+        if v.answers and v.fix in shown:
+            continue
         after = v.after
+        names, why = [_row_name(v.finding)], v.why
+        if v.answers:
+            shown.add(str(v.fix))
+            mates = [o for o in verdicts if o is not v and o.fix == v.fix and o.finding in v.answers]
+            names += [_row_name(o.finding) for o in mates]
+            # The counts are each finding's judge's: where another's verdict differs, it is said.
+            differ = [f"{_row_name(o.finding)}: {o.verdict}" for o in mates if o.verdict != v.verdict]
+            why = "; ".join(w for w in (why, *differ) if w)
         gate = v.fix is not None and v.finding.evidence.get(GATE_FIX) == v.fix
         slower = None
         if after is not None and slowed_beyond_noise(v.before, after):
             slower = slowdown(v.before, after)
         rows.append(
             VerifyRow(
-                v.finding.kind.value + (f" ({v.finding.component})" if v.finding.component else ""),
+                " + ".join(names),
                 v.fix,
                 _figures(v.before, v.base_runs),
                 None if after is None else _figures(after, v.fix_runs),
                 v.verdict,
                 slower,
-                at_stake_s=v.at_stake_s,
+                at_stake_s=v.fix_stake_s,
                 # A gate saves no seconds: what its stopped run did not compile is no saving.
                 saved_cpu=None if v.cpu is None or gate else (v.cpu.saving, v.cpu.spread),
                 saved_wall=None if v.wall is None or gate else (v.wall.saving, v.wall.spread),
                 calibration=v.calibration,
                 rounds=len(v.fix_runs) or 1,
                 alternative=v.alternative,
-                why=v.why,
+                why=why,
                 gate=gate,
+                answers=tuple(names),
             )
         )
     return rows
+
+
+def verify_fixes(verdicts: Iterable[Verdict]) -> list[dict[str, object]]:
+    """One entry per fix measured, for the doctor's JSON (``"fixes"``): the findings it
+    answers, its stake (theirs together), its saving, its calibration and its verdict."""
+    return [row.to_dict() for row in verify_rows(verdicts) if row.fix is not None]
 
 
 def verify_table(verdicts: Iterable[Verdict], notes: Sequence[str] = ()) -> VerifyTable:

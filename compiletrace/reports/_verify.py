@@ -1,5 +1,5 @@
 """The before/after table of ``compiletrace doctor --verify``, as text and as the table the
-HTML page renders: one row per finding, from plain figures
+HTML page renders: one row per fix (naming every finding it answers first), from plain figures
 (:class:`~compiletrace._data.verify.VerifyRow`); measuring and judging them is
 ``compiletrace._app.verify``'s.
 
@@ -30,8 +30,8 @@ MAX_FIX_CELL = 40  # a fix spelled longer is written under the table, whole
 
 @dataclass(frozen=True)
 class VerifyTable:
-    """The before/after table, one row per finding, and the lines under it (for text and
-    HTML alike)."""
+    """The before/after table, one row per fix, and the lines under it (for text and HTML
+    alike)."""
 
     header: list[str]
     rows: list[list[str]]
@@ -78,9 +78,9 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequenc
     over = [row.finding for row in rows if row.calibration is not None and row.calibration > 1]
     if over:
         notes.append(
-            f"A calibration above 1 ({', '.join(dict.fromkeys(over))}): the fix saved seconds that "
-            "another finding put at stake too (each compile's seconds are at stake in one finding "
-            "only, the first whose fix saves them), or more than the doctor estimated."
+            f"A calibration above 1 ({', '.join(dict.fromkeys(over))}): the fix saved seconds that a "
+            "finding it does not answer first put at stake (each compile's seconds are at stake in one "
+            "finding only, the first whose fix saves them), or more than the doctor estimated."
         )
     if any(row.gate for row in rows):
         notes.append(
@@ -97,7 +97,7 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequenc
         "that spread, the baseline's own move between rounds (its whole range with two rounds) and 3% of "
         "the compile; one that costs seconds made it slower; one that leaves code "
         "uncompiled that compiled as it is runs uncompiled, whatever it saved. Calibration: saved over at "
-        "stake."
+        "stake, one per fix (the stakes of every finding it answers first, added)."
         + (f" Call ms: the median of {steady_calls} calls after the warm-up." if steady else "")
         + (" One round: the seconds are not judged." if rounds == 1 else "")
     )
@@ -105,7 +105,7 @@ def verify_table(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequenc
 
 
 def verify_lines(rows: Sequence[VerifyRow], *, steady_calls: int, notes: Sequence[str] = ()) -> list[str]:
-    """The before/after table as text, one row per finding, and the notes under it."""
+    """The before/after table as text, one row per fix, and the notes under it."""
     if not rows:
         return ["No findings: nothing to verify."]
     table = verify_table(rows, steady_calls=steady_calls, notes=notes)

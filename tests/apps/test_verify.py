@@ -725,8 +725,8 @@ def test_a_gate_that_held_is_shown_apart_from_the_fixes() -> None:
 
 
 def test_a_calibration_above_one_is_explained_under_the_table() -> None:
-    """A fix that saved more than its finding put at stake (another finding claimed the
-    compiles it shares first) says why its calibration is above 1."""
+    """A fix that saved more than its findings put at stake (a finding whose first fix is
+    another claimed the compiles it shares first) says why its calibration is above 1."""
     before = _trial(4, recompiles=2, cpu_s=4.0)
     (finding,) = before.findings
     staked = replace(finding, evidence={**finding.evidence, "at_stake": {"seconds": 0.5}})
@@ -735,8 +735,51 @@ def test_a_calibration_above_one_is_explained_under_the_table() -> None:
     v = _verdict(staked, "mark-dynamic=L['x']:0", base, fixed, alternative=False)
     assert v.verdict == VERIFIED and v.calibration == pytest.approx(4.0)
     (note,) = [n for n in verify_table([v]).notes if n.startswith("A calibration above 1")]
-    assert "recompiles (lm)" in note and "another finding put at stake too" in note
+    assert "recompiles (lm)" in note and "a finding it does not answer first put at stake" in note
     under = [
         v for v in (replace(v, cpu=seconds_effect([4.0, 4.1], [3.9, 3.95])),) if v.calibration is not None
     ]
     assert not [n for n in verify_table(under).notes if n.startswith("A calibration above 1")]
+
+
+def test_a_fix_that_answers_two_findings_is_one_row_on_their_stakes_together(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two findings whose first fix is the same: the same runs answer both, so the fix is one
+    row naming both, its stake theirs added, one calibration; an alternative keeps its own."""
+    from compiletrace._app.verify import group_by_fix, verify_fixes
+
+    base = [_trial(4, recompiles=2, cpu_s=s) for s in (5.0, 5.4, 5.1)]
+    (finding,) = base[0].findings
+    fix = finding.evidence["auto_fix"]
+    lm = replace(finding, seconds=0.5, evidence={**finding.evidence, "at_stake": {"seconds": 0.5}})
+    vision = replace(lm, component="vision", evidence={**lm.evidence, "at_stake": {"seconds": 0.75}})
+    fixed = [_trial(2, cpu_s=s) for s in (3.9, 4.0, 4.2)]
+    other = [_trial(2, cpu_s=s) for s in (6.9, 7.0, 7.2)]
+    verdicts = group_by_fix(
+        [
+            _verdict(lm, fix, base, fixed, alternative=False),
+            _verdict(vision, fix, base, fixed, alternative=False),
+            _verdict(lm, "dynamic-shapes", base, other, alternative=True),
+        ]
+    )
+    assert [v.answers for v in verdicts] == [(vision,), (lm,), ()]
+    assert verdicts[0].fix_stake_s == pytest.approx(1.25)
+    assert verdicts[0].calibration == verdicts[1].calibration == pytest.approx(1.1 / 1.25)
+    # One row for the fix, both findings named; the alternative's own row, on its finding's stake.
+    rows = verify_rows(verdicts)
+    assert [r.finding for r in rows] == ["recompiles (lm) + recompiles (vision)", "recompiles (lm)"]
+    assert rows[0].at_stake_s == pytest.approx(1.25) and rows[0].calibration == pytest.approx(0.88)
+    assert rows[1].alternative and rows[1].at_stake_s == pytest.approx(0.5)
+    # The JSON: each finding says what else its fix answers and the fix's stake; one entry per fix.
+    measured = [f.evidence["verify"] for f in verified_findings(verdicts)]
+    assert measured[0]["answers"] == ["recompiles (vision)"] and measured[1]["answers"] == ["recompiles (lm)"]
+    assert measured[0]["fix_at_stake_s"] == 1.25 and measured[0]["calibration"] == 0.88
+    (first, alternative) = verify_fixes(verdicts)
+    assert first["fix"] == fix and first["answers"] == ["recompiles (lm)", "recompiles (vision)"]
+    assert (first["at_stake_s"], first["calibration"]) == (1.25, 0.88)
+    assert alternative["answers"] == ["recompiles (lm)"] and alternative["alternative"] is True
+    # The text table: one row for the fix.
+    monkeypatch.setenv("COLUMNS", "200")
+    text = "\n".join(verify_lines(verdicts))
+    assert text.count("recompiles (lm) + recompiles (vision)") == 1, text

@@ -198,16 +198,24 @@ def _says(args: argparse.Namespace) -> bool:
 
 
 def _write_findings(
-    args: argparse.Namespace, findings: Any, verify: Any = None, plan: Any = None, differ: Sequence[str] = ()
+    args: argparse.Namespace,
+    findings: Any,
+    verify: Any = None,
+    plan: Any = None,
+    differ: Sequence[str] = (),
+    fixes: Sequence[dict[str, object]] = (),
 ) -> None:
     """The doctor's --json and --html outputs (``verify``: the before/after table; ``plan``:
     every verified fix together, measured, beside the findings in the JSON; ``differ``: how
-    the trials differed from the job, as ``"trials_differ"``)."""
+    the trials differed from the job, as ``"trials_differ"``; ``fixes``: one entry per fix
+    measured, as ``"fixes"``)."""
     from compiletrace._data.findings import doctor_dict
     from compiletrace.reports import doctor_html_report
 
     if args.json:
         data = doctor_dict(findings)
+        if fixes:
+            data["fixes"] = list(fixes)
         if plan is not None:
             data["plan"] = plan.to_dict()
         if differ:
@@ -248,6 +256,7 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
         profile_command,
         trial_differences,
         verified_findings,
+        verify_fixes,
         verify_job,
         verify_lines,
         verify_profile_run,
@@ -321,5 +330,6 @@ def _verify(args: argparse.Namespace, job: Any, fail_on: set[str]) -> int:
         print("\n".join(verify_lines(verdicts, notes)))
         if plan is not None:
             print(plan.line())
-    _write_findings(args, findings, verify_table(verdicts, notes) if verdicts else None, plan, notes)
+    table = verify_table(verdicts, notes) if verdicts else None
+    _write_findings(args, findings, table, plan, notes, verify_fixes(verdicts))
     return EXIT_FAILED if any(f.kind in fail_on for f in findings) else EXIT_OK
