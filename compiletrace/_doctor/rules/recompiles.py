@@ -13,7 +13,8 @@ from the count of recompiles:
 - a size torch specialises (N -> 1: prefill then decode), a cache's flag, a relation between
   sizes already dynamic, a decorator's own arguments: nothing a setting removes;
 - a value, an object, a dtype, the grad mode, a backend: the recompile itself, once its
-  cause is fixed in the code.
+  cause is fixed in the code; at stake only where the finding's first fix is that edit (where
+  it is marking a dimension dynamic, the stake is what marking saves).
 """
 
 from __future__ import annotations
@@ -151,12 +152,17 @@ def _mark_dynamic_fix(
 
 
 def claims(finding: Finding, evidence: Evidence) -> list[Claim]:
-    """The static graphs marking the dimensions dynamic would never compile, whole; and the
+    """What the finding's first fix saves, whole. Marking the dimensions dynamic (its fix
+    wherever torch made a size dynamic): the static graphs it would never compile, and
+    nothing of the recompiles it leaves (a relation between sizes, a value: an edit removes
+    those, and the finding's fix says how). With no such fix: those static graphs and the
     recompiles whose cause a code change removes (a value, an object, a call made the same
-    way each time), whole."""
+    way each time)."""
     named = named_records(finding, evidence)
     spent = evidence.first_group(named)
     statics = [static for static, _ in superseded(spent)]
+    if finding.evidence.get("dynamic_sources"):  # the first fix marks them dynamic
+        return [Claim(r, 1.0) for r in dict.fromkeys(statics)]
     removable = [
         r
         for r in named
