@@ -12,8 +12,12 @@ a fix decided after two rounds runs no third, and ``--budget S`` bounds each cas
 Prints one Markdown row per finding and fix: case, finding, fix, frame compiles, seconds at
 stake (CPU, what the doctor said the fix can save), seconds saved (the median of the rounds'
 paired differences ± half their range, CPU and wall), calibration (saved / at stake, CPU) and
-the verdict with its why (every verdict but verified's); then each case's plan (every
-verified fix together, measured once more) and the machine's load before and after.
+the verdict with its why (every verdict but verified's); then one row per fix (the findings it
+answers first, their stakes added, one calibration), each case's plan (every verified fix
+together, measured in its own paired rounds), the calibration of each fix kind (the median
+over the cases of its first fixes) and the doctor's goals read from them: no first fix that
+makes start-up slower, at least 80% of first fixes saving 0.5-2x their stake, and how many
+cases end with a plan. With ``--json OUT``: the rows, the fixes and the plans, as written.
 
     python benchmarks/verify_cases.py [--cases llm-lengths,layers] [--rounds 3] [--jobs 2] [--json OUT]
 """
@@ -112,7 +116,8 @@ def _row(case: str, finding: dict[str, Any], measured: dict[str, Any]) -> dict[s
     }
 
 
-PLANS: dict[str, str] = {}  # case -> its plan line
+PLANS: dict[str, dict[str, Any]] = {}  # case -> its plan, as the doctor's JSON holds it
+FIXES: list[dict[str, Any]] = []  # every case's fixes, as the doctor's JSON holds them, with the case
 
 
 def _verify(
@@ -141,7 +146,8 @@ def _verify(
     rows = []
     written = json.loads(Path(out).read_text())
     if "plan" in written:
-        PLANS[case] = _portable(str(written["plan"]["line"]))
+        PLANS[case] = written["plan"]
+    FIXES.extend({"case": case, **fix} for fix in written.get("fixes", []))
     for finding in written["findings"]:
         evidence = finding["evidence"]
         rows.append(_row(case, finding, evidence.get("verify", {})))
@@ -189,6 +195,60 @@ def _number(value: object) -> str:
     return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
 
 
+CALIBRATED = (0.5, 2.0)  # a fix saves between half and twice what the doctor put at stake
+SLOWER = "made it slower"
+
+
+def fix_kind(fix: str) -> str:
+    """A fix's kind: its name without its argument (``mark-dynamic`` of ``mark-dynamic=L['x']:0``)."""
+    return fix.partition("=")[0]
+
+
+def first_fixes(fixes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fixes each finding offers first: no alternative, no gate."""
+    return [f for f in fixes if not f.get("alternative") and not f.get("gate") and f.get("fix")]
+
+
+def goals(fixes: Sequence[dict[str, Any]], plans: int) -> list[str]:
+    """The doctor's goals, read from every case's fixes: each kind's median calibration, the
+    first fixes that made start-up slower, the share within 0.5-2x of their stake, the plans.
+
+    >>> goals([{"fix": "mark-dynamic=x", "calibration": 0.9, "verdict": "verified"},
+    ...        {"fix": "mark-dynamic=y", "calibration": -0.3, "verdict": "made it slower"},
+    ...        {"fix": "dynamic-shapes", "calibration": 3.0, "verdict": "verified", "alternative": True}], 1)
+    ['mark-dynamic: median calibration 0.30 over 2 first fixes (outside 0.5-2)', \
+'first fixes that made start-up slower: 1 (mark-dynamic=y)', \
+'first fixes within 0.5-2x of their stake: 1 of 2 (50%; the goal: 80%)', 'cases with a plan: 1']
+    """
+    first = first_fixes(fixes)
+    judged = [f for f in first if isinstance(f.get("calibration"), (int, float))]
+    lines = []
+    by_kind: dict[str, list[float]] = {}
+    for f in judged:
+        by_kind.setdefault(fix_kind(f["fix"]), []).append(float(f["calibration"]))
+    for kind, values in sorted(by_kind.items()):
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        inside = CALIBRATED[0] <= median <= CALIBRATED[1]
+        lines.append(
+            f"{kind}: median calibration {median:.2f} over {len(values)} first fix"
+            + ("es" if len(values) != 1 else "")
+            + ("" if inside else f" (outside {CALIBRATED[0]:g}-{CALIBRATED[1]:g})")
+        )
+    slower = [f["fix"] for f in first if f.get("verdict") == SLOWER]
+    named = f" ({', '.join(slower)})" if slower else ""
+    lines.append(f"first fixes that made start-up slower: {len(slower)}{named}")
+    within = [f for f in judged if CALIBRATED[0] <= f["calibration"] <= CALIBRATED[1]]
+    share = len(within) / len(judged) if judged else 0.0
+    lines.append(
+        f"first fixes within {CALIBRATED[0]:g}-{CALIBRATED[1]:g}x of their stake: {len(within)} of "
+        f"{len(judged)} ({share:.0%}; the goal: 80%)"
+    )
+    lines.append(f"cases with a plan: {plans}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES))
@@ -225,14 +285,32 @@ def main() -> None:
             r["verdict"] + (f": {_portable(r['why'])}" if r.get("why") else ""),
         ]
         print("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
-    for case, line in PLANS.items():
-        print(f"\n{case}: {line}")
+    print("\n| case | fix | answers | at stake s | saved CPU s | calibration | verdict |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for f in FIXES:
+        marked = f["fix"] + (" (also)" if f.get("alternative") else " (gate)" if f.get("gate") else "")
+        cells = [
+            f["case"],
+            _portable(marked),
+            ", ".join(f.get("answers", [])),
+            _number(f.get("at_stake_s")),
+            _saved(f.get("saved_cpu_s")),
+            _number(f.get("calibration")),
+            f.get("verdict", "-"),
+        ]
+        print("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
+    for case, plan in PLANS.items():
+        print(f"\n{case}: {_portable(str(plan.get('line')))}")
+    print()
+    for line in goals(FIXES, len(PLANS)):
+        print(line)
     print(
         f"\nload average (1, 5, 15 min): {load_before} before, {_load()} after; {args.rounds} rounds, "
         f"--jobs {args.jobs}"
     )
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(rows, indent=1))
+        written = {"rows": rows, "fixes": FIXES, "plans": PLANS, "rounds": args.rounds, "jobs": args.jobs}
+        Path(args.json_out).write_text(_portable(json.dumps(written, indent=1)))
 
 
 if __name__ == "__main__":
