@@ -215,8 +215,10 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
     assert cli.main(["run", "--json", str(job), "--", sys.executable, PROGRAM]) == 0
     capsys.readouterr()
 
-    # --json -: the findings alone on stdout (the program's own output goes to stderr); a
-    # --fail-on kind present: exit 1. Two rounds, base and fixes interleaved.
+    # --json -: the findings alone on stdout (the program's own output goes to stderr), the
+    # same verdicts as a table in the HTML page; a --fail-on kind present: exit 1. Two rounds,
+    # base and fixes interleaved.
+    page = tmp_path / "verified.html"
     command = [
         "doctor",
         "--verify",
@@ -226,6 +228,8 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
         "2",
         "--json",
         "-",
+        "--html",
+        str(page),
         "--fail-on",
         "graph_break",
     ]
@@ -268,14 +272,12 @@ def test_doctor_verify_reruns_the_program_once_per_fix_and_measures_each(
         assert measured["verdict"] == with_seconds(VERIFIED, effect), kind
         assert measured["at_stake_s"] == found[kind].evidence["at_stake"]["seconds"]
 
-    page = tmp_path / "verified.html"
-    assert cli.main(["doctor", "--verify", "--trust", str(job), "--rounds", "1", "--html", str(page)]) == 0
-    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("recompiles (Model)")]
-    assert "mark-dynamic=" in row and "4 -> 2" in row and row.endswith("verified")  # one round: counts
     # The same table in the HTML page, under the findings (each with what was measured).
     html = page.read_text()
     assert 'data-table="verify"' in html and "<td>recompiles (Model)</td><td>mark-dynamic=" in html
-    assert "<td>verified</td>" in html and "verdict: verified" in html
+    assert "<td>4 -&gt; 2</td>" in html  # the frame compiles, before -> after
+    verdicts = {str(m["verdict"]).partition(":")[0] for m in verified.values()}
+    assert all(f"verdict: {v}" in html for v in verdicts), html
     # Without --verify: the findings alone.
     plain = tmp_path / "findings.html"
     assert cli.main(["doctor", str(job), "--html", str(plain)]) == 0
