@@ -98,7 +98,7 @@ from compiletrace._doctor import (
     why_not_verified,
     with_seconds,
 )
-from compiletrace._doctor.shared import GATE_FIX, OTHER_FIXES
+from compiletrace._doctor.shared import AUTO_FIX, GATE_FIX, OTHER_FIXES
 from compiletrace._doctor.verdicts import same_finding
 from compiletrace._io.errors import UsageError
 from compiletrace._io.signals import owned_temporary_directory
@@ -466,10 +466,9 @@ def verify_command(
     verdicts = []
     for finding in judged:
         own = fixes_to_verify(finding)  # its fix, then its gate (a finding may name both: a row each)
-        if not own:
+        if not own:  # an edit: said so; the fixes it names to try, measured with the alternatives
             why = why_not_verified(MANUAL, MANUAL, finding, base[0], None, None)
             verdicts.append(Verdict(finding, None, base[0], None, MANUAL, tuple(base), why=why))
-            continue
         twin = twins[id(finding)]
         for fix in _fixes_of(finding, alternatives):
             if twin is None:
@@ -628,10 +627,9 @@ def measure_edit(
 
 
 def _fixes_of(finding: Finding, alternatives: bool) -> list[str]:
-    """The fix a finding names and its gate, then (with ``alternatives``) the others it names."""
+    """The fix a finding names and its gate, then (with ``alternatives``) the others it names
+    (a finding whose own fix is an edit may name one to try as the program is)."""
     own = fixes_to_verify(finding)
-    if not own:
-        return []
     others = finding.evidence.get(OTHER_FIXES) if alternatives else None
     extra = [str(f) for f in others if isinstance(f, str)] if isinstance(others, list) else []
     return list(dict.fromkeys([*own, *extra]))
@@ -650,11 +648,18 @@ def _verdict(
     cpu = seconds_effect([t.compile_cpu_s for t in base], [t.compile_cpu_s for t in runs])
     wall = seconds_effect([t.compile_s for t in base], [t.compile_s for t in runs])
     rule = rule_for(finding.kind)
-    judged = rule.seconds_judged(finding)
-    counts = judge(finding, before, after)
+    # Another fix than the finding's own (an alternative, one to try) is judged as that fix:
+    # the finding as if it named it first (regional compilation's judge is its own).
+    as_fix = (
+        finding
+        if fix == automatic_fix(finding) or fix == finding.evidence.get(GATE_FIX)
+        else replace(finding, evidence={**finding.evidence, AUTO_FIX: fix})
+    )
+    judged = rule.seconds_judged(as_fix)
+    counts = judge(as_fix, before, after)
     # What the fix did to the compiled program, in any round: code left uncompiled.
     uncompiled = next(
-        (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(finding, b, t))), None
+        (why for b, t in zip(base, runs, strict=False) if (why := uncompiled_why(as_fix, b, t))), None
     )
     not_judged = next((t.not_judged for t in (*runs, *base[: len(runs)]) if t.not_judged), "")
     if not_judged:
@@ -679,7 +684,7 @@ def _verdict(
         if verdict == NOT_JUDGED
         else uncompiled
         if verdict == UNCOMPILED and uncompiled
-        else why_not_verified(verdict, counts, finding, before, after, cpu)
+        else why_not_verified(verdict, counts, as_fix, before, after, cpu)
     )
     return Verdict(
         finding, fix, before, after, verdict, tuple(base), tuple(runs), cpu, wall, alternative, judged, why

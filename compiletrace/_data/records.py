@@ -297,8 +297,8 @@ class RepeatedBlock(NamedTuple):
     module stack Dynamo leaves on the graph's nodes.
 
     >>> b = RepeatedBlock("Qwen2DecoderLayer", "transformers.models.qwen2", 10, 610, 61, 61, 654)
-    >>> round(b.share, 3), RepeatedBlock.from_dict(b._asdict()) == b
-    (0.933, True)
+    >>> round(b.share, 3), RepeatedBlock.from_dict(b.to_dict()) == b, "reads_own_cache" in b.to_dict()
+    (0.933, True, False)
     """
 
     class_name: str  # the block's class (its qualified name)
@@ -308,6 +308,17 @@ class RepeatedBlock(NamedTuple):
     smallest: int  # operations of the smallest call ...
     largest: int  # ... and of the largest: equal for identical layers
     graph_ops: int  # every operation of the graph
+    # Each call reads and updates a cache layer of its own (transformers' cache, use_cache=True):
+    # compiled on its own, the block specialises on its layer and compiles a graph per call.
+    reads_own_cache: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a file holds them: ``reads_own_cache`` only where it is true, so a
+        record without it reads and writes back as it was."""
+        data = self._asdict()
+        if not self.reads_own_cache:
+            del data["reads_own_cache"]
+        return data
 
     @property
     def share(self) -> float:
@@ -326,6 +337,7 @@ class RepeatedBlock(NamedTuple):
             f.integer("smallest", minimum=0),
             f.integer("largest", minimum=0),
             f.integer("graph_ops", minimum=0),
+            f.boolean("reads_own_cache", False),  # absent from files written before it
         )
 
 
@@ -548,7 +560,7 @@ class GraphRecord:
         data["cache_lookups"] = [c.to_json() for c in self.cache_lookups]
         data["trace_cost"] = [n.to_json() for n in self.trace_cost]
         data["frame_lines"] = [list(line) for line in self.frame_lines]
-        data["repeated_block"] = None if self.repeated_block is None else self.repeated_block._asdict()
+        data["repeated_block"] = None if self.repeated_block is None else self.repeated_block.to_dict()
         data["dynamic_sources"] = list(self.dynamic_sources)
         if self.settings:
             data["settings"] = dict(self.settings)

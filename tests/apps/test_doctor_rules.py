@@ -183,6 +183,25 @@ def test_repeated_block() -> None:
     assert staked.seconds == pytest.approx(claimable_ns(record) * share / 1e9)
 
 
+def test_repeated_blocks_that_update_a_cache_layer_each_are_an_edit_first() -> None:
+    """Blocks seen updating a cache layer each would each specialise on it compiled on their
+    own: the fix is the call without a cache, then the block on its own (an edit); regional
+    compilation as the program is stands as a fix to try, never first."""
+    run = read(RUNS / "repeated_block.run.json")
+    assert isinstance(run, Run)
+    (record,) = run.graph_records
+    assert record.repeated_block is not None
+    cached = replace(record, repeated_block=record.repeated_block._replace(reads_own_cache=True))
+    (finding,) = rule_for("repeated_block").check(gather_evidence(replace(run, graph_records=(cached,))))
+    assert "auto_fix" not in finding.evidence and finding.evidence["reads_own_cache"] is True
+    regional = Fix.REGIONAL_COMPILE.spelled("Block")
+    assert finding.evidence["other_fixes"] == [regional]
+    assert (
+        "use_cache=False" in finding.fix
+        and f"To try as the program is: compiletrace run --apply {regional}" in (finding.fix)
+    )
+
+
 def test_repeated_block_is_not_the_halves_a_break_split() -> None:
     """Four blocks each in a frame of its own (graph breaks between them): one block per
     graph, no block repeated inside one; the across-frames rule speaks of them."""

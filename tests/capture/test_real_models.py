@@ -525,3 +525,27 @@ def test_compiling_layer_by_layer_compiles_as_often_as_torch_compile() -> None:
     assert plain == ours == ["0/0"]
     (record,) = reg.records()
     assert record.status is CompileStatus.OK and not record.recompile_limit_hit
+
+
+def test_blocks_that_update_a_cache_layer_each_are_seen_doing_so() -> None:
+    """GPT-2 compiled whole: on transformers' defaults (use_cache=True) each block updates its
+    own layer of the cache, which a block compiled on its own would specialise on; without a
+    cache, the same blocks read none."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(
+        vocab_size=128, n_positions=64, n_embd=32, n_layer=4, n_head=2, bos_token_id=2, eos_token_id=1,
+        pad_token_id=0,
+    )  # fmt: skip
+    model = transformers.GPT2LMHeadModel(config).eval()
+    seen = {}
+    for use_cache in (True, False):
+        reg = Registry()
+        compiled = compiletrace.compile(model, backend="aot_eager", registry=reg)
+        with torch.no_grad():
+            compiled(input_ids=token_ids(0, 8), use_cache=use_cache)
+        (record,) = reg.records()
+        block = record.repeated_block
+        assert block is not None and (block.class_name, block.instances) == ("GPT2Block", 4)
+        seen[use_cache] = block.reads_own_cache
+        torch._dynamo.reset()
+    assert seen == {True: True, False: False}

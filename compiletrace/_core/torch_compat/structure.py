@@ -10,11 +10,16 @@ What is used, and why:
   of a function that a graph break cut off, and a graph that holds N calls of one block
   (a model of N identical layers compiled whole) is seen as that. On 2.13 it maps an id to
   ``(path, class)``, outermost module first (``("L['args'][0].model.layers.3", Qwen2DecoderLayer)``).
+- The ``stack_trace`` Dynamo leaves on them: whether a repeated block's calls update a cache
+  layer of their own (the trace passes through transformers' ``cache_utils.py``), which a
+  block compiled on its own would specialise on, a graph per call. Absent, the block is
+  taken to read none (the doctor's earlier word).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,6 +93,36 @@ def graph_block(gm: Any) -> str | None:
         return None
 
 
+# Where a node's stack trace (Dynamo's node.meta["stack_trace"]) passes through a cache's own
+# update: transformers' cache layers (cache_utils.py), one per decoder layer.
+_CACHE_UPDATE_FILES = (f"{os.sep}transformers{os.sep}cache_utils.py",)
+
+
+def _reads_own_cache(gm: Any, key: tuple[str, str]) -> bool:
+    """Whether the block's calls update a cache (a layer of it each, as transformers' decoder
+    layers do with use_cache=True): the stack trace of one of their operations passes
+    through the cache's update."""
+    for node in gm.graph.nodes:
+        if node.op not in _OPERATIONS:
+            continue
+        classes = (node.meta.get("nn_module_stack") or {}).values()
+        if not any(_class_key(cls) == key for _, cls in classes):
+            continue
+        trace = node.meta.get("stack_trace")
+        if isinstance(trace, str) and any(name in trace for name in _CACHE_UPDATE_FILES):
+            return True
+    return False
+
+
+def _class_key(cls: Any) -> tuple[str, str]:
+    """(qualified name, module) of a module-stack entry's class (a "module.Class" string where
+    a release gives one)."""
+    if isinstance(cls, type):
+        return (cls.__qualname__, cls.__module__)
+    module, _, name = str(cls).rpartition(".")
+    return (name, module)
+
+
 def repeated_block(gm: Any, min_instances: int = 2) -> RepeatedBlock | None:
     """The module class whose calls cover most of an FX graph's operations, when it was
     called at least ``min_instances`` times in it (``Qwen2DecoderLayer`` x10: 610 of 654
@@ -102,11 +137,7 @@ def repeated_block(gm: Any, min_instances: int = 2) -> RepeatedBlock | None:
                 continue
             ops += 1
             for level, (path, cls) in enumerate((node.meta.get("nn_module_stack") or {}).values()):
-                if isinstance(cls, type):
-                    key = (cls.__qualname__, cls.__module__)
-                else:  # a "module.Class" string where a release gives one
-                    module, _, name = str(cls).rpartition(".")
-                    key = (name, module)
+                key = _class_key(cls)
                 per_path = calls.setdefault(key, {})
                 per_path[str(path)] = per_path.get(str(path), 0) + 1
                 depth[key] = min(level, depth.get(key, level))
@@ -119,7 +150,8 @@ def repeated_block(gm: Any, min_instances: int = 2) -> RepeatedBlock | None:
             return None
         nodes, _, (name, module), paths = max(found, key=lambda f: (f[0], f[1]))
         sizes = paths.values()
-        return RepeatedBlock(name, module, len(paths), nodes, min(sizes), max(sizes), ops)
+        cached = _reads_own_cache(gm, (name, module))
+        return RepeatedBlock(name, module, len(paths), nodes, min(sizes), max(sizes), ops, cached)
     except Exception:
         return None
 
