@@ -48,7 +48,7 @@ from compiletrace._doctor.stake import claimable_ns
 from compiletrace.distributed import GatherResult, RankTimes
 from compiletrace.reports._findings import findings_html, findings_text
 from tests.conftest import MS, FakeClock, S, make_record
-from tests.inputs.runs.rule_programs import Block, Text, Unrolled, Vision, churn, limited
+from tests.inputs.runs.rule_programs import Block, Text, Unrolled, Vision, churn, limited, size_relation
 
 
 def _where(fn: Callable[..., Any]) -> str:
@@ -85,21 +85,13 @@ def _recompiles(reg: Registry) -> int:
 # -- recompiles: shape churn, a changing constant, a backend per block ---------------------
 
 
-def _size_relation(x: torch.Tensor) -> torch.Tensor:
-    a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
-    b = x[..., ::8]
-    if a.shape[-1] == 2 * b.shape[-1]:  # a branch on a relation between dynamic sizes
-        return a
-    return b
-
-
 def test_a_relation_between_dynamic_sizes_is_not_at_stake_for_marking_a_dimension_dynamic() -> None:
     """A size changed (the first graph static, the recompile dynamic), then a branch on a
     relation between the now dynamic sizes flipped. The finding's first fix, marking the
     dimension dynamic, saves the static graph and nothing of the relation's recompile (an
     edit removes that): at stake is the static graph alone."""
     reg = Registry()
-    f = compiletrace.compile(_size_relation, backend="eager", registry=reg)
+    f = compiletrace.compile(size_relation, backend="eager", registry=reg)
     for n in (32, 64, 36):  # 32: static; 64: dynamic, the branch holds; 36: it does not
         f(torch.ones(1, 1, n))
     finding = _only(compiletrace.diagnose(reg), FindingKind.RECOMPILES)

@@ -36,6 +36,7 @@ from compiletrace._data import torch_text
 from compiletrace._data.cache_store import entry_file_times, entry_parts
 from compiletrace._data.records import GraphRecord
 from compiletrace._doctor.guards import guard_text
+from tests.inputs.runs.rule_programs import size_relation
 
 # -- what this torch writes -----------------------------------------------------------------
 
@@ -198,14 +199,6 @@ def _layer_flag(x: torch.Tensor, cache: _Layers) -> torch.Tensor:
     return x + 1 if cache.layers[0].value else x - 1  # guarded on the flag of one layer
 
 
-def _size_relation(x: torch.Tensor) -> torch.Tensor:
-    a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
-    b = x[..., ::8]
-    if a.shape[-1] == 2 * b.shape[-1]:  # a branch on a relation between dynamic sizes
-        return a
-    return b
-
-
 def _ddp_records() -> list[GraphRecord]:
     """torch.compile(DDP(nn.Sequential)) in a process group of one: every frame breaks."""
     import torch.distributed as dist
@@ -288,7 +281,7 @@ def written() -> Written:
     w.add(reg.records())
     w.add(_calls(_item_then_use, (_ones(2),), (_ones(2) * 2,)))  # .item(), and ___stack0 == 2.0
     sizes = [(torch.randn(1, 2, n),) for n in (16, 32, 36)]
-    w.add(_calls(_size_relation, *sizes))  # (x.size()[2] // 4) == (2*((7 + x.size()[2]) // 8))
+    w.add(_calls(size_relation, *sizes))  # (x.size()[2] // 4) == (2*((7 + x.size()[2]) // 8))
     torch._dynamo.reset()
     reg = compiletrace.Registry()
     sin = compiletrace.compile(_wrapped_sin, backend="eager", registry=reg)

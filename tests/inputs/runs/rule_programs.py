@@ -19,6 +19,16 @@ def churn(x: torch.Tensor) -> torch.Tensor:
     return x.sin() + 1
 
 
+def size_relation(x: torch.Tensor) -> torch.Tensor:
+    """A branch on a relation between two sizes that a size change makes dynamic: called on
+    a new length, it recompiles dynamic; on one where the relation flips, on the relation."""
+    a = torch.nn.functional.avg_pool1d(torch.nn.functional.avg_pool1d(x, 2), 2)
+    b = x[..., ::8]
+    if a.shape[-1] == 2 * b.shape[-1]:  # a branch on a relation between dynamic sizes
+        return a
+    return b
+
+
 def limited(x: torch.Tensor) -> torch.Tensor:
     """The same, past a recompile limit of 3: runs eagerly after."""
     return x.cos() * 3
