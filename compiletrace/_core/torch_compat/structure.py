@@ -80,9 +80,7 @@ def graph_block(gm: Any) -> str | None:
             if not stack:
                 return None
             path, cls = next(iter(stack.values()))
-            module, _, name = (
-                (cls.__module__, ".", cls.__qualname__) if isinstance(cls, type) else str(cls).rpartition(".")
-            )
+            name, module = _class_key(cls)
             if module.startswith(_TORCH_MODULES):
                 return None
             outermost.add((str(path), name))
